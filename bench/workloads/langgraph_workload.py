@@ -1,0 +1,152 @@
+"""The LangGraph side: ``create_react_agent`` + a tool that calls ``interrupt()``.
+
+This is LangGraph's documented human-in-the-loop pattern, run on its official
+savers: ``AsyncSqliteSaver`` and ``AsyncPostgresSaver`` (on a psycopg pool sized to
+the concurrency, as its docs recommend for concurrent use). A cycle is::
+
+    ainvoke({"messages": [user message]})   → the tool interrupts → "__interrupt__"
+    ainvoke(Command(resume={"decision": "approve"}))  → the tool runs → final answer
+
+History is preloaded into each thread's state with ``aupdate_state`` before any
+timing, so a thread holds H messages the way a long LangGraph conversation does.
+
+Only one knob is changed from LangGraph's defaults: ``PRAGMA synchronous`` on the
+SQLite saver's connection is set to the spec's value (NORMAL, symfonic's setting),
+so the SQLite figures compare equal durability rather than fsync counts.
+"""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import AsyncExitStack
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.types import Command, interrupt
+
+from bench.history import TOOL_RESULT, USER_MESSAGE
+from bench.workloads.base import Workload, WorkloadError, package_version
+from bench.workloads.scripted_model import ScriptedToolModel
+
+with warnings.catch_warnings():
+    # create_react_agent is deprecated in favour of langchain.agents.create_agent
+    # (a separate package); it is still the LangGraph-native entry point the issue names.
+    warnings.simplefilter("ignore")
+    from langgraph.prebuilt import create_react_agent
+
+
+@tool
+async def send_payment(amount: int, currency: str, invoice: str) -> str:
+    """Send a payment to a supplier; a person must approve it first."""
+    answer = interrupt({"action": "send_payment", "amount": amount, "invoice": invoice})
+    if not isinstance(answer, dict) or answer.get("decision") != "approve":
+        return "the person rejected the payment"
+    return TOOL_RESULT
+
+
+def _history_messages(bodies: list[dict[str, str]]) -> list[BaseMessage]:
+    return [
+        HumanMessage(b["content"]) if b["role"] == "human" else AIMessage(b["content"])
+        for b in bodies
+    ]
+
+
+class LangGraphWorkload(Workload):
+    system = "langgraph"
+
+    _stack: AsyncExitStack | None = None
+    _graph: Any = None
+    _saver: Any = None
+
+    async def open(self) -> None:
+        self._stack = AsyncExitStack()
+        if self.spec.store == "sqlite":
+            self._saver = await self._open_sqlite(self._stack)
+        else:
+            self._saver = await self._open_postgres(self._stack)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._graph = create_react_agent(
+                ScriptedToolModel(), [send_payment], checkpointer=self._saver
+            )
+
+    async def _open_sqlite(self, stack: AsyncExitStack) -> Any:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        saver = await stack.enter_async_context(
+            AsyncSqliteSaver.from_conn_string(self.spec.location)
+        )
+        await saver.setup()  # idempotent; sets WAL and creates the tables
+        if self.spec.sqlite_synchronous:
+            await saver.conn.execute(f"PRAGMA synchronous={self.spec.sqlite_synchronous}")
+        return saver
+
+    async def _open_postgres(self, stack: AsyncExitStack) -> Any:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+
+        size = max(1, self.spec.concurrency)
+        pool = AsyncConnectionPool(
+            self.spec.location,
+            min_size=size,
+            max_size=size,
+            open=False,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        )
+        await pool.open(wait=True)
+        stack.push_async_callback(pool.close)
+        return AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+
+    async def prepare(self, sessions: int) -> list[str]:
+        if self.spec.store == "postgresql":
+            await self._saver.setup()  # migrations; the SQLite saver ran its setup on open
+        bodies = [b.as_dict() for b in self.spec.history]
+        keys = [f"thread-{index:05d}" for index in range(sessions)]
+        for key in keys:
+            if bodies:
+                # Built per thread so no two threads share message objects (or memory).
+                await self._graph.aupdate_state(
+                    self._config(key), {"messages": _history_messages(bodies)}, as_node="agent"
+                )
+        return keys
+
+    @staticmethod
+    def _config(key: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": key}}
+
+    async def pause(self, session: str) -> Any:
+        result = await self._graph.ainvoke(
+            {"messages": [HumanMessage(USER_MESSAGE)]}, self._config(session)
+        )
+        if not result.get("__interrupt__"):
+            raise WorkloadError(f"langgraph turn on {session} did not interrupt")
+        return None
+
+    async def resume(self, session: str, handle: Any) -> None:
+        result = await self._graph.ainvoke(
+            Command(resume={"decision": "approve"}), self._config(session)
+        )
+        last = result["messages"][-1]
+        if result.get("__interrupt__") or not isinstance(last, AIMessage) or last.tool_calls:
+            raise WorkloadError(f"langgraph resume on {session} did not complete")
+
+    async def close(self) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+        self._stack = self._graph = self._saver = None
+
+    def versions(self) -> dict[str, str]:
+        names = ["langgraph", "langgraph-prebuilt", "langchain-core"]
+        names.append(
+            "langgraph-checkpoint-sqlite"
+            if self.spec.store == "sqlite"
+            else "langgraph-checkpoint-postgres"
+        )
+        return {name: package_version(name) for name in names}
+
+    def settings(self) -> dict[str, Any]:
+        if self.spec.store == "sqlite":
+            return {"sqlite_synchronous": self.spec.sqlite_synchronous or "default (FULL)"}
+        return {"pool_size": max(1, self.spec.concurrency)}

@@ -1,0 +1,48 @@
+"""symfonic: agent turns that pause for a person and resume exactly once, anywhere."""
+
+from symfonic.agent.agent import SymfonicAgent
+from symfonic.capabilities.human.interactions import interaction
+from symfonic.core.contracts.errors import (
+    BudgetRefused,
+    ConfigurationError,
+    InvalidAnswer,
+    PauseAbandoned,
+    PauseAlreadyClaimed,
+    PauseExpired,
+    PauseForbidden,
+    PauseNotFound,
+    RequestError,
+    RevisionConflict,
+    SessionBusy,
+    SessionNotFound,
+    SessionPaused,
+    SymfonicError,
+)
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.types import PauseInfo, TurnResult
+from symfonic.kernel.limits import Limits
+from symfonic.platform.resume_budget import Quota
+
+__all__ = [
+    "BudgetRefused",
+    "ConfigurationError",
+    "InvalidAnswer",
+    "Limits",
+    "PauseAbandoned",
+    "PauseAlreadyClaimed",
+    "PauseExpired",
+    "PauseForbidden",
+    "PauseInfo",
+    "PauseNotFound",
+    "Principal",
+    "Quota",
+    "RequestError",
+    "RevisionConflict",
+    "SessionBusy",
+    "SessionNotFound",
+    "SessionPaused",
+    "SymfonicAgent",
+    "SymfonicError",
+    "TurnResult",
+    "interaction",
+]

@@ -1,0 +1,261 @@
+"""``SymfonicAgent``: an agent's configuration, and the Python API to run it.
+
+The agent holds configuration and, once opened, a store. It keeps no turn state
+between calls: a turn's state is in the store from the moment it pauses, which
+is why any worker -- this process later, or another one that never saw the
+pause -- can resume it. ``resume`` (like every call) opens the agent's own store
+pool on first use, so a fresh worker whose first request is a resume works.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import aclosing
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from symfonic.agent.first_turn import OnPendingPause, first_turn, owned_session
+from symfonic.agent.models import resolve_model
+from symfonic.agent.outcomes import collect
+from symfonic.agent.resume import resume_turn
+from symfonic.capabilities.human.interactions import Interaction
+from symfonic.capabilities.human.tokens import TokenSigner
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import PauseRecord, SessionRecord, Store, SweepReport
+from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
+from symfonic.core.messages import MessageBody
+from symfonic.kernel.limits import Limits
+from symfonic.kernel.loop import Kernel
+from symfonic.kernel.toolbox import Approval, ToolBox
+from symfonic.kernel.tools import ToolLike
+from symfonic.platform.guarded import GuardedConversation
+from symfonic.platform.resume_budget import Quota
+from symfonic.storage import open_store, store_url
+
+DEFAULT_PAUSE_TTL = 24 * 3600.0
+DEFAULT_CLAIM_LEASE = 120.0
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class SymfonicAgent:
+    """Model, instructions, tools and limits, served by name.
+
+    ``approval`` names the tools a person must approve (a set), or maps each to
+    the audience scope that may approve it. ``interactions`` adds forms declared
+    with :func:`symfonic.interaction`. ``store`` is a URL (default
+    ``SYMFONIC_STORE`` or ``sqlite:///symfonic.db``) or an opened store shared
+    with other agents.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "assistant",
+        model: BaseChatModel | str,
+        instructions: str = "",
+        tools: Iterable[ToolLike] = (),
+        approval: Approval = (),
+        interactions: Iterable[Interaction] = (),
+        ask_human_audience: str | None = None,
+        store: str | Store | None = None,
+        limits: Limits | None = None,
+        pause_ttl: float = DEFAULT_PAUSE_TTL,
+        claim_lease: float = DEFAULT_CLAIM_LEASE,
+        quota: Quota | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        if pause_ttl <= 0 or claim_lease <= 0:
+            raise ConfigurationError("pause_ttl and claim_lease must be positive seconds")
+        self.name = name
+        self.model = resolve_model(model)
+        self.instructions = instructions
+        self.toolbox = ToolBox(
+            tools, interactions=interactions, approval=approval,
+            ask_human_audience=ask_human_audience,
+        )
+        self.limits = limits or Limits()
+        self.pause_ttl = float(pause_ttl)
+        self.claim_lease = float(claim_lease)
+        self.quota = quota
+        self.clock = clock
+        self._store_arg = store
+        self._store: Store | None = None
+        self._guarded: GuardedConversation | None = None
+        self._owns_store = False
+        self._open_lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"SymfonicAgent(name={self.name!r}, tools={sorted(self.toolbox.tools)!r})"
+
+    # lifecycle -------------------------------------------------------------
+
+    async def __aenter__(self) -> SymfonicAgent:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Open the store (and its pool) if it is not open yet; idempotent."""
+        async with self._open_lock:
+            if self._guarded is not None:
+                return
+            if self._store_arg is None or isinstance(self._store_arg, str):
+                store = open_store(store_url(self._store_arg))
+                await store.__aenter__()
+                self._owns_store = True
+            else:
+                store = self._store_arg
+            self._store = store
+            self._guarded = GuardedConversation(
+                store, TokenSigner(await store.signing_secret()), pause_ttl=self.pause_ttl
+            )
+
+    async def aclose(self) -> None:
+        async with self._open_lock:
+            if self._store is not None and self._owns_store:
+                await self._store.__aexit__(None, None, None)
+            self._store, self._guarded, self._owns_store = None, None, False
+
+    def use_store(self, store: Store) -> None:
+        """Share an opened store (a server hosting several agents); before first use."""
+        if self._store is not None:
+            raise ConfigurationError("use_store must be called before the agent is opened")
+        self._store_arg = store
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise ConfigurationError("the agent is not open; use 'async with agent' or 'await agent.open()'")
+        return self._store
+
+    @property
+    def guarded(self) -> GuardedConversation:
+        if self._guarded is None:
+            raise ConfigurationError("the agent is not open")
+        return self._guarded
+
+    # pieces the turn flows use --------------------------------------------
+
+    def kernel(self, session_id: str, plan: Limits | None = None) -> Kernel:
+        return Kernel(self.model, self.toolbox, plan or self.limits, session_id)
+
+    def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """What the model sees before the turn: the instructions, then the history."""
+        system: list[BaseMessage] = [SystemMessage(self.instructions)] if self.instructions else []
+        return [*system, *history]
+
+    # sessions ---------------------------------------------------------------
+
+    async def create_session(
+        self, principal: Principal | str = "local", metadata: dict[str, Any] | None = None
+    ) -> str:
+        await self.open()
+        session_id = uuid.uuid4().hex
+        await self.store.create_session(
+            SessionRecord(
+                session_id=session_id, principal=Principal.of(principal).name, agent=self.name,
+                revision=0, metadata=dict(metadata or {}), created_at=self.clock(),
+            )
+        )
+        return session_id
+
+    async def get_session(self, session_id: str, principal: Principal | str = "local") -> SessionRecord:
+        await self.open()
+        return await owned_session(self, session_id, Principal.of(principal))
+
+    async def seed_history(self, session_id: str, bodies: Sequence[MessageBody]) -> int:
+        """Commit ``bodies`` as one published turn (imports, tests, benchmarks)."""
+        await self.open()
+        session = await self.store.get_session(session_id)
+        if session is None:
+            raise ConfigurationError(f"no session {session_id!r}")
+        return await self.store.publish_turn(session_id, session.revision, list(bodies), "seed")
+
+    async def pauses(
+        self, principal: Principal | str = "local", state: PauseState = PauseState.PENDING
+    ) -> list[PauseRecord]:
+        """The pauses this principal may answer."""
+        await self.open()
+        who = Principal.of(principal)
+        return await self.store.list_pauses(state, principal=who.name, scopes=who.scopes)
+
+    def token_for(self, pause: PauseRecord) -> str:
+        return self.guarded.signer.mint(pause.pause_id)
+
+    async def sweep(self) -> SweepReport:
+        """Expire stale pauses and abandon claims whose worker stopped renewing."""
+        await self.open()
+        return await self.store.sweep(self.clock())
+
+    # turns ------------------------------------------------------------------
+
+    async def stream(
+        self,
+        message: str,
+        session_id: str | None = None,
+        principal: Principal | str = "local",
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> AsyncIterator[Event]:
+        """Run a turn, yielding its events; request errors raise before the first."""
+        await self.open()
+        turn = first_turn(
+            self, Principal.of(principal), message, session_id,
+            base_revision=base_revision, on_pending_pause=on_pending_pause,
+        )
+        # aclosing: a consumer that stops early closes the turn now, not at GC.
+        async with aclosing(turn) as events:
+            async for event in events:
+                yield event
+
+    async def run(
+        self,
+        message: str,
+        session_id: str | None = None,
+        principal: Principal | str = "local",
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> TurnResult:
+        return await collect(
+            self.stream(
+                message, session_id, principal,
+                base_revision=base_revision, on_pending_pause=on_pending_pause,
+            )
+        )
+
+    async def resume_stream(
+        self,
+        token: str,
+        answer: Any,
+        principal: Principal | str = "local",
+        *,
+        status: AnswerStatus = "resolved",
+    ) -> AsyncIterator[Event]:
+        await self.open()
+        async with aclosing(resume_turn(self, token, answer, Principal.of(principal), status)) as events:
+            async for event in events:
+                yield event
+
+    async def resume(
+        self,
+        token: str,
+        answer: Any = None,
+        principal: Principal | str = "local",
+        *,
+        status: AnswerStatus = "resolved",
+    ) -> TurnResult:
+        """Answer a pause and run the turn on; raises the refusal's own error type."""
+        return await collect(self.resume_stream(token, answer, principal, status=status))

@@ -1,0 +1,1 @@
+"""Continuing a paused turn: rebuild its messages, then run the kernel on."""

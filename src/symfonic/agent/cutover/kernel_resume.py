@@ -1,0 +1,82 @@
+"""Running the kernel on from a paused turn, with the person's answer as its observation.
+
+The answered call is settled first -- for an approval, that is the only moment
+the gated tool runs, with the original or the edited arguments -- then the turn
+is rebuilt from the checkpoint by :func:`rehydrate` and the kernel continues
+exactly as if the round had just finished. Nothing is taken from the process
+that paused: the checkpoint and the committed history are all there is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+
+from langchain_core.messages import BaseMessage
+
+from symfonic.agent.cutover.rehydration import NOT_DISPATCHED, rehydrate
+from symfonic.capabilities.human.answers import resolve
+from symfonic.capabilities.human.turnstate import ResumeOutcome
+from symfonic.core.contracts.errors import InteractionConfigurationError
+from symfonic.core.contracts.types import RawEvent, ToolResultEvent
+from symfonic.kernel.loop import Kernel
+
+
+async def kernel_resume(
+    kernel: Kernel, outcome: ResumeOutcome, history: Sequence[BaseMessage]
+) -> AsyncIterator[RawEvent]:
+    """Settle the answered call, rebuild the turn, and continue the kernel.
+
+    ``outcome.response`` is the person's answer as given; ``history`` is the
+    session's committed history at the checkpoint's base revision.
+    """
+    checkpoint = outcome.turn
+    if checkpoint is None:
+        rehydrate(outcome)  # raises, saying why
+        return
+    pending = checkpoint.interaction
+    answered = outcome.tool_call_id or outcome.interrupt_id
+    if answered != pending.tool_call_id:
+        raise InteractionConfigurationError(
+            f"the answer is for call {answered!r}, but the recorded round stopped at "
+            f"{pending.tool_call_id!r}"
+        )
+    resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
+    if resolution.run_args is not None:
+        message, event = await kernel.dispatch(
+            {"name": pending.tool_name, "args": resolution.run_args, "id": answered, "type": "tool_call"}
+        )
+        observation = str(message.content)
+        if resolution.edited:
+            observation = (
+                f"(run with arguments edited by the person: "
+                f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
+            )
+        yield event.model_copy(update={"content": observation})
+    else:
+        observation = resolution.observation or ""
+        yield ToolResultEvent(
+            tool_call_id=answered,
+            name=pending.tool_name,
+            content=observation,
+            status=resolution.status,
+        )
+    messages = rehydrate(replace(outcome, response=observation))
+    for message in messages[len(checkpoint.messages) + 1 :]:
+        yield ToolResultEvent(
+            tool_call_id=str(getattr(message, "tool_call_id", "")),
+            name=_call_name(messages, str(getattr(message, "tool_call_id", ""))),
+            content=NOT_DISPATCHED,
+            status="not_dispatched",
+        )
+    async for event in kernel.run(history, messages, checkpoint.counters):
+        yield event
+
+
+def _call_name(messages: Sequence[BaseMessage], call_id: str) -> str:
+    for message in reversed(messages):
+        for call in getattr(message, "tool_calls", None) or ():
+            if call["id"] == call_id:
+                return str(call["name"])
+    return ""

@@ -1,0 +1,138 @@
+"""A first turn: a user message run to an answer, a pause, or an error.
+
+Everything that can refuse the turn (unknown session, another turn running, a
+pending pause, a stale ``base_revision``, the quota) is checked before the
+first event, so a transport can answer with a plain error instead of a stream.
+After ``turn.started`` the stream always ends with exactly one of
+``response.complete``, ``turn.paused`` or ``error``, and the session is left
+either published at the next revision, paused, or exactly as it was.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+from langchain_core.messages import HumanMessage
+
+from symfonic.agent.fastapi.shared_resume_turn import _FinalObserver
+from symfonic.agent.outcomes import error_event, logger
+from symfonic.core.contracts.errors import (
+    RevisionConflict,
+    SessionBusy,
+    SessionNotFound,
+    SessionPaused,
+)
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import SessionRecord
+from symfonic.core.contracts.types import (
+    Event,
+    KernelDone,
+    PauseState,
+    ResponseCompleteEvent,
+    StopReason,
+    TurnStartedEvent,
+)
+from symfonic.core.messages import messages_of
+from symfonic.platform.resume_budget import IssuerScope, admit_resume_budget
+from symfonic.platform.transport_conversation import answer_of_result
+
+if TYPE_CHECKING:
+    from symfonic.agent.agent import SymfonicAgent
+
+OnPendingPause = Literal["reject", "abandon"]
+RUN_LEASE = timedelta(minutes=10)
+
+
+async def owned_session(agent: SymfonicAgent, session_id: str, principal: Principal) -> SessionRecord:
+    """The session, if this principal owns it; others are told it does not exist."""
+    session = await agent.store.get_session(session_id)
+    if session is None or (session.principal != principal.name and "*" not in principal.scopes):
+        raise SessionNotFound(f"no session {session_id!r}", session_id=session_id)
+    return session
+
+
+async def first_turn(
+    agent: SymfonicAgent,
+    principal: Principal,
+    message: str,
+    session_id: str | None,
+    *,
+    base_revision: int | None = None,
+    on_pending_pause: OnPendingPause = "reject",
+) -> AsyncIterator[Event]:
+    store = agent.store
+    if session_id is None:
+        session_id = await agent.create_session(principal)
+    session = await owned_session(agent, session_id, principal)
+    now = agent.clock()
+    open_pause = await store.open_pause(session_id)
+    if open_pause is not None and open_pause.state is PauseState.CLAIMED:
+        raise SessionBusy("a resumed turn is running on this session", session_id=session_id)
+    if open_pause is not None and open_pause.expires_at > now:
+        if on_pending_pause == "reject":
+            raise SessionPaused(
+                "this session is waiting for an answer to a pause; answer it, or send the "
+                "turn with on_pending_pause=abandon",
+                session_id=session_id,
+                pause_id=open_pause.pause_id,
+            )
+        await store.abandon_pending(session_id)
+    if base_revision is not None and base_revision != session.revision:
+        raise RevisionConflict(
+            f"the session is at revision {session.revision}, not {base_revision}",
+            revision=session.revision,
+        )
+    scope = IssuerScope(session.principal, agent.name)
+    budget = admit_resume_budget(agent, scope)
+    run_id = uuid.uuid4().hex
+    if not await store.begin_run(session_id, run_id, now=now, lease_until=now + RUN_LEASE):
+        raise SessionBusy("another turn is running on this session", session_id=session_id)
+    # Publishing or recording the pause ends the run in the same transaction;
+    # only a turn that did neither has a run marker left to clear.
+    ended = False
+    try:
+        history = messages_of(await store.history(session_id, session.revision))
+        yield TurnStartedEvent(
+            session_id=session_id, run_id=run_id, agent=agent.name,
+            base_revision=session.revision, resumed=False,
+        )
+        observe = _FinalObserver(budget.event_guard)
+        try:
+            kernel = agent.kernel(session_id, budget.prepared_plan)
+            async for raw in kernel.run(
+                agent.context(history), [HumanMessage(content=message)]
+            ):
+                observe(raw)
+                if isinstance(raw, KernelDone):
+                    break
+                yield raw
+            result = observe.result
+            assert result is not None
+            if result.stop_reason is StopReason.PAUSED:
+                paused = agent.guarded.paused_event(result, now=agent.clock())
+                await agent.guarded.record_pause(
+                    principal.name, session_id, scope, paused, result, session.revision,
+                    run_id=run_id,
+                )
+                ended = True
+                yield paused
+                return
+            answer = answer_of_result(result)
+            revision = await agent.guarded.publish_turn(
+                session_id, session.revision, result.messages, run_id
+            )
+            ended = True
+            yield ResponseCompleteEvent(answer=answer, revision=revision)
+        except Exception as error:
+            yield error_event(error)
+    finally:
+        if not ended:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await store.end_run(session_id, run_id)
+                except Exception:
+                    logger.warning("could not clear a finished turn's run marker", exc_info=True)

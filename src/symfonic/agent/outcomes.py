@@ -1,0 +1,78 @@
+"""From a stream of events to what a caller gets: error frames and ``TurnResult``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from symfonic.core.contracts.errors import (
+    PauseAbandoned,
+    RevisionConflict,
+    StoreUnavailable,
+    SymfonicError,
+    UnusableFinal,
+)
+from symfonic.core.contracts.types import (
+    ErrorEvent,
+    Event,
+    PauseInfo,
+    ResponseCompleteEvent,
+    TurnError,
+    TurnPausedEvent,
+    TurnResult,
+    TurnStartedEvent,
+)
+
+logger = logging.getLogger("symfonic")
+
+
+def error_event(error: Exception) -> ErrorEvent:
+    """The frame that ends a stream which failed after it started."""
+    if isinstance(error, UnusableFinal):
+        return ErrorEvent(code=error.error_code, message=str(error))
+    if isinstance(error, RevisionConflict):
+        return ErrorEvent(code="revision_conflict", message=str(error))
+    if isinstance(error, StoreUnavailable | PauseAbandoned):
+        return ErrorEvent(code="internal", message=str(error))
+    if isinstance(error, SymfonicError) and error.code != "internal":
+        return ErrorEvent(code=error.code, message=str(error))
+    logger.error("a turn failed unexpectedly", exc_info=error)
+    return ErrorEvent(code="internal", message="the turn failed; see the server log")
+
+
+def pause_info(event: TurnPausedEvent) -> PauseInfo:
+    return PauseInfo(
+        token=event.pause_token,
+        pause_id=event.pause_id,
+        kind=event.kind,
+        query=event.query,
+        response_schema=event.response_schema,
+        tool_call_id=event.tool_call_id,
+        interrupt_id=event.interrupt_id,
+        expires_at=event.expires_at,
+    )
+
+
+async def collect(stream: AsyncIterator[Event]) -> TurnResult:
+    """Drain a turn's stream into its result; request errors propagate as raised."""
+    events: list[Event] = []
+    session_id, revision = "", 0
+    async for event in stream:
+        events.append(event)
+        if isinstance(event, TurnStartedEvent):
+            session_id, revision = event.session_id, event.base_revision
+    final = events[-1] if events else None
+    if isinstance(final, ResponseCompleteEvent):
+        return TurnResult(
+            "complete", session_id, final.revision if final.revision is not None else revision,
+            answer=final.answer, events=tuple(events),
+        )
+    if isinstance(final, TurnPausedEvent):
+        return TurnResult("paused", session_id, revision, pause=pause_info(final), events=tuple(events))
+    error = final if isinstance(final, ErrorEvent) else ErrorEvent(
+        code="internal", message="the stream ended without an outcome"
+    )
+    return TurnResult(
+        "failed", session_id, revision, error=TurnError(error.code, error.message),
+        events=tuple(events),
+    )

@@ -1,0 +1,180 @@
+"""A resume: verify, validate, admit, claim, run on, then publish or release.
+
+The order is the guarantee. Everything that can refuse the request -- a token
+that does not verify, a principal who may not answer, a pause no longer
+pending, an answer that fails the schema, a refused budget -- is checked before
+the claim, so a refused request never spends the token. The claim is the one
+conditional statement that decides the race; after it, :class:`ResumedTurn`
+either publishes, records a second pause, or moves the pause to ``abandoned``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from symfonic.agent.cutover.kernel_resume import kernel_resume
+from symfonic.agent.fastapi.shared_resume_turn import ResumedTurn
+from symfonic.agent.lease import ClaimLease
+from symfonic.agent.outcomes import error_event
+from symfonic.capabilities.human.answers import validate_answer
+from symfonic.capabilities.human.turnstate import ResumeOutcome, TurnCheckpointStore
+from symfonic.core.contracts.errors import (
+    PauseAbandoned,
+    PauseAlreadyClaimed,
+    PauseExpired,
+    PauseForbidden,
+    PauseNotFound,
+    RequestError,
+)
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import Claim, PauseRecord
+from symfonic.core.contracts.types import (
+    AnswerStatus,
+    Event,
+    KernelDone,
+    PauseState,
+    ResponseCompleteEvent,
+    StopReason,
+    TurnPausedEvent,
+    TurnStartedEvent,
+)
+from symfonic.core.messages import messages_of
+from symfonic.platform.resume_budget import IssuerScope
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from symfonic.agent.agent import SymfonicAgent
+
+
+def _same_answer(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+    def canonical(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=str)
+
+    return pause.answer_status == status and canonical(pause.answer) == canonical(answer)
+
+
+def refusal(pause: PauseRecord, now: datetime) -> RequestError:
+    """Why a pause that is not pending and unexpired cannot be answered."""
+    if pause.state is PauseState.PENDING or pause.state is PauseState.EXPIRED:
+        return PauseExpired(
+            f"this pause expired at {pause.expires_at.isoformat()}", pause_id=pause.pause_id
+        )
+    if pause.state is PauseState.ABANDONED:
+        return PauseAbandoned(
+            "this pause was abandoned and can no longer be answered", pause_id=pause.pause_id
+        )
+    if pause.state is PauseState.CLAIMED:
+        return PauseAlreadyClaimed(
+            "this pause is already being answered", pause_id=pause.pause_id
+        )
+    return PauseAlreadyClaimed(
+        "this pause was already answered with a different answer", pause_id=pause.pause_id
+    )
+
+
+async def authorised_pause(agent: SymfonicAgent, token: object, principal: Principal) -> PauseRecord:
+    pause_id = agent.guarded.signer.verify(token)
+    pause = None if pause_id is None else await agent.store.get_pause(pause_id)
+    if pause is None:
+        raise PauseNotFound("the token does not name a pause")
+    if not principal.may_answer(pause):
+        raise PauseForbidden(
+            f"{principal.name} may not answer this pause", pause_id=pause.pause_id
+        )
+    return pause
+
+
+async def _replay(agent: SymfonicAgent, pause: PauseRecord) -> list[Event]:
+    """The outcome an identical, already-settled resume produced, without running anything."""
+    outcome = pause.outcome or {}
+    started = TurnStartedEvent(
+        session_id=pause.session_id, run_id=pause.claim_id or "", agent=pause.agent,
+        base_revision=pause.base_revision, resumed=True,
+    )
+    if outcome.get("status") == "complete":
+        return [started, ResponseCompleteEvent(answer=outcome["answer"], revision=pause.base_revision + 1)]
+    follow = await agent.store.get_pause(outcome["pause_id"])
+    assert follow is not None
+    return [
+        started,
+        TurnPausedEvent(
+            pause_id=follow.pause_id, pause_token=agent.guarded.signer.mint(follow.pause_id),
+            interrupt_id=follow.interrupt_id, tool_call_id=follow.tool_call_id, kind=follow.kind,
+            query=follow.query, response_schema=follow.response_schema,
+            expires_at=follow.expires_at,
+        ),
+    ]
+
+
+async def resume_turn(
+    agent: SymfonicAgent,
+    token: object,
+    answer: Any,
+    principal: Principal,
+    status: AnswerStatus = "resolved",
+) -> AsyncIterator[Event]:
+    store = agent.store
+    pause = await authorised_pause(agent, token, principal)
+    now = agent.clock()
+    if pause.state is not PauseState.PENDING or pause.expires_at <= now:
+        settled = pause.state in (PauseState.PUBLISHED, PauseState.SUPERSEDED)
+        if settled and _same_answer(pause, answer, status):
+            for event in await _replay(agent, pause):
+                yield event
+            return
+        raise refusal(pause, now)
+    validate_answer(pause.response_schema, answer, status)
+    scope = IssuerScope(pause.principal, pause.agent)
+    turn = ResumedTurn(agent.guarded, principal.name, pause.session_id, scope, uuid.uuid4().hex)
+    admitted = turn.admission(budgeted=True)(agent, scope)
+    lease = ClaimLease(
+        store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
+    )
+    claim = Claim(
+        pause_id=pause.pause_id, claim_id=turn.claim_id, principal=principal.name,
+        answer=answer, status=status, at=now, lease_until=lease.until(),
+    )
+    if not await store.claim_pause(claim, now=now):
+        latest = await store.get_pause(pause.pause_id)
+        raise refusal(latest or pause, agent.clock())
+    turn.claimed = True
+    try:
+        try:
+            checkpoint = await TurnCheckpointStore(store).load(pause.pause_id)
+            history = messages_of(await store.history(pause.session_id, pause.base_revision))
+            yield TurnStartedEvent(
+                session_id=pause.session_id, run_id=turn.claim_id, agent=agent.name,
+                base_revision=pause.base_revision, resumed=True,
+            )
+            outcome = ResumeOutcome(
+                turn=checkpoint, response=answer, tool_call_id=pause.tool_call_id,
+                interrupt_id=pause.interrupt_id, status=status,
+            )
+            kernel = agent.kernel(pause.session_id, admitted.plan)
+            async for raw in kernel_resume(kernel, outcome, agent.context(history)):
+                admitted.observe(raw)
+                await lease.keep()
+                if isinstance(raw, KernelDone):
+                    break
+                yield raw
+            result = admitted.observe.result
+            assert result is not None
+            terminal: Event
+            if result.stop_reason is StopReason.PAUSED:
+                terminal = agent.guarded.paused_event(result, now=agent.clock())
+                await turn.settle(terminal)
+            else:
+                terminal = ResponseCompleteEvent(answer=result.answer)
+                await turn.settle(terminal)
+                terminal = terminal.model_copy(update={"revision": turn.revision})
+        except Exception as error:
+            await turn.release()
+            yield error_event(error)
+            return
+        yield terminal
+    finally:
+        await turn.release()

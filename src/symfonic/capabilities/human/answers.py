@@ -1,0 +1,62 @@
+"""What a person's answer becomes: the observation the paused call receives.
+
+``input`` and ``form`` answers are the observation as they are. An approval is
+different: approve and edit dispatch the gated tool (with the original or the
+edited arguments) and its output is the observation; reject never runs it.
+A cancelled answer of any kind tells the model the person declined.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from symfonic.core.contracts.errors import InvalidAnswer
+from symfonic.core.contracts.types import AnswerStatus, InteractionKind, ToolStatus
+
+DECLINED = "The person declined to answer."
+
+
+def validate_answer(schema: dict[str, Any], answer: Any, status: AnswerStatus) -> None:
+    """Refuse an answer that fails the pause's schema, before anything is claimed."""
+    if status == "cancelled":
+        return
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(answer), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.absolute_path) or "the answer"
+        raise InvalidAnswer(
+            f"{where}: {first.message}", errors=[e.message for e in errors[:10]]
+        )
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How the paused call is settled: its observation, or the arguments to run it with."""
+
+    status: ToolStatus
+    observation: str | None = None
+    run_args: dict[str, Any] | None = None
+    edited: bool = False
+
+
+def resolve(
+    kind: InteractionKind, answer: Any, status: AnswerStatus, original_args: dict[str, Any]
+) -> Resolution:
+    if status == "cancelled":
+        return Resolution("ok", DECLINED)
+    if kind is not InteractionKind.APPROVAL:
+        text = answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)
+        return Resolution("ok", text)
+    decision = answer["decision"]
+    if decision == "approve":
+        return Resolution("ok", run_args=dict(original_args))
+    if decision == "edit":
+        return Resolution("ok", run_args=dict(answer["args"]), edited=True)
+    reason = answer.get("reason")
+    because = f": {reason}" if reason else "."
+    return Resolution("rejected", f"The person rejected this call{because}")

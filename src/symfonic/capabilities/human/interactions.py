@@ -1,0 +1,138 @@
+"""The three kinds of interaction, and the answer each accepts.
+
+An interaction is a tool call the kernel never dispatches by itself: ``ask_human``
+(``input``, a string answer), a developer-declared form (``form``, an answer
+valid against its schema), or an approval gate on an ordinary tool
+(``approval``: approve, edit the arguments, or reject). The pause's
+``response_schema`` is the JSON Schema of the answer, so a front end can build
+the form and the server can refuse a bad answer before anything is claimed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from symfonic.core.contracts.types import InteractionKind, PendingInteraction
+
+ASK_HUMAN = "ask_human"
+
+
+class _Question(BaseModel):
+    question: str = Field(description="What to ask the person, in plain words.")
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """A tool the model may call to ask a person; declared with :func:`interaction`."""
+
+    name: str
+    description: str
+    response_schema: dict[str, Any]
+    kind: InteractionKind = InteractionKind.FORM
+    audience: str | None = None
+
+    def binding(self) -> BaseTool:
+        """The model-facing tool: it takes a question and is never dispatched."""
+
+        def never_dispatched(question: str) -> str:
+            raise RuntimeError(f"{self.name} is an interaction and is answered by a person")
+
+        return StructuredTool.from_function(
+            func=never_dispatched,
+            name=self.name,
+            description=self.description,
+            args_schema=_Question,
+        )
+
+    def pending(self, tool_call_id: str, args: dict[str, Any]) -> PendingInteraction:
+        question = args.get("question")
+        query = question if isinstance(question, str) and question else self.description
+        return PendingInteraction(
+            kind=self.kind,
+            tool_call_id=tool_call_id,
+            tool_name=self.name,
+            args=args,
+            query=query,
+            response_schema=self.response_schema,
+            audience=self.audience,
+        )
+
+
+def interaction(
+    name: str,
+    description: str,
+    schema: type[BaseModel] | dict[str, Any],
+    *,
+    audience: str | None = None,
+) -> Interaction:
+    """Declare a form the model can ask a person to fill in.
+
+    ``schema`` is a pydantic model or a JSON Schema; answers are validated
+    against it before a pause is claimed. ``audience`` names the scope a
+    principal needs to answer (``None``: the session's owner).
+    """
+    response_schema = (
+        schema.model_json_schema() if isinstance(schema, type) else dict(schema)
+    )
+    return Interaction(name, description, response_schema, InteractionKind.FORM, audience)
+
+
+def ask_human(audience: str | None = None) -> Interaction:
+    """The built-in free-text question; every agent has one."""
+    return Interaction(
+        ASK_HUMAN,
+        "Ask the person a question and wait for their answer. Use it when you need "
+        "information or a decision only they can give.",
+        {"type": "string"},
+        InteractionKind.INPUT,
+        audience,
+    )
+
+
+def approval_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The answer to an approval gate: approve, edit the arguments, or reject."""
+    return {
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {"decision": {"const": "approve"}},
+                "required": ["decision"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"decision": {"const": "edit"}, "args": parameters or {"type": "object"}},
+                "required": ["decision", "args"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"decision": {"const": "reject"}, "reason": {"type": "string"}},
+                "required": ["decision"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+
+
+def approval_pending(
+    tool_name: str,
+    tool_call_id: str,
+    args: dict[str, Any],
+    parameters: dict[str, Any],
+    audience: str | None,
+) -> PendingInteraction:
+    return PendingInteraction(
+        kind=InteractionKind.APPROVAL,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        args=args,
+        query=f"Approve {tool_name}({json.dumps(args, sort_keys=True)})?",
+        response_schema=approval_schema(parameters),
+        audience=audience,
+    )

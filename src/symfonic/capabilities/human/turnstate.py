@@ -1,0 +1,129 @@
+"""A paused turn's state, written to and read from the checkpoint port.
+
+A checkpoint is data only: the in-flight turn's message bodies, the counters
+the limits are measured by, the interaction the round stopped at, and the
+revision the turn was run against. Committed history is not in it -- that is
+stored once, in the session -- so a pause costs the size of its turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from symfonic.core.contracts.errors import InteractionConfigurationError
+from symfonic.core.contracts.store import CheckpointRecord, Store
+from symfonic.core.contracts.types import (
+    AnswerStatus,
+    InteractionKind,
+    KernelResult,
+    PendingInteraction,
+)
+from symfonic.core.messages import bodies_of
+from symfonic.kernel.loop import Counters
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TurnCheckpoint:
+    """The recorded state of one paused turn, as read from the checkpoint port."""
+
+    pause_id: str
+    session_id: str
+    base_revision: int
+    messages: tuple[Mapping[str, Any], ...]
+    counters: Counters
+    interaction: PendingInteraction
+
+
+@dataclass(frozen=True)
+class ResumeOutcome:
+    """What a resume brings to the kernel: the recorded turn and the person's answer.
+
+    ``response`` is the observation the answered call receives; for an approval
+    it is the gated tool's output (or the rejection), computed before the turn is
+    rebuilt.
+    """
+
+    turn: TurnCheckpoint | None
+    response: Any
+    tool_call_id: str | None
+    interrupt_id: str
+    status: AnswerStatus = "resolved"
+
+
+def _interaction_body(pending: PendingInteraction) -> dict[str, Any]:
+    return {
+        "kind": pending.kind.value,
+        "tool_call_id": pending.tool_call_id,
+        "tool_name": pending.tool_name,
+        "args": pending.args,
+        "query": pending.query,
+        "response_schema": pending.response_schema,
+        "audience": pending.audience,
+    }
+
+
+def _interaction_of(body: Mapping[str, Any]) -> PendingInteraction:
+    return PendingInteraction(
+        kind=InteractionKind(body["kind"]),
+        tool_call_id=body["tool_call_id"],
+        tool_name=body["tool_name"],
+        args=dict(body["args"]),
+        query=body["query"],
+        response_schema=dict(body["response_schema"]),
+        audience=body.get("audience"),
+    )
+
+
+class TurnCheckpointStore:
+    """Reads and writes turn state through the checkpoint port; nothing is cached."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    @staticmethod
+    def record_of(
+        pause_id: str, session_id: str, base_revision: int, result: KernelResult
+    ) -> CheckpointRecord:
+        """The checkpoint row for a kernel result that stopped at an interaction."""
+        if result.interaction is None:
+            raise InteractionConfigurationError("only a paused turn has a checkpoint to record")
+        messages: Sequence[BaseMessage] = result.messages
+        return CheckpointRecord(
+            pause_id=pause_id,
+            session_id=session_id,
+            format_version=FORMAT_VERSION,
+            base_revision=base_revision,
+            body={
+                "messages": bodies_of(messages),
+                "rounds": result.rounds,
+                "model_calls": result.model_calls,
+                "tokens": result.tokens,
+                "interaction": _interaction_body(result.interaction),
+            },
+        )
+
+    async def load(self, pause_id: str) -> TurnCheckpoint | None:
+        """The turn recorded for ``pause_id``, read from the port on this call."""
+        record = await self._store.load_checkpoint(pause_id)
+        if record is None:
+            return None
+        if record.format_version != FORMAT_VERSION:
+            raise InteractionConfigurationError(
+                f"checkpoint {pause_id} has format {record.format_version}, and this "
+                f"version of symfonic reads format {FORMAT_VERSION}"
+            )
+        body = record.body
+        return TurnCheckpoint(
+            pause_id=record.pause_id,
+            session_id=record.session_id,
+            base_revision=record.base_revision,
+            messages=tuple(body["messages"]),
+            counters=Counters(body["rounds"], body["model_calls"], body.get("tokens", 0)),
+            interaction=_interaction_of(body["interaction"]),
+        )

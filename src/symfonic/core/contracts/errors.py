@@ -1,0 +1,137 @@
+"""One exception tree, with the HTTP status each maps to.
+
+    SymfonicError
+    ├── ConfigurationError             a developer mistake, found before a turn runs
+    │   └── InteractionConfigurationError
+    ├── TurnFailure                    a turn that ran and could not finish usefully
+    │   ├── UnusableFinal              stopped at the tool limit, or with an empty answer
+    │   ├── BudgetExhausted            the event guard stopped a turn over its plan
+    │   └── ModelError                 the model call itself failed
+    ├── StoreUnavailable               the database could not be reached       (503)
+    └── RequestError                   the caller can act on these; each has .code
+        ├── SessionNotFound            404
+        ├── PauseNotFound              404  token that does not verify or names no pause
+        ├── PauseForbidden             403
+        ├── InvalidAnswer              422  answer fails the pause's response_schema
+        ├── PauseAlreadyClaimed        409  claimed, superseded, or published with another answer
+        ├── RevisionConflict           409
+        ├── SessionBusy                409  a turn is running
+        ├── SessionPaused              409  a pause is pending and on_pending_pause=reject
+        ├── PauseExpired               410
+        ├── PauseAbandoned             410
+        └── BudgetRefused              429  refused before the claim; .retry_after
+
+A ``RequestError`` carries structured fields so the HTTP layer maps it 1:1 and a
+Python caller can branch on the type without parsing a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class SymfonicError(Exception):
+    """Base of every error symfonic raises on purpose."""
+
+    code: ClassVar[str] = "internal"
+
+
+class ConfigurationError(SymfonicError):
+    code = "configuration"
+
+
+class InteractionConfigurationError(ConfigurationError):
+    """An interaction or resume that cannot be built from what was recorded."""
+
+
+class TurnFailure(SymfonicError):
+    code = "internal"
+
+
+class UnusableFinal(TurnFailure):
+    """A done result that must not be published (tool limit, empty answer)."""
+
+    def __init__(self, message: str, *, code: str = "empty_answer") -> None:
+        super().__init__(message)
+        self.error_code = code
+
+
+class BudgetExhausted(TurnFailure):
+    code = "budget_exhausted"
+
+
+class ModelError(TurnFailure):
+    code = "model_error"
+
+
+class StoreUnavailable(SymfonicError):
+    code = "store_unavailable"
+    status: ClassVar[int] = 503
+
+
+class RequestError(SymfonicError):
+    status: ClassVar[int] = 400
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields
+
+
+class SessionNotFound(RequestError):
+    code = "session_not_found"
+    status = 404
+
+
+class PauseNotFound(RequestError):
+    code = "pause_not_found"
+    status = 404
+
+
+class PauseForbidden(RequestError):
+    code = "forbidden"
+    status = 403
+
+
+class InvalidAnswer(RequestError):
+    code = "invalid_answer"
+    status = 422
+
+
+class PauseAlreadyClaimed(RequestError):
+    code = "already_claimed"
+    status = 409
+
+
+class RevisionConflict(RequestError):
+    code = "revision_conflict"
+    status = 409
+
+
+class SessionBusy(RequestError):
+    code = "session_busy"
+    status = 409
+
+
+class SessionPaused(RequestError):
+    code = "session_paused"
+    status = 409
+
+
+class PauseExpired(RequestError):
+    code = "pause_expired"
+    status = 410
+
+
+class PauseAbandoned(RequestError):
+    code = "pause_abandoned"
+    status = 410
+
+
+class BudgetRefused(RequestError):
+    code = "budget_refused"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after

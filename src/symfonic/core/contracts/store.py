@@ -1,0 +1,180 @@
+"""The storage port: what the runtime needs from a database, and nothing more.
+
+Every method that changes state is one transaction in the adapter, and every
+single-use transition (claim, publish, abandon) is one conditional statement
+whose row count says who won -- never a read followed by a write. The adapters
+(SQLite, PostgreSQL) differ only in how they connect and lock, so one test
+suite runs against both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from symfonic.core.contracts.types import AnswerStatus, InteractionKind, PauseState
+from symfonic.core.messages import MessageBody
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    session_id: str
+    principal: str
+    agent: str
+    revision: int
+    metadata: dict[str, Any]
+    created_at: datetime
+    running: bool = False
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """The in-flight turn of one pause: its messages, counters and base revision."""
+
+    pause_id: str
+    session_id: str
+    format_version: int
+    base_revision: int
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PauseRecord:
+    pause_id: str
+    session_id: str
+    principal: str
+    agent: str
+    audience: str | None
+    kind: InteractionKind
+    query: str
+    response_schema: dict[str, Any]
+    tool_call_id: str
+    interrupt_id: str
+    base_revision: int
+    state: PauseState
+    created_at: datetime
+    expires_at: datetime
+    supersedes: str | None = None
+    claim_id: str | None = None
+    lease_until: datetime | None = None
+    answered_by: str | None = None
+    answered_at: datetime | None = None
+    answer: Any = None
+    answer_status: AnswerStatus | None = None
+    outcome: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the winner of a claim wrote: who answered, when, with what."""
+
+    pause_id: str
+    claim_id: str
+    principal: str
+    answer: Any
+    status: AnswerStatus
+    at: datetime
+    lease_until: datetime
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    expired: int
+    abandoned: int
+
+
+class Store(Protocol):
+    """The port every adapter implements; open it with ``async with``."""
+
+    url: str
+
+    async def __aenter__(self) -> Store: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+    async def ping(self) -> None: ...
+
+    async def signing_secret(self) -> bytes:
+        """The database's token secret, created by the first worker that asks."""
+        ...
+
+    # sessions and history
+    async def create_session(self, session: SessionRecord) -> None: ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]: ...
+
+    async def begin_run(
+        self, session_id: str, run_id: str, *, now: datetime, lease_until: datetime
+    ) -> bool:
+        """Mark a first turn running; false when another one holds the session."""
+        ...
+
+    async def end_run(self, session_id: str, run_id: str) -> None: ...
+
+    async def publish_turn(
+        self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str
+    ) -> int:
+        """Append a first turn at ``base_revision``; raises RevisionConflict."""
+        ...
+
+    # pauses and checkpoints
+    async def record_pause(
+        self,
+        pause: PauseRecord,
+        checkpoint: CheckpointRecord,
+        *,
+        supersedes: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Write a pending pause and its checkpoint together.
+
+        With ``supersedes`` (a claim id), the claimed pause it replaces moves to
+        ``superseded`` in the same transaction (or nothing is written).
+        """
+        ...
+
+    async def get_pause(self, pause_id: str) -> PauseRecord | None: ...
+
+    async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None: ...
+
+    async def claim_pause(self, claim: Claim, *, now: datetime) -> bool:
+        """The single-use claim: pending and unexpired → claimed, one statement."""
+        ...
+
+    async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
+        """The pause this claim took, in whatever state it is now."""
+        ...
+
+    async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool: ...
+
+    async def publish_resume(
+        self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str
+    ) -> int:
+        """Append a resumed turn at its pause's base revision and mark the pause published.
+
+        Raises PauseAbandoned when the claim no longer holds, RevisionConflict
+        when another turn was published first; either way nothing is written.
+        """
+        ...
+
+    async def abandon_claim(self, session_id: str, claim_id: str) -> bool: ...
+
+    async def abandon_pending(self, session_id: str) -> int: ...
+
+    async def open_pause(self, session_id: str) -> PauseRecord | None:
+        """The session's pending or claimed pause, if any."""
+        ...
+
+    async def list_pauses(
+        self, state: PauseState, *, principal: str, scopes: frozenset[str], limit: int = 100
+    ) -> list[PauseRecord]:
+        """Pauses in ``state`` that ``principal`` (with ``scopes``) may answer."""
+        ...
+
+    async def sweep(self, now: datetime) -> SweepReport:
+        """Expire stale pending pauses and abandon claims whose lease ran out."""
+        ...

@@ -1,0 +1,197 @@
+"""The events and results every layer speaks.
+
+The kernel yields these, the agent persists on them, and the transports (SSE,
+AG-UI, the terminal) project them. They are plain data: no connection, model or
+store handle ever rides inside one, so a checkpoint or a stream frame can be
+built from any of them without reaching back into a live object.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict
+
+
+class StopReason(str, enum.Enum):
+    """Why the kernel stopped; only ``final`` can be published."""
+
+    FINAL = "final"
+    TOOL_LIMIT = "tool_limit"
+    PAUSED = "paused"
+    BUDGET = "budget"
+
+
+class PauseState(str, enum.Enum):
+    """The pause lifecycle. Transitions live in the store's statements only."""
+
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    PUBLISHED = "published"
+    SUPERSEDED = "superseded"
+    ABANDONED = "abandoned"
+    EXPIRED = "expired"
+
+
+class InteractionKind(str, enum.Enum):
+    INPUT = "input"
+    FORM = "form"
+    APPROVAL = "approval"
+
+
+AnswerStatus = Literal["resolved", "cancelled"]
+ToolStatus = Literal["ok", "error", "not_dispatched", "rejected"]
+
+
+class Event(BaseModel):
+    """A typed stream event; ``type`` is its SSE ``event:`` name."""
+
+    model_config = ConfigDict(frozen=True)
+    type: ClassVar[str]
+
+
+class TurnStartedEvent(Event):
+    type: ClassVar[str] = "turn.started"
+    session_id: str
+    run_id: str
+    agent: str
+    base_revision: int
+    resumed: bool
+
+
+class TextDeltaEvent(Event):
+    type: ClassVar[str] = "text.delta"
+    text: str
+
+
+class ToolCallEvent(Event):
+    type: ClassVar[str] = "tool.call"
+    tool_call_id: str
+    name: str
+    args: dict[str, Any]
+
+
+class ToolResultEvent(Event):
+    type: ClassVar[str] = "tool.result"
+    tool_call_id: str
+    name: str
+    content: str
+    status: ToolStatus
+
+
+class TurnPausedEvent(Event):
+    type: ClassVar[str] = "turn.paused"
+    pause_id: str
+    pause_token: str
+    interrupt_id: str
+    tool_call_id: str
+    kind: InteractionKind
+    query: str
+    response_schema: dict[str, Any]
+    expires_at: datetime
+
+
+class ResponseCompleteEvent(Event):
+    type: ClassVar[str] = "response.complete"
+    answer: str
+    revision: int | None = None
+
+
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    code: str
+    message: str
+
+
+TERMINAL_EVENTS: tuple[type[Event], ...] = (TurnPausedEvent, ResponseCompleteEvent, ErrorEvent)
+STREAM_EVENTS: tuple[type[Event], ...] = (
+    TurnStartedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    *TERMINAL_EVENTS,
+)
+
+
+@dataclass(frozen=True)
+class PendingInteraction:
+    """The interaction a paused round stopped at, as the kernel saw it."""
+
+    kind: InteractionKind
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    query: str
+    response_schema: dict[str, Any]
+    audience: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    """The kernel's raw done result: what a turn produced, before any projection.
+
+    ``messages`` is the in-flight turn only (the user message onward), never the
+    committed history it was run against.
+    """
+
+    stop_reason: StopReason
+    messages: tuple[BaseMessage, ...]
+    answer: str
+    rounds: int
+    model_calls: int
+    tokens: int = 0
+    interaction: PendingInteraction | None = None
+
+
+@dataclass(frozen=True)
+class KernelDone:
+    """Carries the raw result out of the kernel's event stream; never framed."""
+
+    result: KernelResult
+
+
+RawEvent = Event | KernelDone
+"""What the kernel's stream yields: typed events, then exactly one done."""
+
+
+@dataclass(frozen=True)
+class PauseInfo:
+    """What a caller needs to show and answer a pause."""
+
+    token: str
+    pause_id: str
+    kind: InteractionKind
+    query: str
+    response_schema: dict[str, Any]
+    tool_call_id: str
+    interrupt_id: str
+    expires_at: datetime
+
+    def __repr__(self) -> str:
+        return (
+            f"PauseInfo(pause_id={self.pause_id!r}, kind={self.kind.value!r}, "
+            f"query={self.query!r}, token='***')"
+        )
+
+
+@dataclass(frozen=True)
+class TurnError:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """The outcome of one turn, first or resumed."""
+
+    status: Literal["complete", "paused", "failed"]
+    session_id: str
+    revision: int
+    answer: str | None = None
+    pause: PauseInfo | None = None
+    error: TurnError | None = None
+    events: tuple[Event, ...] = field(default=(), repr=False)

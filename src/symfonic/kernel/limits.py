@@ -1,0 +1,28 @@
+"""How much one turn may do, first or resumed, counted across its pauses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-turn limits. Counters live in the checkpoint, so a pause resets nothing.
+
+    ``max_tool_rounds``: rounds of tool calls before the turn stops at the tool
+    limit (and publishes nothing). ``max_model_calls`` and
+    ``max_tokens_per_turn`` stop it with the ``budget`` reason.
+    ``max_tool_calls`` is enforced by the event guard on every tool call event.
+    """
+
+    max_tool_rounds: int = 8
+    max_model_calls: int = 16
+    max_tokens_per_turn: int | None = None
+    max_tool_calls: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_tool_rounds", "max_model_calls", "max_tool_calls"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Limits.{name} must be at least 1")
+        if self.max_tokens_per_turn is not None and self.max_tokens_per_turn < 1:
+            raise ValueError("Limits.max_tokens_per_turn must be at least 1 or None")

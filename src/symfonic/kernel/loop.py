@@ -1,0 +1,186 @@
+"""The provider-agnostic tool-calling loop: model, tool calls, observations, model.
+
+The loop owns two invariants. A round that holds an interaction is stopped at
+its first interaction *before anything in it is dispatched*, so a person's
+answer can never arrive after a side effect it was meant to gate. And every
+assistant tool call that is dispatched is answered by exactly one tool message
+right after it, so the transcript is one a strict provider accepts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages.tool import ToolCall
+from langchain_core.runnables import Runnable
+
+from symfonic.core.contracts.errors import ModelError
+from symfonic.core.contracts.types import (
+    KernelDone,
+    KernelResult,
+    PendingInteraction,
+    RawEvent,
+    StopReason,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from symfonic.core.messages import text_of
+from symfonic.kernel.limits import Limits
+from symfonic.kernel.toolbox import ToolBox
+from symfonic.kernel.tools import idempotency_key
+
+
+@dataclass(frozen=True)
+class Counters:
+    """What a turn has used so far; carried through a pause in the checkpoint."""
+
+    rounds: int = 0
+    model_calls: int = 0
+    tokens: int = 0
+
+
+@dataclass
+class Kernel:
+    """Live handles for one turn: the model bound to its tools, the tools, the limits."""
+
+    model: BaseChatModel
+    toolbox: ToolBox
+    limits: Limits
+    session_id: str
+    _bound: Runnable[Sequence[BaseMessage], BaseMessage] | None = field(default=None, repr=False)
+
+    @property
+    def bound(self) -> Runnable[Sequence[BaseMessage], BaseMessage]:
+        if self._bound is None:
+            self._bound = self.model.bind_tools(self.toolbox.bindings())
+        return self._bound
+
+    async def dispatch(self, call: ToolCall) -> tuple[ToolMessage, ToolResultEvent]:
+        """Run one ordinary call; an unknown tool is an error observation."""
+        tool = self.toolbox.tools.get(call["name"])
+        if tool is None:
+            content, ok = f"error: there is no tool named {call['name']!r}", False
+        else:
+            key = idempotency_key(self.session_id, str(call["id"]))
+            observation = await tool.call(call["args"], key)
+            content, ok = observation.content, observation.ok
+        call_id = str(call["id"])
+        message = ToolMessage(
+            content=content, tool_call_id=call_id, name=call["name"],
+            status="success" if ok else "error",
+        )
+        event = ToolResultEvent(
+            tool_call_id=call_id, name=call["name"], content=content,
+            status="ok" if ok else "error",
+        )
+        return message, event
+
+    async def run(
+        self,
+        context: Sequence[BaseMessage],
+        turn: Sequence[BaseMessage],
+        counters: Counters = Counters(),
+    ) -> AsyncIterator[RawEvent]:
+        """Continue ``turn`` (the in-flight messages) against ``context`` (history).
+
+        Yields typed events and ends with exactly one :class:`KernelDone`.
+        """
+        messages = list(turn)
+        used = counters
+        limits = self.limits
+        while True:
+            if used.model_calls >= limits.max_model_calls or (
+                limits.max_tokens_per_turn is not None and used.tokens >= limits.max_tokens_per_turn
+            ):
+                yield self._done(StopReason.BUDGET, messages, used)
+                return
+            reply: AIMessage | None = None
+            async for item in self._call_model([*context, *messages]):
+                if isinstance(item, TextDeltaEvent):
+                    yield item
+                else:
+                    reply = item
+            assert reply is not None
+            usage = reply.usage_metadata or {}
+            used = replace(
+                used, model_calls=used.model_calls + 1,
+                tokens=used.tokens + int(usage.get("total_tokens", 0)),
+            )
+            messages.append(reply)
+            if not reply.tool_calls:
+                yield self._done(StopReason.FINAL, messages, used, answer=text_of(reply))
+                return
+            if used.rounds >= limits.max_tool_rounds:
+                yield self._done(StopReason.TOOL_LIMIT, messages, used)
+                return
+            used = replace(used, rounds=used.rounds + 1)
+            for call in reply.tool_calls:
+                yield ToolCallEvent(
+                    tool_call_id=str(call["id"]), name=call["name"], args=dict(call["args"])
+                )
+            pending = self._first_interaction(reply.tool_calls)
+            if pending is not None:
+                yield self._done(StopReason.PAUSED, messages, used, interaction=pending)
+                return
+            for call in reply.tool_calls:
+                message, event = await self.dispatch(call)
+                messages.append(message)
+                yield event
+
+    def _first_interaction(self, calls: Sequence[ToolCall]) -> PendingInteraction | None:
+        for call in calls:
+            pending = self.toolbox.interaction_for(call)
+            if pending is not None:
+                return pending
+        return None
+
+    async def _call_model(
+        self, messages: Sequence[BaseMessage]
+    ) -> AsyncIterator[TextDeltaEvent | AIMessage]:
+        """Stream one model call; yields text deltas, then the whole reply."""
+        whole: AIMessageChunk | None = None
+        try:
+            async for chunk in self.bound.astream(messages):
+                if not isinstance(chunk, AIMessageChunk):
+                    continue
+                text = text_of(chunk)
+                if text:
+                    yield TextDeltaEvent(text=text)
+                whole = chunk if whole is None else whole + chunk
+        except Exception as error:
+            raise ModelError(f"the model call failed: {type(error).__name__}: {error}") from error
+        if whole is None:
+            raise ModelError("the model returned nothing")
+        calls = [
+            {**call, "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}"}
+            for call in whole.tool_calls
+        ]
+        yield AIMessage(
+            content=whole.content, tool_calls=calls, usage_metadata=whole.usage_metadata
+        )
+
+    @staticmethod
+    def _done(
+        reason: StopReason,
+        messages: list[BaseMessage],
+        used: Counters,
+        *,
+        answer: str = "",
+        interaction: PendingInteraction | None = None,
+    ) -> KernelDone:
+        return KernelDone(
+            KernelResult(
+                stop_reason=reason,
+                messages=tuple(messages),
+                answer=answer,
+                rounds=used.rounds,
+                model_calls=used.model_calls,
+                tokens=used.tokens,
+                interaction=interaction,
+            )
+        )

@@ -1,0 +1,95 @@
+"""Ordinary tools: how a function or langchain tool is bound, called, and observed.
+
+A tool that raises becomes an error observation, never a crashed turn: the model
+is told what went wrong and may try something else. Every call gets an
+idempotency key derived from the session and the tool call id, both of which
+survive a pause, so a tool dispatched on resume sees the same key a retry would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools.base import create_schema_from_function
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+IDEMPOTENCY_PARAMETER = "idempotency_key"
+
+ToolLike = BaseTool | Callable[..., Any]
+
+
+def idempotency_key(session_id: str, tool_call_id: str) -> str:
+    """Stable across resumes and workers: the same call always gets the same key."""
+    return hashlib.sha256(f"{session_id}\x1f{tool_call_id}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Observation:
+    content: str
+    ok: bool
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class Tool:
+    """One ordinary tool: its model-facing schema and how to call it."""
+
+    def __init__(self, tool: ToolLike) -> None:
+        self._function: Callable[..., Any] | None = None
+        if isinstance(tool, BaseTool):
+            self.binding: BaseTool = tool
+        elif callable(tool):
+            self._function = tool
+            name = getattr(tool, "__name__", type(tool).__name__)
+            schema = create_schema_from_function(
+                name, tool, filter_args=[IDEMPOTENCY_PARAMETER], parse_docstring=False
+            )
+            self.binding = StructuredTool.from_function(
+                func=tool if not inspect.iscoroutinefunction(tool) else None,
+                coroutine=tool if inspect.iscoroutinefunction(tool) else None,
+                name=name,
+                description=inspect.getdoc(tool) or name,
+                args_schema=schema,
+            )
+        else:
+            raise TypeError(f"a tool must be a function or a langchain BaseTool, not {tool!r}")
+        self.name = self.binding.name
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema of the tool's arguments, as the model sees it."""
+        return dict(convert_to_openai_tool(self.binding)["function"].get("parameters") or {})
+
+    async def call(self, args: Mapping[str, Any], key: str) -> Observation:
+        try:
+            return Observation(_text(await self._invoke(dict(args), key)), ok=True)
+        except Exception as error:  # the model is told; the turn goes on
+            return Observation(f"error: {type(error).__name__}: {error}", ok=False)
+
+    async def _invoke(self, args: dict[str, Any], key: str) -> Any:
+        if self._function is None:
+            config = {"configurable": {IDEMPOTENCY_PARAMETER: key}}
+            return await self.binding.ainvoke(args, config=config)  # type: ignore[arg-type]
+        schema = self.binding.args_schema
+        if schema is not None and not isinstance(schema, dict):
+            args = schema.model_validate(args).model_dump()
+        if IDEMPOTENCY_PARAMETER in inspect.signature(self._function).parameters:
+            args[IDEMPOTENCY_PARAMETER] = key
+        if inspect.iscoroutinefunction(self._function):
+            return await self._function(**args)
+        function = self._function
+        return await anyio.to_thread.run_sync(lambda: function(**args))

@@ -1,0 +1,1 @@
+"""What every transport shares: publishing, recording pauses, budgets."""

@@ -1,0 +1,93 @@
+"""The guarded conversation: where turns end up, through one transaction each.
+
+A first turn ends in :meth:`GuardedConversation.publish_turn` or
+:meth:`record_pause`; a resumed turn ends through ``conversation.pauses`` (publish,
+abandon) or :meth:`record_pause` with ``supersedes``. Every pause is written
+together with its checkpoint, so a token handed to a client always names a pause
+that some other worker can resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from langchain_core.messages import BaseMessage
+
+from symfonic.capabilities.human.tokens import TokenSigner, new_pause_id
+from symfonic.capabilities.human.turnstate import TurnCheckpointStore
+from symfonic.core.contracts.errors import InteractionConfigurationError
+from symfonic.core.contracts.store import PauseRecord, Store
+from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent
+from symfonic.core.messages import bodies_of
+from symfonic.platform.resume_budget import IssuerScope
+from symfonic.platform.transport_conversation import TransportConversation
+
+
+class GuardedConversation:
+    def __init__(self, store: Store, signer: TokenSigner, *, pause_ttl: float) -> None:
+        self.store = store
+        self.signer = signer
+        self.pause_ttl = pause_ttl
+        self.conversation = TransportConversation(store)
+
+    def paused_event(self, result: KernelResult, *, now: datetime) -> TurnPausedEvent:
+        """The frame announcing a pause, with a freshly minted id and token."""
+        pending = result.interaction
+        if pending is None:
+            raise InteractionConfigurationError("a paused result must name its interaction")
+        pause_id = new_pause_id()
+        return TurnPausedEvent(
+            pause_id=pause_id,
+            pause_token=self.signer.mint(pause_id),
+            interrupt_id=f"int_{pause_id}",
+            tool_call_id=pending.tool_call_id,
+            kind=pending.kind,
+            query=pending.query,
+            response_schema=pending.response_schema,
+            expires_at=datetime.fromtimestamp(now.timestamp() + self.pause_ttl, UTC),
+        )
+
+    async def record_pause(
+        self,
+        principal: str,
+        session_id: str,
+        scope: IssuerScope,
+        event: TurnPausedEvent,
+        result: KernelResult,
+        base_revision: int,
+        *,
+        supersedes: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Write the pause row and its checkpoint in one transaction."""
+        assert result.interaction is not None
+        pause = PauseRecord(
+            pause_id=event.pause_id,
+            session_id=session_id,
+            principal=scope.owner,
+            agent=scope.agent,
+            audience=result.interaction.audience,
+            kind=event.kind,
+            query=event.query,
+            response_schema=event.response_schema,
+            tool_call_id=event.tool_call_id,
+            interrupt_id=event.interrupt_id,
+            base_revision=base_revision,
+            state=PauseState.PENDING,
+            created_at=datetime.now(UTC),
+            expires_at=event.expires_at,
+        )
+        checkpoint = TurnCheckpointStore.record_of(
+            event.pause_id, session_id, base_revision, result
+        )
+        await self.store.record_pause(pause, checkpoint, supersedes=supersedes, run_id=run_id)
+
+    async def publish_turn(
+        self,
+        session_id: str,
+        base_revision: int,
+        messages: Sequence[BaseMessage],
+        run_id: str,
+    ) -> int:
+        return await self.store.publish_turn(session_id, base_revision, bodies_of(messages), run_id)

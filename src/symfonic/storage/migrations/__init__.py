@@ -1,0 +1,1 @@
+"""Alembic migrations for symfonic's tables, applied by ``migrate`` on store open."""

@@ -1,0 +1,81 @@
+"""The tables, as SQLAlchemy Core objects shared by both adapters and the migrations.
+
+Committed history is stored once, a row per message, tagged with the revision
+that published it. A checkpoint holds only the in-flight turn of one pause, so
+writing a pause costs the size of the turn, never the size of the history.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+Timestamp = sa.DateTime(timezone=True)
+
+meta = sa.Table(
+    "symfonic_meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.LargeBinary, nullable=False),
+)
+
+sessions = sa.Table(
+    "symfonic_sessions",
+    metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("principal", sa.String(200), nullable=False, index=True),
+    sa.Column("agent", sa.String(200), nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("message_count", sa.Integer, nullable=False),
+    sa.Column("metadata", sa.JSON, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("run_id", sa.String(64), nullable=True),
+    sa.Column("run_lease", Timestamp, nullable=True),
+)
+
+messages = sa.Table(
+    "symfonic_messages",
+    metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("body", sa.JSON, nullable=False),
+)
+
+pauses = sa.Table(
+    "symfonic_pauses",
+    metadata,
+    sa.Column("pause_id", sa.String(64), primary_key=True),
+    sa.Column("session_id", sa.String(64), nullable=False, index=True),
+    sa.Column("principal", sa.String(200), nullable=False),
+    sa.Column("agent", sa.String(200), nullable=False),
+    sa.Column("audience", sa.String(200), nullable=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("query", sa.Text, nullable=False),
+    sa.Column("response_schema", sa.JSON, nullable=False),
+    sa.Column("tool_call_id", sa.String(200), nullable=False),
+    sa.Column("interrupt_id", sa.String(200), nullable=False),
+    sa.Column("base_revision", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, index=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("supersedes", sa.String(64), nullable=True),
+    sa.Column("claim_id", sa.String(64), nullable=True),
+    sa.Column("lease_until", Timestamp, nullable=True),
+    sa.Column("answered_by", sa.String(200), nullable=True),
+    sa.Column("answered_at", Timestamp, nullable=True),
+    sa.Column("answer", sa.JSON, nullable=True),
+    sa.Column("answer_status", sa.String(16), nullable=True),
+    sa.Column("outcome", sa.JSON, nullable=True),
+)
+
+checkpoints = sa.Table(
+    "symfonic_checkpoints",
+    metadata,
+    sa.Column("pause_id", sa.String(64), primary_key=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
+    sa.Column("format_version", sa.Integer, nullable=False),
+    sa.Column("base_revision", sa.Integer, nullable=False),
+    sa.Column("body", sa.JSON, nullable=False),
+)
