@@ -1,0 +1,65 @@
+"""The systems under test, by name, each behind :class:`bench.workloads.base.Workload`.
+
+Imports are guarded per system: a system whose packages do not import (symfonic
+mid-development, LangGraph's optional group not installed) is reported as
+unavailable with the import error, and the harness goes on with the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from bench.workloads.base import StoreKind, Workload
+
+SYSTEMS = ("symfonic", "langgraph", "floor")
+
+# system → store → "module:Class"
+_REGISTRY: dict[str, dict[StoreKind, str]] = {
+    "symfonic": {
+        "sqlite": "bench.workloads.symfonic_workload:SymfonicWorkload",
+        "postgresql": "bench.workloads.symfonic_workload:SymfonicWorkload",
+    },
+    "langgraph": {
+        "sqlite": "bench.workloads.langgraph_workload:LangGraphWorkload",
+        "postgresql": "bench.workloads.langgraph_workload:LangGraphWorkload",
+    },
+    "floor": {
+        "sqlite": "bench.workloads.floor_sqlite:SqliteFloor",
+        "postgresql": "bench.workloads.floor_postgres:PostgresFloor",
+    },
+}
+
+# What each system must be able to import before a child is worth starting.
+_PROBES: dict[str, tuple[str, ...]] = {
+    "symfonic": ("symfonic:SymfonicAgent", "symfonic.testing:ScriptedChatModel",
+                 "symfonic.testing:call", "symfonic.testing:reply"),
+    "langgraph": ("langgraph.types:interrupt", "langgraph.checkpoint.sqlite.aio:AsyncSqliteSaver",
+                  "langgraph.checkpoint.postgres.aio:AsyncPostgresSaver"),
+    "floor": ("aiosqlite:connect", "asyncpg:create_pool"),
+}  # fmt: skip
+
+
+def _resolve(target: str) -> object:
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def unavailable_reason(system: str) -> str | None:
+    """Why ``system`` cannot run here, or ``None`` when it can."""
+    if system not in _REGISTRY:
+        return f"unknown system {system!r} (known: {', '.join(SYSTEMS)})"
+    try:
+        for target in _PROBES[system]:
+            _resolve(target)
+        for target in _REGISTRY[system].values():
+            _resolve(target)
+    except Exception as error:  # any import-time failure makes the system unavailable
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def workload_class(system: str, store: StoreKind) -> type[Workload]:
+    cls = _resolve(_REGISTRY[system][store])
+    if not (isinstance(cls, type) and issubclass(cls, Workload)):
+        raise TypeError(f"{_REGISTRY[system][store]} is not a Workload")
+    return cls

@@ -1,0 +1,1 @@
+"""The ``symfonic`` command line: each subcommand in its own module."""

@@ -457,6 +457,15 @@ class SqlStore:
             ).first()
         return None if row is None else _pause_of(row)
 
+    async def session_pauses(self, session_id: str) -> list[PauseRecord]:
+        async with self._read() as conn:
+            rows = await conn.execute(
+                pauses.select()
+                .where(pauses.c.session_id == session_id)
+                .order_by(pauses.c.created_at)
+            )
+            return [_pause_of(row) for row in rows]
+
     async def list_pauses(
         self,
         state: PauseState,

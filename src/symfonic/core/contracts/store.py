@@ -169,6 +169,10 @@ class Store(Protocol):
         """The session's pending or claimed pause, if any."""
         ...
 
+    async def session_pauses(self, session_id: str) -> list[PauseRecord]:
+        """Every pause of a session, oldest first: the audit trail."""
+        ...
+
     async def list_pauses(
         self, state: PauseState, *, principal: str, scopes: frozenset[str], limit: int = 100
     ) -> list[PauseRecord]:

@@ -1,0 +1,42 @@
+"""How bytes and rows written are measured: one probe per store, the same for every system.
+
+A probe watches the database from its own connection and never from inside a
+workload, so symfonic, LangGraph and the floor are measured by identical code
+(the brief's "same method for both systems on the same store"). The child drives it:
+
+* ``begin_bytes`` / ``end_bytes`` bracket the timed section (workload open, idle at
+  the start) and return the bytes the database wrote for it;
+* ``begin_rows`` / ``end_rows`` bracket a separate counting pass of a few cycles, run
+  with the workload closed at both ends, and return the rows inserted, updated or
+  deleted in it. Rows get their own pass because each store can only count them
+  exactly at a moment when no workload connection is open (see the subclasses).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+
+class StoreProbe(ABC):
+    bytes_method: str = ""
+    rows_method: str = ""
+
+    def prepare_store(self) -> None:  # noqa: B027 - optional hook, default does nothing
+        """Make the empty store ready before any workload opens it."""
+
+    @abstractmethod
+    def begin_bytes(self) -> None: ...
+
+    @abstractmethod
+    def end_bytes(self) -> int:
+        """Bytes written since ``begin_bytes``."""
+
+    @abstractmethod
+    def begin_rows(self) -> None: ...
+
+    @abstractmethod
+    def end_rows(self) -> int:
+        """Rows inserted + updated + deleted since ``begin_rows``."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, default does nothing
+        """Release the probe's own connection."""

@@ -1,0 +1,96 @@
+"""The symfonic side: ``SymfonicAgent`` with an approval gate on ``send_payment``.
+
+The same cycle as LangGraph's, through symfonic's public API::
+
+    agent.run(message=…)                     → status "paused", r.pause.token
+    agent.resume(token, {"decision": "approve"}) → the tool runs → status "complete"
+
+The model is symfonic's own ``ScriptedChatModel`` (shipped for tests and
+benchmarks) scripted with the same two replies as the LangGraph side. History is
+seeded with ``agent.seed_history`` in one commit per session before any timing.
+
+The PostgreSQL pool is sized to the concurrency (``SYMFONIC_POOL_SIZE``) unless the
+environment already says otherwise, matching the LangGraph and floor pools.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AsyncExitStack
+from typing import Any
+
+from bench.history import TOOL_ARGS, TOOL_RESULT, USER_MESSAGE, FINAL_ANSWER, TOOL_NAME
+from bench.workloads.base import Workload, WorkloadError, package_version
+
+PRINCIPAL = "bench"
+
+
+async def send_payment(amount: int, currency: str, invoice: str) -> str:
+    """Send a payment to a supplier; a person must approve it first."""
+    return TOOL_RESULT
+
+
+class SymfonicWorkload(Workload):
+    system = "symfonic"
+
+    _stack: AsyncExitStack | None = None
+    _agent: Any = None
+
+    async def open(self) -> None:
+        # Imported here, not at module level, so a symfonic that does not import yet
+        # fails this workload alone (the registry reports it) and not the harness.
+        from symfonic import SymfonicAgent
+        from symfonic.testing import ScriptedChatModel, call, reply
+
+        if self.spec.store == "postgresql":
+            os.environ.setdefault("SYMFONIC_POOL_SIZE", str(max(1, self.spec.concurrency)))
+        model = ScriptedChatModel.from_script(
+            [call(TOOL_NAME, dict(TOOL_ARGS)), reply(FINAL_ANSWER)]
+        )
+        store = self.spec.sqlite_url if self.spec.store == "sqlite" else self.spec.location
+        agent = SymfonicAgent(
+            name="bench",
+            model=model,
+            tools=[send_payment],
+            approval={TOOL_NAME},
+            store=store,
+        )
+        self._stack = AsyncExitStack()
+        self._agent = await self._stack.enter_async_context(agent)
+
+    async def prepare(self, sessions: int) -> list[str]:
+        bodies = [b.as_dict() for b in self.spec.history]
+        keys: list[str] = []
+        for _ in range(sessions):
+            session_id = await self._agent.create_session(principal=PRINCIPAL)
+            if bodies:
+                await self._agent.seed_history(session_id, bodies)
+            keys.append(session_id)
+        return keys
+
+    async def pause(self, session: str) -> Any:
+        result = await self._agent.run(
+            message=USER_MESSAGE, session_id=session, principal=PRINCIPAL
+        )
+        if result.status != "paused":
+            raise WorkloadError(f"symfonic turn on {session} ended {result.status!r}")
+        return result.pause.token
+
+    async def resume(self, session: str, handle: Any) -> None:
+        result = await self._agent.resume(handle, {"decision": "approve"}, principal=PRINCIPAL)
+        if result.status != "complete":
+            raise WorkloadError(f"symfonic resume on {session} ended {result.status!r}")
+
+    async def close(self) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+        self._stack = self._agent = None
+
+    def versions(self) -> dict[str, str]:
+        return {"symfonic": package_version("symfonic"), "langchain-core": package_version(
+            "langchain-core")}
+
+    def settings(self) -> dict[str, Any]:
+        if self.spec.store == "sqlite":
+            return {"sqlite_synchronous": "symfonic's own (NORMAL)"}
+        return {"pool_size": os.environ.get("SYMFONIC_POOL_SIZE", "symfonic default")}

@@ -1,0 +1,78 @@
+"""API keys to principals, checked in constant time; keys never appear in a repr or log.
+
+``SYMFONIC_API_KEYS="alice=key1,bob=key2,carol=key3:approver"``: each entry is
+``name=key`` with optional ``:scope`` suffixes (``+`` separates several scopes,
+``carol=key3:approver+auditor``). With no keys the service runs as the single
+principal ``local``, which may answer every pause.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.principal import WILDCARD, Principal
+
+LOCAL = Principal("local", frozenset({WILDCARD}))
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    digest: bytes
+    principal: Principal
+
+
+class Authenticator:
+    def __init__(self, entries: list[tuple[str, str, frozenset[str]]]) -> None:
+        self._entries = [_Entry(_digest(key), Principal(name, scopes)) for name, key, scopes in entries]
+
+    def __repr__(self) -> str:
+        return f"Authenticator(principals={[e.principal.name for e in self._entries]!r})"
+
+    @property
+    def open(self) -> bool:
+        """No keys configured: everyone is ``local``."""
+        return not self._entries
+
+    @classmethod
+    def from_spec(cls, spec: str | None) -> Authenticator:
+        entries: list[tuple[str, str, frozenset[str]]] = []
+        for raw in (spec or "").split(","):
+            item = raw.strip()
+            if not item:
+                continue
+            name, sep, rest = item.partition("=")
+            key, _, scopes = rest.partition(":")
+            if not sep or not name.strip() or not key:
+                raise ConfigurationError(
+                    "SYMFONIC_API_KEYS entries are name=key or name=key:scope; one entry "
+                    f"for {name.strip() or '?'!r} is malformed"
+                )
+            scope_set = frozenset(s for s in scopes.split("+") if s)
+            entries.append((name.strip(), key, scope_set))
+        if len({key for _, key, _ in entries}) != len(entries):
+            raise ConfigurationError("two principals in SYMFONIC_API_KEYS share one key")
+        return cls(entries)
+
+    def principal_for(self, authorization: str | None) -> Principal | None:
+        """The principal an ``Authorization: Bearer`` header names, or ``None``."""
+        if self.open:
+            return LOCAL
+        if not authorization:
+            return None
+        scheme, _, key = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            return None
+        digest = _digest(key.strip())
+        found: Principal | None = None
+        # Compare against every entry so the time taken does not say which matched.
+        for entry in self._entries:
+            if hmac.compare_digest(entry.digest, digest):
+                found = entry.principal
+        return found
