@@ -1,19 +1,21 @@
 """Timing and concurrency: the one piece of code that times every system.
 
-``concurrency`` slots run in one event loop; each slot loops over its own ring of
+``concurrency`` slots run in one event loop; each slot draws from its own pool of
 sessions, so no session ever runs two turns at once (that would be a conflict,
-not a load). A slot stops starting cycles at the deadline or at its share of the
-cycle cap, whichever comes first; cycles already started always finish and count.
+not a load). A slot stops starting cycles at the deadline, at its share of the
+cycle cap, or when its sessions are used up, whichever comes first; cycles already
+started always finish and count.
 
 History is kept near its nominal size H: every cycle adds four messages to its
-session, so each session serves at most ``cycles_per_session(H)`` cycles, letting
-history drift by at most ~10% (or by 8 messages at H = 0). The ring is sized for
-that before timing starts, in :func:`sessions_per_slot`.
+session, so a session serves at most ``cycles_per_session(H)`` cycles, letting
+history drift by at most ~10% (or by 8 messages at H = 0). Sessions are handed out
+least-used first, so within a slot they age evenly.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import math
 import time
 from dataclasses import dataclass, field
@@ -28,26 +30,43 @@ def cycles_per_session(history: int) -> int:
     return max(1, int(0.1 * max(history, 80)) // MESSAGES_PER_CYCLE)
 
 
-def sessions_per_slot(history: int, cycles_per_slot: int) -> int:
-    return max(1, math.ceil(cycles_per_slot / cycles_per_session(history)))
+class SessionPool:
+    """Each slot's sessions, least-used first, none used more than ``limit`` times."""
 
-
-class SessionRing:
-    """Round-robin over each slot's own sessions, so usage stays even within a slot."""
-
-    def __init__(self, keys: list[str], slots: int) -> None:
-        if len(keys) < slots:
-            raise ValueError(f"{len(keys)} sessions cannot feed {slots} slots")
-        self._rings = [keys[slot::slots] for slot in range(slots)]
-        self._next = [0] * slots
+    def __init__(self, slots: int, limit: int) -> None:
+        self.slots, self.limit = slots, limit
+        # Per slot: a heap of (uses, arrival order, key).
+        self._heaps: list[list[tuple[int, int, str]]] = [[] for _ in range(slots)]
+        self._arrivals = 0
         self.max_uses = 0
 
-    def take(self, slot: int) -> str:
-        ring = self._rings[slot]
-        index = self._next[slot]
-        self._next[slot] += 1
-        self.max_uses = max(self.max_uses, index // len(ring) + 1)
-        return ring[index % len(ring)]
+    def add(self, keys: list[str]) -> None:
+        """Deal ``keys`` to the slots in turn."""
+        for key in keys:
+            slot = self._arrivals % self.slots
+            heapq.heappush(self._heaps[slot], (0, self._arrivals, key))
+            self._arrivals += 1
+
+    @property
+    def size(self) -> int:
+        return self._arrivals
+
+    def remaining(self, slot: int) -> int:
+        return sum(self.limit - uses for uses, _, _ in self._heaps[slot])
+
+    def sessions_to_add(self, uses_per_slot: int) -> int:
+        """How many new sessions give every slot ``uses_per_slot`` more uses."""
+        short = max(max(0, uses_per_slot - self.remaining(s)) for s in range(self.slots))
+        return self.slots * math.ceil(short / self.limit)
+
+    def take(self, slot: int) -> str | None:
+        heap = self._heaps[slot]
+        if not heap or heap[0][0] >= self.limit:
+            return None
+        uses, order, key = heapq.heappop(heap)
+        heapq.heappush(heap, (uses + 1, order, key))
+        self.max_uses = max(self.max_uses, uses + 1)
+        return key
 
 
 @dataclass
@@ -56,6 +75,8 @@ class PassResult:
     seconds: float = 0.0
     pause_seconds: list[float] = field(default_factory=list)
     resume_seconds: list[float] = field(default_factory=list)
+    # Why slots stopped: "cap", "deadline" or "sessions" (pool used up).
+    stopped_by: set[str] = field(default_factory=set)
 
     @property
     def cycles_per_second(self) -> float:
@@ -64,13 +85,12 @@ class PassResult:
 
 async def run_cycles(
     workload: Workload,
-    ring: SessionRing,
+    pool: SessionPool,
     *,
-    slots: int,
     cycles_per_slot: int,
     seconds: float | None = None,
 ) -> PassResult:
-    """Run cycles on ``slots`` concurrent slots; time each call and the whole pass."""
+    """Run cycles on every slot of ``pool`` at once; time each call and the whole pass."""
     result = PassResult()
     start = time.perf_counter()
     deadline = None if seconds is None else start + seconds
@@ -78,8 +98,12 @@ async def run_cycles(
     async def slot_loop(slot: int) -> None:
         for _ in range(cycles_per_slot):
             if deadline is not None and time.perf_counter() >= deadline:
+                result.stopped_by.add("deadline")
                 return
-            session = ring.take(slot)
+            session = pool.take(slot)
+            if session is None:
+                result.stopped_by.add("sessions")
+                return
             began = time.perf_counter()
             handle = await workload.pause(session)
             paused = time.perf_counter()
@@ -88,10 +112,11 @@ async def run_cycles(
             result.pause_seconds.append(paused - began)
             result.resume_seconds.append(done - paused)
             result.cycles += 1
+        result.stopped_by.add("cap")
 
     # TaskGroup: the first failing cycle cancels the others and surfaces its error.
     async with asyncio.TaskGroup() as group:
-        for slot in range(slots):
+        for slot in range(pool.slots):
             group.create_task(slot_loop(slot))
     result.seconds = time.perf_counter() - start
     return result

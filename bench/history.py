@@ -14,13 +14,15 @@ from bench.workloads.base import HistoryBody
 
 MESSAGE_BYTES = 200
 
-_WORDS = (
-    "invoice payment supplier account balance transfer approve pending schedule "
-    "quarter budget review vendor contract renewal amount currency refund order "
-    "shipment delivery customer ticket priority escalation summary report team "
-    "meeting deadline forecast margin revenue expense receipt reconcile ledger "
-    "audit policy limit threshold request confirm status update weekly monthly"
-).split()
+_VOCABULARY = (
+    "invoice payment supplier account balance transfer approve pending "
+    "schedule quarter budget review vendor contract renewal amount currency "
+    "refund order shipment delivery customer ticket priority escalation "
+    "summary report team meeting deadline forecast margin revenue expense "
+    "receipt reconcile ledger audit policy limit threshold request confirm "
+    "status update weekly monthly"
+)
+_WORDS = _VOCABULARY.split()
 
 # The turn a cycle adds, as the scripted model and the tool produce it.
 USER_MESSAGE = "Please pay supplier invoice 4711 for 5 EUR from the operations account today."

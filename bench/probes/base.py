@@ -20,9 +20,19 @@ from abc import ABC, abstractmethod
 class StoreProbe(ABC):
     bytes_method: str = ""
     rows_method: str = ""
+    # Whether ``reset`` leaves first-touch costs that a warm-up should absorb.
+    rewarm_after_reset: bool = False
 
     def prepare_store(self) -> None:  # noqa: B027 - optional hook, default does nothing
         """Make the empty store ready before any workload opens it."""
+
+    def reset(self) -> str | None:
+        """Bring the store to the same starting state for every system; a note if it can't."""
+        return None
+
+    def interference(self) -> list[str]:
+        """Notes on anything else that wrote during the timed section (read after it)."""
+        return []
 
     @abstractmethod
     def begin_bytes(self) -> None: ...

@@ -33,6 +33,12 @@ SETTLE_TIMEOUT_SECONDS = 15.0
 _ROWS = (
     "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables"
 )
+# Sampled at both ends of the timed section: WAL is cluster-wide, so a busy client
+# of another database means the WAL figure may include its writes.
+_BUSY_ELSEWHERE = (
+    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+    " AND datname IS DISTINCT FROM current_database() AND state NOT IN ('idle')"
+)
 _OTHER_BACKENDS = (
     "SELECT count(*) FROM pg_stat_activity"
     " WHERE datname = current_database() AND pid <> pg_backend_pid()"
@@ -45,11 +51,13 @@ class PostgresProbe(StoreProbe):
         "pg_stat_user_tables n_tup_ins+n_tup_upd+n_tup_del delta over a separate counting "
         "pass, read after the workload's backends have exited"
     )
+    rewarm_after_reset = True
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._conn: psycopg.Connection | None = None
         self._lsn_at_start = ""
+        self._busy_others = 0
         self._rows_at_start = 0
 
     @property
@@ -59,39 +67,53 @@ class PostgresProbe(StoreProbe):
         return self._conn
 
     def _scalar(self, sql: str, *args: object) -> object:
-        row = self.conn.execute(sql, args or None).fetchone()
-        assert row is not None
+        row = self.conn.execute(sql, args or None).fetchone()  # type: ignore[arg-type]
+        if row is None:
+            raise RuntimeError(f"no row from {sql!r}")
         return row[0]
 
-    def checkpoint(self) -> bool:
-        """Flush dirty pages so full-page images start from the same state; False if refused."""
+    def _int(self, sql: str, *args: object) -> int:
+        return int(str(self._scalar(sql, *args)))
+
+    def reset(self) -> str | None:
+        # Flush dirty pages, so every system's warm-up and timed section start from
+        # the same state of full-page images in the WAL.
         try:
             self.conn.execute("CHECKPOINT")
-        except psycopg.Error:
-            return False
-        return True
+        except psycopg.Error as error:
+            return f"CHECKPOINT refused ({error}); WAL may hold more full-page images"
+        return None
 
     def begin_bytes(self) -> None:
+        self._busy_others = self._int(_BUSY_ELSEWHERE)
         self._lsn_at_start = str(self._scalar("SELECT pg_current_wal_insert_lsn()::text"))
 
     def end_bytes(self) -> int:
-        return int(
-            self._scalar(  # type: ignore[call-overload]
-                "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn)::bigint",
-                self._lsn_at_start,
-            )
+        written = self._int(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn)::bigint",
+            self._lsn_at_start,
         )
+        self._busy_others = max(self._busy_others, self._int(_BUSY_ELSEWHERE))
+        return written
+
+    def interference(self) -> list[str]:
+        if not self._busy_others:
+            return []
+        return [
+            f"{self._busy_others} client(s) of other databases were busy on the server at the "
+            "start or end of the timed section; its WAL bytes may include theirs"
+        ]
 
     def _settled_rows(self) -> int:
         deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
-        while self._scalar(_OTHER_BACKENDS) != 0:
+        while self._int(_OTHER_BACKENDS) != 0:
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     "workload connections stayed open after close; row statistics unknown"
                 )
             time.sleep(0.05)
         self.conn.execute("SELECT pg_stat_clear_snapshot()")
-        return int(self._scalar(_ROWS))  # type: ignore[call-overload]
+        return self._int(_ROWS)
 
     def begin_rows(self) -> None:
         self._rows_at_start = self._settled_rows()

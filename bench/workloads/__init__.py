@@ -31,12 +31,19 @@ _REGISTRY: dict[str, dict[StoreKind, str]] = {
 
 # What each system must be able to import before a child is worth starting.
 _PROBES: dict[str, tuple[str, ...]] = {
-    "symfonic": ("symfonic:SymfonicAgent", "symfonic.testing:ScriptedChatModel",
-                 "symfonic.testing:call", "symfonic.testing:reply"),
-    "langgraph": ("langgraph.types:interrupt", "langgraph.checkpoint.sqlite.aio:AsyncSqliteSaver",
-                  "langgraph.checkpoint.postgres.aio:AsyncPostgresSaver"),
+    "symfonic": (
+        "symfonic:SymfonicAgent",
+        "symfonic.testing:ScriptedChatModel",
+        "symfonic.testing:call",
+        "symfonic.testing:reply",
+    ),
+    "langgraph": (
+        "langgraph.types:interrupt",
+        "langgraph.checkpoint.sqlite.aio:AsyncSqliteSaver",
+        "langgraph.checkpoint.postgres.aio:AsyncPostgresSaver",
+    ),
     "floor": ("aiosqlite:connect", "asyncpg:create_pool"),
-}  # fmt: skip
+}
 
 
 def _resolve(target: str) -> object:

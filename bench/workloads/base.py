@@ -7,7 +7,7 @@ every system is timed by the same code around the same two awaits.
 
 Lifecycle, as the child process calls it::
 
-    open() → prepare(n) → [pause/resume cycles] → close()
+    open() → setup() → add_sessions(n) … → [pause/resume cycles] → close()
     open() → [pause/resume cycles] → close()      # later passes reopen the store
 
 ``open``/``close`` may run several times on one workload object: the probes need
@@ -70,11 +70,15 @@ class Workload(ABC):
     async def open(self) -> None:
         """Connect to the store. Must not write rows (the probes reopen between passes)."""
 
-    @abstractmethod
-    async def prepare(self, sessions: int) -> list[str]:
-        """Create the schema and ``sessions`` sessions each holding the spec's history.
+    async def setup(self) -> None:  # noqa: B027 - optional hook, default does nothing
+        """Create the schema (migrations). Called once, after the first ``open``."""
 
-        Called once, after the first ``open``. Returns opaque session keys.
+    @abstractmethod
+    async def add_sessions(self, count: int) -> list[str]:
+        """Create ``count`` new sessions, each holding the spec's history; return their keys.
+
+        May be called several times (the driver sizes the session pool after the
+        warm-up); keys must never repeat.
         """
 
     @abstractmethod

@@ -101,10 +101,13 @@ class PostgresFloor(Workload):
         size = max(1, self.spec.concurrency)
         self._pool = await asyncpg.create_pool(self.spec.location, min_size=size, max_size=size)
 
-    async def prepare(self, sessions: int) -> list[str]:
+    async def setup(self) -> None:
         await self.pool.execute(SCHEMA)
+
+    async def add_sessions(self, count: int) -> list[str]:
         bodies = [history_json(b.as_dict()) for b in self.spec.history]
-        keys = [f"session-{index:05d}" for index in range(sessions)]
+        first = len(self._sessions)
+        keys = [f"session-{index:05d}" for index in range(first, first + count)]
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.executemany(
                 "INSERT INTO floor_sessions VALUES ($1, 'bench', 0, $2)",
@@ -125,9 +128,16 @@ class PostgresFloor(Workload):
         body = checkpoint_body(row.call_id, state.revision)
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(
-                INSERT_PAUSE, row.pause_id, session, QUERY, RESPONSE_SCHEMA, row.call_id,
-                state.revision, row.created_at, row.expires_at,
-            )  # fmt: skip
+                INSERT_PAUSE,
+                row.pause_id,
+                session,
+                QUERY,
+                RESPONSE_SCHEMA,
+                row.call_id,
+                state.revision,
+                row.created_at,
+                row.expires_at,
+            )
             await conn.execute(INSERT_CHECKPOINT, row.pause_id, session, state.revision, body)
         return row
 

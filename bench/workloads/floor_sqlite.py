@@ -112,10 +112,13 @@ class SqliteFloor(Workload):
             await self.conn.execute("COMMIT")
             return counts
 
-    async def prepare(self, sessions: int) -> list[str]:
+    async def setup(self) -> None:
         await self.conn.executescript(SCHEMA)
+
+    async def add_sessions(self, count: int) -> list[str]:
         bodies = [b.as_dict() for b in self.spec.history]
-        keys = [f"session-{index:05d}" for index in range(sessions)]
+        first = len(self._sessions)
+        keys = [f"session-{index:05d}" for index in range(first, first + count)]
         await self.conn.execute("BEGIN IMMEDIATE")
         for key in keys:
             await self.conn.execute(
@@ -137,13 +140,25 @@ class SqliteFloor(Workload):
             [
                 (
                     INSERT_PAUSE,
-                    (row.pause_id, session, QUERY, RESPONSE_SCHEMA, row.call_id,
-                     state.revision, created, expires),
+                    (
+                        row.pause_id,
+                        session,
+                        QUERY,
+                        RESPONSE_SCHEMA,
+                        row.call_id,
+                        state.revision,
+                        created,
+                        expires,
+                    ),
                 ),
                 (
                     INSERT_CHECKPOINT,
-                    (row.pause_id, session, state.revision,
-                     checkpoint_body(row.call_id, state.revision)),
+                    (
+                        row.pause_id,
+                        session,
+                        state.revision,
+                        checkpoint_body(row.call_id, state.revision),
+                    ),
                 ),
             ]
         )
@@ -186,4 +201,3 @@ class SqliteFloor(Workload):
 
     def settings(self) -> dict[str, Any]:
         return {"sqlite_synchronous": self.spec.sqlite_synchronous or "default (FULL)"}
-

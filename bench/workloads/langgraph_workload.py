@@ -17,6 +17,7 @@ so the SQLite figures compare equal durability rather than fsync counts.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from contextlib import AsyncExitStack
 from typing import Any
@@ -59,6 +60,10 @@ class LangGraphWorkload(Workload):
     _graph: Any = None
     _saver: Any = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._thread_numbers = itertools.count()
+
     async def open(self) -> None:
         self._stack = AsyncExitStack()
         if self.spec.store == "sqlite":
@@ -99,11 +104,13 @@ class LangGraphWorkload(Workload):
         stack.push_async_callback(pool.close)
         return AsyncPostgresSaver(pool)  # type: ignore[arg-type]
 
-    async def prepare(self, sessions: int) -> list[str]:
+    async def setup(self) -> None:
         if self.spec.store == "postgresql":
             await self._saver.setup()  # migrations; the SQLite saver ran its setup on open
+
+    async def add_sessions(self, count: int) -> list[str]:
         bodies = [b.as_dict() for b in self.spec.history]
-        keys = [f"thread-{index:05d}" for index in range(sessions)]
+        keys = [f"thread-{next(self._thread_numbers):05d}" for _ in range(count)]
         for key in keys:
             if bodies:
                 # Built per thread so no two threads share message objects (or memory).

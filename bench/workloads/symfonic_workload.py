@@ -19,7 +19,7 @@ import os
 from contextlib import AsyncExitStack
 from typing import Any
 
-from bench.history import TOOL_ARGS, TOOL_RESULT, USER_MESSAGE, FINAL_ANSWER, TOOL_NAME
+from bench.history import FINAL_ANSWER, TOOL_ARGS, TOOL_NAME, TOOL_RESULT, USER_MESSAGE
 from bench.workloads.base import Workload, WorkloadError, package_version
 
 PRINCIPAL = "bench"
@@ -58,10 +58,10 @@ class SymfonicWorkload(Workload):
         self._stack = AsyncExitStack()
         self._agent = await self._stack.enter_async_context(agent)
 
-    async def prepare(self, sessions: int) -> list[str]:
+    async def add_sessions(self, count: int) -> list[str]:
         bodies = [b.as_dict() for b in self.spec.history]
         keys: list[str] = []
-        for _ in range(sessions):
+        for _ in range(count):
             session_id = await self._agent.create_session(principal=PRINCIPAL)
             if bodies:
                 await self._agent.seed_history(session_id, bodies)
@@ -87,8 +87,10 @@ class SymfonicWorkload(Workload):
         self._stack = self._agent = None
 
     def versions(self) -> dict[str, str]:
-        return {"symfonic": package_version("symfonic"), "langchain-core": package_version(
-            "langchain-core")}
+        return {
+            "symfonic": package_version("symfonic"),
+            "langchain-core": package_version("langchain-core"),
+        }
 
     def settings(self) -> dict[str, Any]:
         if self.spec.store == "sqlite":

@@ -56,7 +56,11 @@ def respond(messages: list[BaseMessage]) -> AIMessage | str:
             "I can send payments to your contacts (alice, bob, carol). "
             "Try: 'Pay alice 42 EUR for the design work'."
         )
-    name, amount, currency = match.group(1), float(match.group(2)), (match.group(3) or "EUR").upper()
+    name, amount, currency = (
+        match.group(1),
+        float(match.group(2)),
+        (match.group(3) or "EUR").upper(),
+    )
     if not tools:
         return call("lookup_contact", {"name": name})
     if len(tools) == 1:

@@ -10,8 +10,8 @@ pool on first use, so a fresh worker whose first request is a resume works.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,7 +79,9 @@ class SymfonicAgent:
         self.model = resolve_model(model)
         self.instructions = instructions
         self.toolbox = ToolBox(
-            tools, interactions=interactions, approval=approval,
+            tools,
+            interactions=interactions,
+            approval=approval,
             ask_human_audience=ask_human_audience,
         )
         self.limits = limits or Limits()
@@ -136,7 +138,9 @@ class SymfonicAgent:
     @property
     def store(self) -> Store:
         if self._store is None:
-            raise ConfigurationError("the agent is not open; use 'async with agent' or 'await agent.open()'")
+            raise ConfigurationError(
+                "the agent is not open; use 'async with agent' or 'await agent.open()'"
+            )
         return self._store
 
     @property
@@ -158,19 +162,30 @@ class SymfonicAgent:
     # sessions ---------------------------------------------------------------
 
     async def create_session(
-        self, principal: Principal | str = "local", metadata: dict[str, Any] | None = None
+        self,
+        principal: Principal | str = "local",
+        metadata: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
     ) -> str:
+        """A new session for ``principal``; ``session_id`` lets a transport choose the id."""
         await self.open()
-        session_id = uuid.uuid4().hex
+        session_id = session_id or uuid.uuid4().hex
         await self.store.create_session(
             SessionRecord(
-                session_id=session_id, principal=Principal.of(principal).name, agent=self.name,
-                revision=0, metadata=dict(metadata or {}), created_at=self.clock(),
+                session_id=session_id,
+                principal=Principal.of(principal).name,
+                agent=self.name,
+                revision=0,
+                metadata=dict(metadata or {}),
+                created_at=self.clock(),
             )
         )
         return session_id
 
-    async def get_session(self, session_id: str, principal: Principal | str = "local") -> SessionRecord:
+    async def get_session(
+        self, session_id: str, principal: Principal | str = "local"
+    ) -> SessionRecord:
         await self.open()
         return await owned_session(self, session_id, Principal.of(principal))
 
@@ -208,12 +223,16 @@ class SymfonicAgent:
         *,
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run a turn, yielding its events; request errors raise before the first."""
         await self.open()
         turn = first_turn(
-            self, Principal.of(principal), message, session_id,
-            base_revision=base_revision, on_pending_pause=on_pending_pause,
+            self,
+            Principal.of(principal),
+            message,
+            session_id,
+            base_revision=base_revision,
+            on_pending_pause=on_pending_pause,
         )
         # aclosing: a consumer that stops early closes the turn now, not at GC.
         async with aclosing(turn) as events:
@@ -231,8 +250,11 @@ class SymfonicAgent:
     ) -> TurnResult:
         return await collect(
             self.stream(
-                message, session_id, principal,
-                base_revision=base_revision, on_pending_pause=on_pending_pause,
+                message,
+                session_id,
+                principal,
+                base_revision=base_revision,
+                on_pending_pause=on_pending_pause,
             )
         )
 
@@ -243,9 +265,11 @@ class SymfonicAgent:
         principal: Principal | str = "local",
         *,
         status: AnswerStatus = "resolved",
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         await self.open()
-        async with aclosing(resume_turn(self, token, answer, Principal.of(principal), status)) as events:
+        async with aclosing(
+            resume_turn(self, token, answer, Principal.of(principal), status)
+        ) as events:
             async for event in events:
                 yield event
 

@@ -11,7 +11,7 @@ either published at the next revision, paused, or exactly as it was.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -47,7 +47,9 @@ OnPendingPause = Literal["reject", "abandon"]
 RUN_LEASE = timedelta(minutes=10)
 
 
-async def owned_session(agent: SymfonicAgent, session_id: str, principal: Principal) -> SessionRecord:
+async def owned_session(
+    agent: SymfonicAgent, session_id: str, principal: Principal
+) -> SessionRecord:
     """The session, if this principal owns it; others are told it does not exist."""
     session = await agent.store.get_session(session_id)
     if session is None or (session.principal != principal.name and "*" not in principal.scopes):
@@ -63,7 +65,7 @@ async def first_turn(
     *,
     base_revision: int | None = None,
     on_pending_pause: OnPendingPause = "reject",
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     store = agent.store
     if session_id is None:
         session_id = await agent.create_session(principal)
@@ -72,15 +74,15 @@ async def first_turn(
     open_pause = await store.open_pause(session_id)
     if open_pause is not None and open_pause.state is PauseState.CLAIMED:
         raise SessionBusy("a resumed turn is running on this session", session_id=session_id)
-    if open_pause is not None and open_pause.expires_at > now:
-        if on_pending_pause == "reject":
-            raise SessionPaused(
-                "this session is waiting for an answer to a pause; answer it, or send the "
-                "turn with on_pending_pause=abandon",
-                session_id=session_id,
-                pause_id=open_pause.pause_id,
-            )
-        await store.abandon_pending(session_id)
+    pending = open_pause is not None and open_pause.expires_at > now
+    if pending and on_pending_pause == "reject":
+        assert open_pause is not None
+        raise SessionPaused(
+            "this session is waiting for an answer to a pause; answer it, or send the "
+            "turn with on_pending_pause=abandon",
+            session_id=session_id,
+            pause_id=open_pause.pause_id,
+        )
     if base_revision is not None and base_revision != session.revision:
         raise RevisionConflict(
             f"the session is at revision {session.revision}, not {base_revision}",
@@ -95,17 +97,22 @@ async def first_turn(
     # only a turn that did neither has a run marker left to clear.
     ended = False
     try:
+        # Abandoned only once nothing can refuse the turn any more, so a refused
+        # turn leaves the pending pause answerable.
+        if pending:
+            await store.abandon_pending(session_id)
         history = messages_of(await store.history(session_id, session.revision))
         yield TurnStartedEvent(
-            session_id=session_id, run_id=run_id, agent=agent.name,
-            base_revision=session.revision, resumed=False,
+            session_id=session_id,
+            run_id=run_id,
+            agent=agent.name,
+            base_revision=session.revision,
+            resumed=False,
         )
         observe = _FinalObserver(budget.event_guard)
         try:
             kernel = agent.kernel(session_id, budget.prepared_plan)
-            async for raw in kernel.run(
-                agent.context(history), [HumanMessage(content=message)]
-            ):
+            async for raw in kernel.run(agent.context(history), [HumanMessage(content=message)]):
                 observe(raw)
                 if isinstance(raw, KernelDone):
                     break
@@ -115,7 +122,12 @@ async def first_turn(
             if result.stop_reason is StopReason.PAUSED:
                 paused = agent.guarded.paused_event(result, now=agent.clock())
                 await agent.guarded.record_pause(
-                    principal.name, session_id, scope, paused, result, session.revision,
+                    principal.name,
+                    session_id,
+                    scope,
+                    paused,
+                    result,
+                    session.revision,
                     run_id=run_id,
                 )
                 ended = True

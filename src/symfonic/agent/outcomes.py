@@ -64,15 +64,25 @@ async def collect(stream: AsyncIterator[Event]) -> TurnResult:
     final = events[-1] if events else None
     if isinstance(final, ResponseCompleteEvent):
         return TurnResult(
-            "complete", session_id, final.revision if final.revision is not None else revision,
-            answer=final.answer, events=tuple(events),
+            "complete",
+            session_id,
+            final.revision if final.revision is not None else revision,
+            answer=final.answer,
+            events=tuple(events),
         )
     if isinstance(final, TurnPausedEvent):
-        return TurnResult("paused", session_id, revision, pause=pause_info(final), events=tuple(events))
-    error = final if isinstance(final, ErrorEvent) else ErrorEvent(
-        code="internal", message="the stream ended without an outcome"
+        return TurnResult(
+            "paused", session_id, revision, pause=pause_info(final), events=tuple(events)
+        )
+    error = (
+        final
+        if isinstance(final, ErrorEvent)
+        else ErrorEvent(code="internal", message="the stream ended without an outcome")
     )
     return TurnResult(
-        "failed", session_id, revision, error=TurnError(error.code, error.message),
+        "failed",
+        session_id,
+        revision,
+        error=TurnError(error.code, error.message),
         events=tuple(events),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from symfonic.agent.cutover.kernel_resume import kernel_resume
@@ -68,23 +68,27 @@ def refusal(pause: PauseRecord, now: datetime) -> RequestError:
             "this pause was abandoned and can no longer be answered", pause_id=pause.pause_id
         )
     if pause.state is PauseState.CLAIMED:
-        return PauseAlreadyClaimed(
-            "this pause is already being answered", pause_id=pause.pause_id
-        )
+        return PauseAlreadyClaimed("this pause is already being answered", pause_id=pause.pause_id)
     return PauseAlreadyClaimed(
         "this pause was already answered with a different answer", pause_id=pause.pause_id
     )
 
 
-async def authorised_pause(agent: SymfonicAgent, token: object, principal: Principal) -> PauseRecord:
+def _replayable(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+    """A settled pause answered with this very answer: the request is a replay."""
+    settled = pause.state in (PauseState.PUBLISHED, PauseState.SUPERSEDED)
+    return settled and _same_answer(pause, answer, status)
+
+
+async def authorised_pause(
+    agent: SymfonicAgent, token: object, principal: Principal
+) -> PauseRecord:
     pause_id = agent.guarded.signer.verify(token)
     pause = None if pause_id is None else await agent.store.get_pause(pause_id)
     if pause is None:
         raise PauseNotFound("the token does not name a pause")
     if not principal.may_answer(pause):
-        raise PauseForbidden(
-            f"{principal.name} may not answer this pause", pause_id=pause.pause_id
-        )
+        raise PauseForbidden(f"{principal.name} may not answer this pause", pause_id=pause.pause_id)
     return pause
 
 
@@ -92,19 +96,29 @@ async def _replay(agent: SymfonicAgent, pause: PauseRecord) -> list[Event]:
     """The outcome an identical, already-settled resume produced, without running anything."""
     outcome = pause.outcome or {}
     started = TurnStartedEvent(
-        session_id=pause.session_id, run_id=pause.claim_id or "", agent=pause.agent,
-        base_revision=pause.base_revision, resumed=True,
+        session_id=pause.session_id,
+        run_id=pause.claim_id or "",
+        agent=pause.agent,
+        base_revision=pause.base_revision,
+        resumed=True,
     )
     if outcome.get("status") == "complete":
-        return [started, ResponseCompleteEvent(answer=outcome["answer"], revision=pause.base_revision + 1)]
+        return [
+            started,
+            ResponseCompleteEvent(answer=outcome["answer"], revision=pause.base_revision + 1),
+        ]
     follow = await agent.store.get_pause(outcome["pause_id"])
     assert follow is not None
     return [
         started,
         TurnPausedEvent(
-            pause_id=follow.pause_id, pause_token=agent.guarded.signer.mint(follow.pause_id),
-            interrupt_id=follow.interrupt_id, tool_call_id=follow.tool_call_id, kind=follow.kind,
-            query=follow.query, response_schema=follow.response_schema,
+            pause_id=follow.pause_id,
+            pause_token=agent.guarded.signer.mint(follow.pause_id),
+            interrupt_id=follow.interrupt_id,
+            tool_call_id=follow.tool_call_id,
+            kind=follow.kind,
+            query=follow.query,
+            response_schema=follow.response_schema,
             expires_at=follow.expires_at,
         ),
     ]
@@ -116,13 +130,12 @@ async def resume_turn(
     answer: Any,
     principal: Principal,
     status: AnswerStatus = "resolved",
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     store = agent.store
     pause = await authorised_pause(agent, token, principal)
     now = agent.clock()
     if pause.state is not PauseState.PENDING or pause.expires_at <= now:
-        settled = pause.state in (PauseState.PUBLISHED, PauseState.SUPERSEDED)
-        if settled and _same_answer(pause, answer, status):
+        if _replayable(pause, answer, status):
             for event in await _replay(agent, pause):
                 yield event
             return
@@ -135,32 +148,53 @@ async def resume_turn(
         store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
     )
     claim = Claim(
-        pause_id=pause.pause_id, claim_id=turn.claim_id, principal=principal.name,
-        answer=answer, status=status, at=now, lease_until=lease.until(),
+        pause_id=pause.pause_id,
+        claim_id=turn.claim_id,
+        principal=principal.name,
+        answer=answer,
+        status=status,
+        at=now,
+        lease_until=lease.until(),
     )
     if not await store.claim_pause(claim, now=now):
-        latest = await store.get_pause(pause.pause_id)
-        raise refusal(latest or pause, agent.clock())
+        # Lost the race. If the winner has already settled with this very
+        # answer, this request is an identical replay and gets its outcome.
+        latest = await store.get_pause(pause.pause_id) or pause
+        if _replayable(latest, answer, status):
+            for event in await _replay(agent, latest):
+                yield event
+            return
+        raise refusal(latest, agent.clock())
     turn.claimed = True
     try:
         try:
             checkpoint = await TurnCheckpointStore(store).load(pause.pause_id)
             history = messages_of(await store.history(pause.session_id, pause.base_revision))
             yield TurnStartedEvent(
-                session_id=pause.session_id, run_id=turn.claim_id, agent=agent.name,
-                base_revision=pause.base_revision, resumed=True,
+                session_id=pause.session_id,
+                run_id=turn.claim_id,
+                agent=agent.name,
+                base_revision=pause.base_revision,
+                resumed=True,
             )
+            # The lease is checked after every yield, before any more work: a
+            # consumer can hold the stream at a frame past the lease, and the
+            # gated call must not run for a claim the sweeper has taken back.
+            await lease.keep()
             outcome = ResumeOutcome(
-                turn=checkpoint, response=answer, tool_call_id=pause.tool_call_id,
-                interrupt_id=pause.interrupt_id, status=status,
+                turn=checkpoint,
+                response=answer,
+                tool_call_id=pause.tool_call_id,
+                interrupt_id=pause.interrupt_id,
+                status=status,
             )
             kernel = agent.kernel(pause.session_id, admitted.plan)
             async for raw in kernel_resume(kernel, outcome, agent.context(history)):
                 admitted.observe(raw)
-                await lease.keep()
                 if isinstance(raw, KernelDone):
                     break
                 yield raw
+                await lease.keep()
             result = admitted.observe.result
             assert result is not None
             terminal: Event

@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--answer",
         default='{"decision": "approve"}',
-        help='the approver\'s answer as JSON, e.g. \'{"decision": "reject", "reason": "wrong IBAN"}\'',
+        help="the approver's answer as JSON, e.g. "
+        '\'{"decision": "reject", "reason": "wrong IBAN"}\'',
     )
     p.add_argument("--step", choices=["pause", "resume"], help=argparse.SUPPRESS)
     p.set_defaults(run=run)
@@ -49,15 +50,22 @@ async def _pause_step(url: str, message: str) -> dict[str, Any]:
         result = await agent.run(message, principal="local")
         if result.pause is None:
             raise SystemExit(f"the turn did not pause: {result.status} {result.error}")
-        return {"session_id": result.session_id, "token": result.pause.token,
-                "query": result.pause.query}
+        return {
+            "session_id": result.session_id,
+            "token": result.pause.token,
+            "query": result.pause.query,
+        }
 
 
 async def _resume_step(url: str, token: str, answer: Any) -> dict[str, Any]:
     async with demo_agent(url) as agent:
         result = await agent.resume(token, answer, principal="local")
-        return {"status": result.status, "answer": result.answer, "revision": result.revision,
-                "error": None if result.error is None else result.error.message}
+        return {
+            "status": result.status,
+            "answer": result.answer,
+            "revision": result.revision,
+            "error": None if result.error is None else result.error.message,
+        }
 
 
 async def _transcript(url: str, session_id: str) -> None:
@@ -75,12 +83,18 @@ async def _transcript(url: str, session_id: str) -> None:
                 _say("assistant", f"calls {c['name']}({json.dumps(c['args'])})")
                 pause = audit.get(c["id"])
                 if pause is not None:
-                    _say("", f"↳ paused: {pause.kind.value} asked of "
-                         f"{pause.audience or pause.principal}")
+                    _say(
+                        "",
+                        f"↳ paused: {pause.kind.value} asked of "
+                        f"{pause.audience or pause.principal}",
+                    )
                     if pause.answered_by is not None and pause.answered_at is not None:
-                        _say("", f"↳ answered by {pause.answered_by} at "
-                             f"{pause.answered_at:%H:%M:%S}: {json.dumps(pause.answer)} "
-                             f"({pause.state.value})")
+                        _say(
+                            "",
+                            f"↳ answered by {pause.answered_by} at "
+                            f"{pause.answered_at:%H:%M:%S}: {json.dumps(pause.answer)} "
+                            f"({pause.state.value})",
+                        )
         elif role == "ai":
             _say("assistant", str(body["content"]))
         elif role == "tool":
@@ -90,7 +104,10 @@ async def _transcript(url: str, session_id: str) -> None:
 def _child(step: str, url: str, stdin: str, extra: list[str]) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-m", "symfonic", "demo", "--step", step, "--store", url, *extra],
-        input=stdin, capture_output=True, text=True, check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0:
         raise SystemExit(f"the {step} process failed:\n{out.stderr.strip()}")
@@ -126,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
     print("[process 1] exited. The pause and its checkpoint are in the store; nothing ran.\n")
     print(f"[process 2] a fresh process answers as principal 'local': {json.dumps(answer)}")
     done = _child("resume", url, json.dumps({"token": paused["token"], "answer": answer}), [])
-    print(f"[process 2, pid {done['pid']}] resumed from the store alone → {done['status']}"
-          + (f": {done['error']}" if done["error"] else ""))
+    print(
+        f"[process 2, pid {done['pid']}] resumed from the store alone → {done['status']}"
+        + (f": {done['error']}" if done["error"] else "")
+    )
     anyio.run(_transcript, url, paused["session_id"])
     return 0 if done["status"] == "complete" else 1

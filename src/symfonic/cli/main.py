@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("demo",)
+COMMANDS = ("demo", "chat", "pauses", "serve")
 
 
 def parser() -> argparse.ArgumentParser:

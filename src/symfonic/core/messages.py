@@ -49,7 +49,12 @@ def message_of(body: Mapping[str, Any]) -> BaseMessage:
         return SystemMessage(content=content)
     if role == "ai":
         calls = [
-            {"id": c["id"], "name": c["name"], "args": dict(c.get("args") or {}), "type": "tool_call"}
+            {
+                "id": c["id"],
+                "name": c["name"],
+                "args": dict(c.get("args") or {}),
+                "type": "tool_call",
+            }
             for c in body.get("tool_calls") or ()
         ]
         return AIMessage(content=content, tool_calls=calls)

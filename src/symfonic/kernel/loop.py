@@ -71,11 +71,15 @@ class Kernel:
             content, ok = observation.content, observation.ok
         call_id = str(call["id"])
         message = ToolMessage(
-            content=content, tool_call_id=call_id, name=call["name"],
+            content=content,
+            tool_call_id=call_id,
+            name=call["name"],
             status="success" if ok else "error",
         )
         event = ToolResultEvent(
-            tool_call_id=call_id, name=call["name"], content=content,
+            tool_call_id=call_id,
+            name=call["name"],
+            content=content,
             status="ok" if ok else "error",
         )
         return message, event
@@ -106,11 +110,8 @@ class Kernel:
                 else:
                     reply = item
             assert reply is not None
-            usage = reply.usage_metadata or {}
-            used = replace(
-                used, model_calls=used.model_calls + 1,
-                tokens=used.tokens + int(usage.get("total_tokens", 0)),
-            )
+            tokens = reply.usage_metadata["total_tokens"] if reply.usage_metadata else 0
+            used = replace(used, model_calls=used.model_calls + 1, tokens=used.tokens + int(tokens))
             messages.append(reply)
             if not reply.tool_calls:
                 yield self._done(StopReason.FINAL, messages, used, answer=text_of(reply))

@@ -19,6 +19,7 @@ import anyio
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools.base import create_schema_from_function
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
 
 IDEMPOTENCY_PARAMETER = "idempotency_key"
 
@@ -85,7 +86,7 @@ class Tool:
             config = {"configurable": {IDEMPOTENCY_PARAMETER: key}}
             return await self.binding.ainvoke(args, config=config)  # type: ignore[arg-type]
         schema = self.binding.args_schema
-        if schema is not None and not isinstance(schema, dict):
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
             args = schema.model_validate(args).model_dump()
         if IDEMPOTENCY_PARAMETER in inspect.signature(self._function).parameters:
             args[IDEMPOTENCY_PARAMETER] = key

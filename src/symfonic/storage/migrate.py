@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
-
-from alembic import command
 
 SCRIPT_LOCATION = str(Path(__file__).parent / "migrations")
 

@@ -1,12 +1,18 @@
 """The PostgreSQL adapter: many workers on many hosts, one service.
 
-asyncpg under a SQLAlchemy pool. The isolation level is PostgreSQL's default,
-READ COMMITTED, and that is enough: every race goes through one conditional
-``UPDATE`` (see :mod:`symfonic.storage.sql_store`), which re-evaluates its
-``WHERE`` on the newest version of the row it locks, so of N concurrent claims
-exactly one sees ``pending``. Pool connections are checked before use
-(``pool_pre_ping``) so a restarted server costs the turn that was in flight,
-not the worker.
+asyncpg under a SQLAlchemy pool. The isolation level is READ COMMITTED, set on
+every connection rather than trusted to the server's default, and it is enough:
+every race goes through one conditional ``UPDATE`` (see
+:mod:`symfonic.storage.sql_store`), which re-evaluates its ``WHERE`` on the
+newest version of the row it locks, so of N concurrent claims exactly one sees
+``pending``.
+
+The pool is bounded (``pool_size``, no overflow): a worker never opens more than
+that many connections, whatever its concurrency, and a turn that waits longer
+than ``pool_timeout`` for one fails with ``StoreUnavailable``. Connections are
+checked before use (``pool_pre_ping``), so after a dropped connection or a
+server restart the next checkout reconnects: the restart costs the turns that
+were in flight, not the worker.
 """
 
 from __future__ import annotations
@@ -33,21 +39,37 @@ def _async_url(url: str) -> str:
     return f"postgresql+asyncpg://{rest}"
 
 
+DEFAULT_POOL_SIZE = 10
+DEFAULT_POOL_TIMEOUT = 10.0
+
+
 class PostgresStore(SqlStore):
-    def __init__(self, url: str, *, pool_size: int | None = None) -> None:
+    """``pool_size`` / ``pool_timeout`` default to ``SYMFONIC_POOL_SIZE`` /
+    ``SYMFONIC_POOL_TIMEOUT`` (seconds), else 10 and 10."""
+
+    def __init__(
+        self, url: str, *, pool_size: int | None = None, pool_timeout: float | None = None
+    ) -> None:
         try:
             import asyncpg  # noqa: F401
         except ImportError as error:
             raise ConfigurationError(
                 "the PostgreSQL store needs asyncpg: pip install 'symfonic[postgres]'"
             ) from error
-        size = pool_size or int(os.environ.get("SYMFONIC_POOL_SIZE", "10"))
+        size = pool_size or int(os.environ.get("SYMFONIC_POOL_SIZE", DEFAULT_POOL_SIZE))
+        timeout = pool_timeout or float(
+            os.environ.get("SYMFONIC_POOL_TIMEOUT", DEFAULT_POOL_TIMEOUT)
+        )
         engine = create_async_engine(
             _async_url(url),
             pool_size=size,
             max_overflow=0,
-            pool_timeout=float(os.environ.get("SYMFONIC_POOL_TIMEOUT", "10")),
+            pool_timeout=timeout,
             pool_pre_ping=True,
+            isolation_level="READ COMMITTED",
+            # asyncpg waits 60 s for a connection by default; a server that is
+            # down should fail the turn as quickly as an exhausted pool does.
+            connect_args={"timeout": timeout},
         )
         super().__init__(url, engine)
 

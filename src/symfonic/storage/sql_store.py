@@ -1,31 +1,41 @@
 """The storage port over SQLAlchemy Core, shared by the SQLite and PostgreSQL adapters.
 
-Each public method is one transaction. The single-use transitions are single
-conditional ``UPDATE`` statements whose row count decides the race: the claim
-(``pending`` and unexpired → ``claimed``), the publish (``claimed`` by this claim
-→ ``published``, with the session's revision moved only from the pause's base
-revision), and the abandon (``claimed`` by this claim → ``abandoned``). Nothing
-is read first and written after, so the isolation level the adapters rely on is
-the default READ COMMITTED: a conditional update re-checks its predicate on the
-row it locks, which is all a race can reach.
+Each public method is one transaction (``_write``) or one read (``_read``). Every
+transition a race can reach is a single conditional ``UPDATE`` whose row count
+(or ``RETURNING`` row) decides it, never a read followed by a write:
+
+- claim: ``pending`` and unexpired → ``claimed``, keyed by the pause id;
+- renew, abandon, supersede, publish: only while ``claimed`` by *this* claim id;
+- publish also moves the session's revision on only from the pause's base
+  revision, in the same transaction that appends the history rows, so a lost
+  race raises :class:`RevisionConflict` and rolls the pause update back with it;
+- sweep: ``pending`` past ``expires_at`` → ``expired``, ``claimed`` past its
+  lease → ``abandoned``, skipping rows another transaction holds.
+
+The isolation level relied on is READ COMMITTED (PostgreSQL's default; the
+adapter sets it explicitly so a server configured otherwise cannot change the
+outcome of a race). Under it, an ``UPDATE`` that finds its row locked by a
+concurrent writer waits, then re-evaluates its ``WHERE`` on the committed
+version: of N concurrent claims exactly one still sees ``pending``. A stricter
+level would turn those losers into serialisation failures instead of a clean
+"not mine". SQLite serialises every writer on its database lock (see
+:mod:`symfonic.storage.sqlite`), which gives the same outcome.
+
+Transactions, driver failures and start-up are in
+:mod:`symfonic.storage.transactions`.
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from symfonic.core.contracts.errors import (
-    PauseAbandoned,
-    RevisionConflict,
-    StoreUnavailable,
-)
+from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
@@ -33,129 +43,22 @@ from symfonic.core.contracts.store import (
     SessionRecord,
     SweepReport,
 )
-from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import MessageBody
-from symfonic.storage import migrate
-from symfonic.storage.schema import checkpoints, messages, meta, pauses, sessions
+from symfonic.storage.rows import checkpoint_of, pause_of, session_of
+from symfonic.storage.schema import checkpoints, messages, pauses, sessions
+from symfonic.storage.transactions import SqlTransactions
 
-SECRET_KEY = "pause_token_secret"
 CLAIMED = PauseState.CLAIMED.value
 PENDING = PauseState.PENDING.value
+# Delays between attempts to abandon a failed turn's claim while the store is
+# unavailable, and the time after which it is left to the sweeper and the lease.
+ABANDON_RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
+ABANDON_RETRY_SECONDS = 5.0
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    """SQLite hands timestamps back naive; everything here is UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
-
-def _pause_of(row: sa.Row[Any]) -> PauseRecord:
-    m = row._mapping
-    created_at = _aware(m["created_at"])
-    expires_at = _aware(m["expires_at"])
-    assert created_at is not None and expires_at is not None
-    return PauseRecord(
-        pause_id=m["pause_id"],
-        session_id=m["session_id"],
-        principal=m["principal"],
-        agent=m["agent"],
-        audience=m["audience"],
-        kind=InteractionKind(m["kind"]),
-        query=m["query"],
-        response_schema=m["response_schema"],
-        tool_call_id=m["tool_call_id"],
-        interrupt_id=m["interrupt_id"],
-        base_revision=m["base_revision"],
-        state=PauseState(m["state"]),
-        created_at=created_at,
-        expires_at=expires_at,
-        supersedes=m["supersedes"],
-        claim_id=m["claim_id"],
-        lease_until=_aware(m["lease_until"]),
-        answered_by=m["answered_by"],
-        answered_at=_aware(m["answered_at"]),
-        answer=m["answer"],
-        answer_status=m["answer_status"],
-        outcome=m["outcome"],
-    )
-
-
-class SqlStore:
+class SqlStore(SqlTransactions):
     """A ``Store`` over an async SQLAlchemy engine; adapters supply the engine."""
-
-    def __init__(self, url: str, engine: AsyncEngine) -> None:
-        self.url = url
-        self._engine = engine
-        self._secret: bytes | None = None
-
-    # lifecycle ------------------------------------------------------------
-
-    async def __aenter__(self) -> SqlStore:
-        async with self._write() as conn:
-            await self._lock_for_migrations(conn)
-            await conn.run_sync(migrate.upgrade)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._engine.dispose()
-
-    async def _lock_for_migrations(self, conn: AsyncConnection) -> None:
-        """Serialise concurrent migrations; the adapter's write lock suffices by default."""
-
-    def _unavailable(self, error: BaseException) -> bool:
-        """Whether a driver error means the database is out of reach."""
-        return isinstance(error, sa.exc.OperationalError | sa.exc.InterfaceError | OSError) or (
-            isinstance(error, sa.exc.DBAPIError) and error.connection_invalidated
-        )
-
-    @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
-        """One write transaction; driver failures leave nothing and say why."""
-        try:
-            async with self._engine.begin() as conn:
-                yield conn
-        except sa.exc.DBAPIError as error:
-            if self._unavailable(error):
-                raise StoreUnavailable(f"the store could not complete a write: {error.orig}") from error
-            raise
-        except OSError as error:
-            raise StoreUnavailable(f"the store is out of reach: {error}") from error
-
-    @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.connect() as conn:
-                yield conn
-        except sa.exc.DBAPIError as error:
-            if self._unavailable(error):
-                raise StoreUnavailable(f"the store could not answer a read: {error.orig}") from error
-            raise
-        except OSError as error:
-            raise StoreUnavailable(f"the store is out of reach: {error}") from error
-
-    async def ping(self) -> None:
-        async with self._read() as conn:
-            await conn.execute(sa.text("SELECT 1"))
-
-    async def signing_secret(self) -> bytes:
-        if self._secret is not None:
-            return self._secret
-        async with self._write() as conn:
-            await conn.execute(
-                self._insert_ignore(meta, ["key"]).values(
-                    key=SECRET_KEY, value=secrets.token_bytes(32)
-                )
-            )
-            value = (
-                await conn.execute(sa.select(meta.c.value).where(meta.c.key == SECRET_KEY))
-            ).scalar_one()
-        self._secret = bytes(value)
-        return self._secret
-
-    def _insert_ignore(self, table: sa.Table, keys: list[str]) -> Any:
-        """``INSERT … ON CONFLICT DO NOTHING`` in the adapter's dialect."""
-        raise NotImplementedError
 
     # sessions and history -------------------------------------------------
 
@@ -178,21 +81,7 @@ class SqlStore:
             row = (
                 await conn.execute(sessions.select().where(sessions.c.session_id == session_id))
             ).first()
-        if row is None:
-            return None
-        m = row._mapping
-        lease = _aware(m["run_lease"])
-        created_at = _aware(m["created_at"])
-        assert created_at is not None
-        return SessionRecord(
-            session_id=m["session_id"],
-            principal=m["principal"],
-            agent=m["agent"],
-            revision=m["revision"],
-            metadata=m["metadata"],
-            created_at=created_at,
-            running=m["run_id"] is not None and lease is not None and lease > datetime.now(UTC),
-        )
+        return None if row is None else session_of(row, now=datetime.now(UTC))
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
         async with self._read() as conn:
@@ -340,23 +229,14 @@ class SqlStore:
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
         async with self._read() as conn:
             row = (await conn.execute(pauses.select().where(pauses.c.pause_id == pause_id))).first()
-        return None if row is None else _pause_of(row)
+        return None if row is None else pause_of(row)
 
     async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None:
         async with self._read() as conn:
             row = (
                 await conn.execute(checkpoints.select().where(checkpoints.c.pause_id == pause_id))
             ).first()
-        if row is None:
-            return None
-        m = row._mapping
-        return CheckpointRecord(
-            pause_id=m["pause_id"],
-            session_id=m["session_id"],
-            format_version=m["format_version"],
-            base_revision=m["base_revision"],
-            body=m["body"],
-        )
+        return None if row is None else checkpoint_of(row)
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> bool:
         async with self._write() as conn:
@@ -396,7 +276,7 @@ class SqlStore:
                     )
                 )
             ).first()
-        return None if row is None else _pause_of(row)
+        return None if row is None else pause_of(row)
 
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
         async with self._write() as conn:
@@ -430,11 +310,27 @@ class SqlStore:
             return revision
 
     async def abandon_claim(self, session_id: str, claim_id: str) -> bool:
-        async with self._write() as conn:
-            result = await conn.execute(
-                self._claimed_by(session_id, claim_id).values(state=PauseState.ABANDONED.value)
-            )
-            return result.rowcount == 1
+        """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
+
+        A turn calls this after it failed, often because the store did: so it is
+        retried for a few seconds while the store is unavailable (it is
+        idempotent), and only then left to the sweeper and the lease.
+        """
+        deadline = anyio.current_time() + ABANDON_RETRY_SECONDS
+        for delay in (*ABANDON_RETRY_DELAYS, None):
+            try:
+                async with self._write() as conn:
+                    result = await conn.execute(
+                        self._claimed_by(session_id, claim_id).values(
+                            state=PauseState.ABANDONED.value
+                        )
+                    )
+                    return result.rowcount == 1
+            except StoreUnavailable:
+                if delay is None or anyio.current_time() + delay > deadline:
+                    raise
+                await anyio.sleep(delay)
+        raise AssertionError("unreachable")
 
     async def abandon_pending(self, session_id: str) -> int:
         async with self._write() as conn:
@@ -450,12 +346,15 @@ class SqlStore:
             row = (
                 await conn.execute(
                     pauses.select()
-                    .where(pauses.c.session_id == session_id, pauses.c.state.in_([PENDING, CLAIMED]))
+                    .where(
+                        pauses.c.session_id == session_id,
+                        pauses.c.state.in_([PENDING, CLAIMED]),
+                    )
                     .order_by(pauses.c.created_at.desc())
                     .limit(1)
                 )
             ).first()
-        return None if row is None else _pause_of(row)
+        return None if row is None else pause_of(row)
 
     async def session_pauses(self, session_id: str) -> list[PauseRecord]:
         async with self._read() as conn:
@@ -464,7 +363,7 @@ class SqlStore:
                 .where(pauses.c.session_id == session_id)
                 .order_by(pauses.c.created_at)
             )
-            return [_pause_of(row) for row in rows]
+            return [pause_of(row) for row in rows]
 
     async def list_pauses(
         self,
@@ -485,18 +384,30 @@ class SqlStore:
             )
         async with self._read() as conn:
             rows = await conn.execute(query.order_by(pauses.c.created_at).limit(limit))
-            return [_pause_of(row) for row in rows]
+            return [pause_of(row) for row in rows]
 
     async def sweep(self, now: datetime) -> SweepReport:
+        """Expire stale pending pauses and abandon claims whose lease ran out.
+
+        Rows another transaction holds (a claim being won, a lease being renewed,
+        a publish) are skipped rather than waited for (``SKIP LOCKED``, ignored by
+        SQLite, whose writers never overlap): a sweep never blocks a turn, and
+        sweepers on many workers never deadlock on each other.
+        """
+
+        def stale(*where: Any) -> Any:
+            locked = sa.select(pauses.c.pause_id).where(*where).with_for_update(skip_locked=True)
+            return pauses.update().where(pauses.c.pause_id.in_(locked), *where)
+
         async with self._write() as conn:
             expired = await conn.execute(
-                pauses.update()
-                .where(pauses.c.state == PENDING, pauses.c.expires_at <= now)
-                .values(state=PauseState.EXPIRED.value)
+                stale(pauses.c.state == PENDING, pauses.c.expires_at <= now).values(
+                    state=PauseState.EXPIRED.value
+                )
             )
             abandoned = await conn.execute(
-                pauses.update()
-                .where(pauses.c.state == CLAIMED, pauses.c.lease_until <= now)
-                .values(state=PauseState.ABANDONED.value)
+                stale(pauses.c.state == CLAIMED, pauses.c.lease_until <= now).values(
+                    state=PauseState.ABANDONED.value
+                )
             )
             return SweepReport(expired=int(expired.rowcount), abandoned=int(abandoned.rowcount))

@@ -2,9 +2,15 @@
 
 Writes open with ``BEGIN IMMEDIATE`` so a transaction takes the database's write
 lock before its first statement: two writers never both read and then fight to
-upgrade, they queue on the lock (``busy_timeout``) instead. WAL lets readers go
-on while one writer holds it. ``synchronous=NORMAL`` under WAL survives a crash
-of any process; only a power cut can lose the last commits.
+upgrade, they queue on the lock (``busy_timeout``) instead. Every write is
+therefore serialised against every other, across processes too, which is the
+SQLite equivalent of the conditional updates' READ COMMITTED re-check on
+PostgreSQL: a claim or publish that loses a race sees the winner's commit.
+
+Reads begin deferred (plain ``BEGIN``), so under WAL they go on while one writer
+holds the lock. ``synchronous=NORMAL`` under WAL survives a crash of any
+process; only a power cut can lose the last commits. Workers opening a fresh
+file at the same moment queue on the same lock to migrate it once.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from symfonic.storage.sql_store import SqlStore
+from symfonic.storage.transactions import READ_ONLY
 
 BUSY_TIMEOUT_SECONDS = 30
 
@@ -47,7 +54,8 @@ class SqliteStore(SqlStore):
 
         @event.listens_for(engine.sync_engine, "begin")
         def _begin(connection: sa.Connection) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            read_only = connection.get_execution_options().get(READ_ONLY, False)
+            connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         super().__init__(url, engine)
 

@@ -9,15 +9,17 @@ streams (text in word-sized chunks, then the tool calls) and accepts
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from pydantic import ConfigDict
 
 Reply = AIMessage | str
@@ -78,8 +80,14 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "symfonic-scripted"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
-        return self
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        return self  # the script decides which tools are called
 
     def _reply(self, messages: list[BaseMessage]) -> AIMessage:
         answer = self.respond(list(messages))
@@ -112,9 +120,10 @@ class ScriptedChatModel(BaseChatModel):
             piece = word if i == len(words) - 1 else word + " "
             if piece:
                 yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        if not text and not message.tool_calls:
+            # An empty answer is still a reply: one empty chunk, as a provider sends.
+            yield ChatGenerationChunk(message=AIMessageChunk(content=""))
         if message.tool_calls:
-            import json
-
             yield ChatGenerationChunk(
                 message=AIMessageChunk(
                     content="",

@@ -10,7 +10,7 @@ that paused: the checkpoint and the committed history are all there is.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 
 from langchain_core.messages import BaseMessage
@@ -25,7 +25,7 @@ from symfonic.kernel.loop import Kernel
 
 async def kernel_resume(
     kernel: Kernel, outcome: ResumeOutcome, history: Sequence[BaseMessage]
-) -> AsyncIterator[RawEvent]:
+) -> AsyncGenerator[RawEvent, None]:
     """Settle the answered call, rebuild the turn, and continue the kernel.
 
     ``outcome.response`` is the person's answer as given; ``history`` is the
@@ -44,16 +44,21 @@ async def kernel_resume(
         )
     resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
     if resolution.run_args is not None:
-        message, event = await kernel.dispatch(
-            {"name": pending.tool_name, "args": resolution.run_args, "id": answered, "type": "tool_call"}
+        ran, result = await kernel.dispatch(
+            {
+                "name": pending.tool_name,
+                "args": resolution.run_args,
+                "id": answered,
+                "type": "tool_call",
+            }
         )
-        observation = str(message.content)
+        observation = str(ran.content)
         if resolution.edited:
             observation = (
                 f"(run with arguments edited by the person: "
                 f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
             )
-        yield event.model_copy(update={"content": observation})
+        yield result.model_copy(update={"content": observation})
     else:
         observation = resolution.observation or ""
         yield ToolResultEvent(
@@ -63,15 +68,16 @@ async def kernel_resume(
             status=resolution.status,
         )
     messages = rehydrate(replace(outcome, response=observation))
-    for message in messages[len(checkpoint.messages) + 1 :]:
+    for skipped in messages[len(checkpoint.messages) + 1 :]:
+        call_id = str(getattr(skipped, "tool_call_id", ""))
         yield ToolResultEvent(
-            tool_call_id=str(getattr(message, "tool_call_id", "")),
-            name=_call_name(messages, str(getattr(message, "tool_call_id", ""))),
+            tool_call_id=call_id,
+            name=_call_name(messages, call_id),
             content=NOT_DISPATCHED,
             status="not_dispatched",
         )
-    async for event in kernel.run(history, messages, checkpoint.counters):
-        yield event
+    async for raw in kernel.run(history, messages, checkpoint.counters):
+        yield raw
 
 
 def _call_name(messages: Sequence[BaseMessage], call_id: str) -> str:

@@ -12,10 +12,17 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.errors import ConfigurationError, RequestError
 from symfonic.core.contracts.principal import WILDCARD, Principal
 
 LOCAL = Principal("local", frozenset({WILDCARD}))
+
+
+class Unauthenticated(RequestError):
+    """No API key, or one no principal holds."""
+
+    code = "unauthenticated"
+    status = 401
 
 
 def _digest(key: str) -> bytes:
@@ -34,6 +41,10 @@ class Authenticator:
 
     def __repr__(self) -> str:
         return f"Authenticator(principals={[e.principal.name for e in self._entries]!r})"
+
+    @property
+    def principal_names(self) -> list[str]:
+        return [entry.principal.name for entry in self._entries]
 
     @property
     def open(self) -> bool:

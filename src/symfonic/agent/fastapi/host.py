@@ -1,17 +1,36 @@
 """The agents one service hosts, sharing one store.
 
+The store is the host's (a URL or an opened store), or else the first agent's:
+an agent built with ``store=...`` and served on its own keeps its store.
+
 A session is bound to the agent that created it (its selected root); requests
-that name a session are routed to that agent, whichever worker receives them.
+that name a session are routed to that agent, and a resume to the agent of the
+pause its token names, whichever worker receives them. All agents share the
+store, and so the store's token secret: any worker verifies any token.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio
+
 from symfonic.agent.agent import SymfonicAgent
-from symfonic.core.contracts.errors import ConfigurationError, SessionNotFound
-from symfonic.core.contracts.store import Store
+from symfonic.core.contracts.errors import (
+    ConfigurationError,
+    PauseNotFound,
+    RequestError,
+    SessionNotFound,
+)
+from symfonic.core.contracts.store import Store, SweepReport
 from symfonic.storage import open_store
+
+
+class UnknownAgent(RequestError):
+    """A request names an agent this service does not host."""
+
+    code = "unknown_agent"
+    status = 422
 
 
 class ServiceHost:
@@ -27,6 +46,10 @@ class ServiceHost:
         self._store_arg = store
         self._store: Store | None = None
         self._owns_store = False
+        self._lock = anyio.Lock()
+
+    def __repr__(self) -> str:
+        return f"ServiceHost(agents={sorted(self.agents)!r})"
 
     @property
     def store(self) -> Store:
@@ -34,30 +57,59 @@ class ServiceHost:
             raise ConfigurationError("the service host is not open")
         return self._store
 
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None
+
     async def open(self) -> None:
-        """Open one store and hand it to every agent."""
-        if isinstance(self._store_arg, str) or self._store_arg is None:
-            self._store = open_store(self._store_arg)
-            await self._store.__aenter__()
-            self._owns_store = True
-        else:
-            self._store = self._store_arg
-        for agent in self.agents.values():
-            agent.use_store(self._store)
-            await agent.open()
+        """Open one store and hand it to every agent; idempotent."""
+        async with self._lock:
+            if self._store is not None:
+                return
+            first, *others = self.agents.values()
+            if self._store_arg is None:
+                await first.open()
+                store = first.store
+            elif isinstance(self._store_arg, str):
+                store = open_store(self._store_arg)
+                await store.__aenter__()
+                self._owns_store = True
+            else:
+                store = self._store_arg
+            try:
+                for agent in (others if self._store_arg is None else [first, *others]):
+                    agent.use_store(store)
+                    await agent.open()
+            except BaseException:
+                await self._close(store)
+                raise
+            self._store = store
 
     async def aclose(self) -> None:
-        for agent in self.agents.values():
+        async with self._lock:
+            if self._store is not None:
+                await self._close(self._store)
+            self._store = None
+
+    async def _close(self, store: Store) -> None:
+        # The first agent may own the store: close the others before it.
+        for agent in reversed(self.agents.values()):
             await agent.aclose()
-        if self._store is not None and self._owns_store:
-            await self._store.__aexit__(None, None, None)
-        self._store = None
+        if self._owns_store:
+            await store.__aexit__(None, None, None)
+        self._owns_store = False
+
+    async def sweep(self) -> SweepReport:
+        """Expire stale pauses and abandon lapsed claims, on the default agent's clock."""
+        return await self.agents[self.default_agent].sweep()
 
     def agent(self, name: str | None) -> SymfonicAgent:
-        """The agent called ``name`` (default: the first); unknown names are a 404."""
+        """The agent called ``name`` (default: the first)."""
         chosen = name or self.default_agent
         if chosen not in self.agents:
-            raise SessionNotFound(f"no agent named {chosen!r}; this service hosts {sorted(self.agents)}")
+            raise UnknownAgent(
+                f"no agent named {chosen!r}; this service hosts {sorted(self.agents)}"
+            )
         return self.agents[chosen]
 
     async def agent_of_session(self, session_id: str) -> SymfonicAgent:
@@ -65,3 +117,12 @@ class ServiceHost:
         if session is None or session.agent not in self.agents:
             raise SessionNotFound(f"no session {session_id!r}", session_id=session_id)
         return self.agents[session.agent]
+
+    async def agent_of_token(self, token: str) -> SymfonicAgent:
+        """The agent whose pause the token names; a token that names none is a 404."""
+        signer = self.agents[self.default_agent].guarded.signer
+        pause_id = signer.verify(token)
+        pause = None if pause_id is None else await self.store.get_pause(pause_id)
+        if pause is None or pause.agent not in self.agents:
+            raise PauseNotFound("the token does not name a pause")
+        return self.agents[pause.agent]

@@ -29,9 +29,7 @@ def validate_answer(schema: dict[str, Any], answer: Any, status: AnswerStatus) -
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "the answer"
-        raise InvalidAnswer(
-            f"{where}: {first.message}", errors=[e.message for e in errors[:10]]
-        )
+        raise InvalidAnswer(f"{where}: {first.message}", errors=[e.message for e in errors[:10]])
 
 
 @dataclass(frozen=True)

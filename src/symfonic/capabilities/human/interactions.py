@@ -76,9 +76,7 @@ def interaction(
     against it before a pause is claimed. ``audience`` names the scope a
     principal needs to answer (``None``: the session's owner).
     """
-    response_schema = (
-        schema.model_json_schema() if isinstance(schema, type) else dict(schema)
-    )
+    response_schema = schema.model_json_schema() if isinstance(schema, type) else dict(schema)
     return Interaction(name, description, response_schema, InteractionKind.FORM, audience)
 
 
@@ -106,7 +104,10 @@ def approval_schema(parameters: dict[str, Any]) -> dict[str, Any]:
             },
             {
                 "type": "object",
-                "properties": {"decision": {"const": "edit"}, "args": parameters or {"type": "object"}},
+                "properties": {
+                    "decision": {"const": "edit"},
+                    "args": parameters or {"type": "object"},
+                },
                 "required": ["decision", "args"],
                 "additionalProperties": False,
             },

@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict
 
 
-class StopReason(str, enum.Enum):
+class StopReason(enum.StrEnum):
     """Why the kernel stopped; only ``final`` can be published."""
 
     FINAL = "final"
@@ -26,7 +26,7 @@ class StopReason(str, enum.Enum):
     BUDGET = "budget"
 
 
-class PauseState(str, enum.Enum):
+class PauseState(enum.StrEnum):
     """The pause lifecycle. Transitions live in the store's statements only."""
 
     PENDING = "pending"
@@ -37,7 +37,7 @@ class PauseState(str, enum.Enum):
     EXPIRED = "expired"
 
 
-class InteractionKind(str, enum.Enum):
+class InteractionKind(enum.StrEnum):
     INPUT = "input"
     FORM = "form"
     APPROVAL = "approval"

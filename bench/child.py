@@ -1,0 +1,207 @@
+"""One configuration, in a process of its own: ``python -m bench.child CONFIG OUT``.
+
+A process per configuration makes peak RSS a property of that configuration, and
+keeps one system's caches, pools and garbage from slowing the next. The phases::
+
+    open → setup → seed sessions → warm-up → pacing round (skipped if the warm-up
+         was slow) → seed the sessions the timed section will need
+         → probe reset (PG: CHECKPOINT, then another warm-up)
+         → bytes probe begins → timed section → bytes probe ends → close
+         → rows probe begins → open → counting pass → close → rows probe ends
+
+The result (or the error) is written as JSON to OUT, never to stdout, so library
+chatter on stdout cannot corrupt it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench.config import ChildConfig
+from bench.driver import (
+    MESSAGES_PER_CYCLE,
+    PassResult,
+    SessionPool,
+    cycles_per_session,
+    run_cycles,
+)
+from bench.history import make_history
+from bench.probes.base import StoreProbe
+from bench.stats import latency_ms
+from bench.workloads import workload_class
+from bench.workloads.base import Workload, WorkloadSpec
+
+# Sessions are seeded for this many times the cycles the warm-up's pace predicts;
+# a slot that still runs out stops early, and the result says so.
+SESSION_MARGIN = 3.0
+
+
+def _rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _probe(config: ChildConfig) -> StoreProbe:
+    if config.store == "sqlite":
+        from bench.probes.sqlite_probe import SqliteProbe
+
+        return SqliteProbe(config.location)
+    from bench.probes.pg_probe import PostgresProbe
+
+    return PostgresProbe(config.location)
+
+
+async def _measure(config: ChildConfig, workload: Workload, probe: StoreProbe) -> dict[str, Any]:
+    limit = cycles_per_session(config.history)
+    pool = SessionPool(config.concurrency, limit)
+    count_pool = SessionPool(1, limit)
+    notes: list[str] = []
+
+    await workload.open()
+    try:
+        began = time.perf_counter()
+        await workload.setup()
+        pool.add(await workload.add_sessions(pool.sessions_to_add(config.warmup + 1)))
+        seeding = time.perf_counter() - began
+        # Cold warm-up (first calls, pools, caches), then one round that paces the
+        # system, so the sessions seeded for the timed section fit its real speed.
+        pace = await run_cycles(workload, pool, cycles_per_slot=config.warmup)
+        if pace.seconds < config.seconds / 2:
+            pace = await run_cycles(workload, pool, cycles_per_slot=1)
+        else:
+            # A round this slow means the timed section is a round or two: the cold
+            # round's pace is close enough, and another round would cost minutes.
+            pace.seconds /= max(1, config.warmup)
+        began = time.perf_counter()
+        wanted = _timed_cycles_per_slot(config, pace)
+        pool.add(await workload.add_sessions(pool.sessions_to_add(wanted + config.warmup)))
+        count_pool.add(await workload.add_sessions(count_pool.sessions_to_add(config.count_cycles)))
+        seeding += time.perf_counter() - began
+        if note := probe.reset():
+            notes.append(note)
+        if probe.rewarm_after_reset:
+            # After the reset, so first-touch costs (PostgreSQL's full-page images)
+            # are paid before the timed section, alike for every system.
+            await run_cycles(workload, pool, cycles_per_slot=config.warmup)
+        probe.begin_bytes()
+        timed = await run_cycles(
+            workload, pool, cycles_per_slot=config.cycles_per_slot, seconds=config.seconds
+        )
+        written = probe.end_bytes()
+        notes += probe.interference()
+    finally:
+        await workload.close()
+    if "sessions" in timed.stopped_by:
+        notes.append("session pool ran out before the time box; the timed section was shorter")
+
+    probe.begin_rows()
+    await workload.open()
+    try:
+        counted = await run_cycles(
+            workload, count_pool, cycles_per_slot=config.count_cycles, seconds=config.seconds
+        )
+    finally:
+        await workload.close()
+    rows = probe.end_rows()
+
+    return _figures(timed, counted, written, rows) | {
+        "seeding_seconds": round(seeding, 3),
+        "sessions": pool.size + count_pool.size,
+        "cycles_per_session_limit": limit,
+        "cycles_per_session_max": pool.max_uses,
+        "history_at_end_max": config.history + MESSAGES_PER_CYCLE * pool.max_uses,
+        "stopped_by": sorted(timed.stopped_by),
+        "bytes_method": probe.bytes_method,
+        "rows_method": probe.rows_method,
+        "notes": notes,
+    }
+
+
+def _timed_cycles_per_slot(config: ChildConfig, pace: PassResult) -> int:
+    """Cycles each slot can run in the time box, from the warm-up's pace, with a margin."""
+    if pace.cycles == 0 or pace.seconds <= 0:
+        return config.cycles_per_slot
+    seconds_per_cycle = pace.seconds  # one cycle per slot
+    expected = math.ceil(SESSION_MARGIN * config.seconds / seconds_per_cycle)
+    return min(config.cycles_per_slot, expected)
+
+
+def _figures(timed: PassResult, counted: PassResult, written: int, rows: int) -> dict[str, Any]:
+    pause, resume = latency_ms(timed.pause_seconds), latency_ms(timed.resume_seconds)
+    return {
+        "cycles": timed.cycles,
+        "seconds": round(timed.seconds, 4),
+        "cycles_per_second": round(timed.cycles_per_second, 2),
+        "pause_p50_ms": pause["p50_ms"],
+        "pause_p99_ms": pause["p99_ms"],
+        "resume_p50_ms": resume["p50_ms"],
+        "resume_p99_ms": resume["p99_ms"],
+        "bytes_written": written,
+        "bytes_per_cycle": round(written / timed.cycles) if timed.cycles else None,
+        "count_cycles": counted.cycles,
+        "rows_written": rows,
+        "rows_per_cycle": round(rows / counted.cycles, 2) if counted.cycles else None,
+    }
+
+
+def run(config: ChildConfig) -> dict[str, Any]:
+    spec = WorkloadSpec(
+        store=config.store,
+        location=config.location,
+        concurrency=config.concurrency,
+        history=make_history(config.history),
+        sqlite_synchronous=config.sqlite_synchronous,
+    )
+    workload = workload_class(config.system, config.store)(spec)
+    probe = _probe(config)
+    baseline = _rss_bytes()
+    try:
+        probe.prepare_store()
+        figures = asyncio.run(_measure(config, workload, probe))
+    finally:
+        probe.close()
+    # ru_maxrss is in KiB on Linux: the high-water mark of this process alone.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return figures | {
+        "status": "ok",
+        "peak_rss_bytes": peak,
+        "baseline_rss_bytes": baseline,
+        "versions": workload.versions(),
+        "settings": workload.settings(),
+    }
+
+
+def _describe(error: BaseException) -> str:
+    """The first real error, not the TaskGroup's wrapper around it."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
+
+
+def main(argv: list[str]) -> int:
+    config_path, out_path = Path(argv[0]), Path(argv[1])
+    config = ChildConfig.read(config_path)
+    try:
+        result = run(config)
+    except Exception as error:
+        result = {
+            "status": "error",
+            "error": _describe(error),
+            "traceback": traceback.format_exc()[-4000:],
+        }
+    out_path.write_text(json.dumps(result))
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,169 @@
+"""The configuration matrix and the life of each configuration's child process.
+
+Configurations run one at a time, never overlapping: the WAL volume of the
+PostgreSQL probe is cluster-wide and CPU time is shared, so a neighbour would
+pollute both. Systems are interleaved innermost (store → history → concurrency →
+system), so a slow drift in the machine's state touches every system alike.
+
+Each configuration gets a fresh store: a new SQLite file, or a new PostgreSQL
+database created here and dropped afterwards, whatever the child did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench.config import ChildConfig
+from bench.workloads.base import StoreKind
+
+ROOT = Path(__file__).resolve().parent.parent
+# Above this share of CPU in use by others while the harness idles, a result is
+# flagged: on 2 cores, a neighbour's tests halve what the benchmark can do.
+BUSY_THRESHOLD = 0.15
+
+
+@dataclass(frozen=True)
+class Store:
+    kind: StoreKind
+    # "sqlite", or the admin URL of the PostgreSQL server (its database is not used).
+    url: str
+
+
+def configurations(
+    template: ChildConfig,
+    stores: list[Store],
+    histories: list[int],
+    concurrencies: list[int],
+    systems: list[str],
+) -> Iterator[tuple[Store, ChildConfig]]:
+    for store in stores:
+        for history in histories:
+            for concurrency in concurrencies:
+                for system in systems:
+                    yield (
+                        store,
+                        replace(
+                            template,
+                            system=system,
+                            store=store.kind,
+                            location="",
+                            history=history,
+                            concurrency=concurrency,
+                        ),
+                    )
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # `python bench/run.py` puts bench/ first on sys.path; the child needs the root.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+def run_child(config: ChildConfig, workdir: Path, index: int, timeout: float) -> dict[str, Any]:
+    """Run one configuration in a child process; its result dict, or an error dict."""
+    stem = f"{index:03d}-{config.system}-{config.store}-h{config.history}-c{config.concurrency}"
+    config_path, out_path = workdir / f"{stem}.json", workdir / f"{stem}.out.json"
+    log_path = workdir / f"{stem}.log"
+    config.write(config_path)
+    out_path.unlink(missing_ok=True)
+    began = time.monotonic()
+    with log_path.open("w") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "bench.child", str(config_path), str(out_path)],
+            cwd=ROOT,
+            env=_child_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()  # our own child, by its handle
+            child.wait()
+            return {
+                "status": "error",
+                "error": f"timed out after {timeout:.0f} s",
+                "log": _tail(log_path),
+            }
+    wall = round(time.monotonic() - began, 1)
+    if not out_path.exists():
+        return {
+            "status": "error",
+            "error": f"child exited {child.returncode} without a result",
+            "log": _tail(log_path),
+            "wall_seconds": wall,
+        }
+    result: dict[str, Any] = json.loads(out_path.read_text())
+    result["wall_seconds"] = wall
+    return result
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_elsewhere(seconds: float = 0.3) -> float:
+    """Share of the machine's CPU in use while this process sleeps: others' load."""
+    busy0, total0 = _cpu_times()
+    time.sleep(seconds)
+    busy1, total1 = _cpu_times()
+    return (busy1 - busy0) / max(1, total1 - total0)
+
+
+def run_configuration(
+    store: Store, config: ChildConfig, workdir: Path, index: int, timeout: float, keep: bool
+) -> dict[str, Any]:
+    """Give the configuration a fresh store, run its child, clean the store up."""
+    busy = busy_elsewhere()
+    result = _run_on_fresh_store(store, config, workdir, index, timeout, keep)
+    result["cpu_busy_before"] = round(busy, 3)
+    if busy > BUSY_THRESHOLD:
+        result.setdefault("notes", []).append(
+            f"the machine was {busy:.0%} busy with other work just before this configuration"
+        )
+    return result
+
+
+def _run_on_fresh_store(
+    store: Store, config: ChildConfig, workdir: Path, index: int, timeout: float, keep: bool
+) -> dict[str, Any]:
+    if store.kind == "sqlite":
+        path = workdir / f"{index:03d}-{config.system}.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        try:
+            return run_child(replace(config, location=str(path)), workdir, index, timeout)
+        finally:
+            if not keep:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    from bench.probes import pg_probe
+
+    name = f"symfonic_bench_{os.getpid()}_{index:03d}"
+    pg_probe.create_database(store.url, name)
+    try:
+        location = pg_probe.database_url(store.url, name)
+        return run_child(replace(config, location=location), workdir, index, timeout)
+    finally:
+        if not keep:
+            pg_probe.drop_database(store.url, name)

@@ -1,0 +1,225 @@
+"""The one command: ``python -m bench`` (or ``python bench/run.py``).
+
+Runs the whole matrix in one run and one process tree, writes ``results.json``
+after every configuration (a crash keeps what was measured), then the Markdown
+report and its plots. ``--report-only`` rebuilds the report from an existing
+``results.json`` without measuring anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.config import ChildConfig
+from bench.machine import describe
+from bench.matrix import ROOT, Store, configurations, run_configuration
+from bench.workloads import SYSTEMS, unavailable_reason
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="sqlite|postgresql://…",
+        help="repeatable; default: sqlite, plus PostgreSQL when it answers",
+    )
+    parser.add_argument("--history", type=_int_list, default=[0, 100, 1000, 10000])
+    parser.add_argument("--concurrency", type=_int_list, default=[1, 16])
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument(
+        "--cycles",
+        type=int,
+        default=2000,
+        help="cap on timed cycles per configuration (all slots together)",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=3.0,
+        help="time box of the timed section; started cycles finish",
+    )
+    parser.add_argument("--warmup", type=int, default=1, help="untimed cycles per slot")
+    parser.add_argument(
+        "--count-cycles", type=int, default=4, help="cycles of the separate row-counting pass"
+    )
+    parser.add_argument(
+        "--sqlite-synchronous",
+        default="NORMAL",
+        help="PRAGMA synchronous for the LangGraph saver and the floor "
+        "(symfonic's own is NORMAL); '' keeps each default",
+    )
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per configuration")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=ROOT / "docs" / "benchmarks.md",
+        help="Markdown report; plots go beside it as bench_*.png",
+    )
+    parser.add_argument("--no-report", action="store_true")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild the report from OUT/results.json, measure nothing",
+    )
+    parser.add_argument(
+        "--keep-stores",
+        action="store_true",
+        help="keep each configuration's SQLite file / PostgreSQL database",
+    )
+    return parser
+
+
+def _stores(requested: list[str]) -> tuple[list[Store], list[str]]:
+    from bench.probes import pg_probe
+
+    notes: list[str] = []
+    if requested:
+        wanted = requested
+    else:
+        url = os.environ.get("BENCH_POSTGRES_URL") or os.environ.get(
+            "SYMFONIC_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL
+        )
+        wanted = ["sqlite", url]
+    stores: list[Store] = []
+    for item in wanted:
+        if item == "sqlite":
+            stores.append(Store("sqlite", "sqlite"))
+            continue
+        problem = pg_probe.reachable(item)
+        if problem is None:
+            stores.append(Store("postgresql", item))
+        elif requested:
+            raise SystemExit(f"PostgreSQL at {item} does not answer: {problem}")
+        else:
+            notes.append(f"PostgreSQL skipped: {problem}")
+    return stores, notes
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _summary(result: dict[str, Any]) -> str:
+    if result.get("status") != "ok":
+        return f"{result.get('status')}: {result.get('error', '')}"
+    kib = (result.get("bytes_per_cycle") or 0) / 1024
+    return (
+        f"{result['cycles_per_second']:.1f} cycles/s, pause p50 {result['pause_p50_ms']} ms, "
+        f"{kib:.1f} KiB and {result['rows_per_cycle']} rows per cycle "
+        f"({result['cycles']} cycles, {result.get('wall_seconds')} s)"
+    )
+
+
+def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
+    stores, notes = _stores(args.store)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unavailable = {s: r for s in systems if (r := unavailable_reason(s)) is not None}
+    for system, reason in unavailable.items():
+        _say(f"!! {system} is unavailable and will be reported as such: {reason}")
+    pg_version = None
+    if any(store.kind == "postgresql" for store in stores):
+        from bench.probes.pg_probe import server_version
+
+        pg_version = server_version(next(s.url for s in stores if s.kind == "postgresql"))
+    template = ChildConfig(
+        system="",
+        store="sqlite",
+        location="",
+        history=0,
+        concurrency=1,
+        cycles=args.cycles,
+        seconds=args.seconds,
+        warmup=args.warmup,
+        count_cycles=args.count_cycles,
+        sqlite_synchronous=args.sqlite_synchronous,
+    )
+    document: dict[str, Any] = {
+        "meta": describe(ROOT, pg_version)
+        | {
+            "command": " ".join(["python -m bench", *sys.argv[1:]]),
+            "options": _options(args),
+            "notes": notes,
+            "unavailable": unavailable,
+        },
+        "results": [],
+    }
+    plan = list(configurations(template, stores, args.history, args.concurrency, systems))
+    workdir = args.out / "work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    for index, (store, config) in enumerate(plan, start=1):
+        if config.system in unavailable:
+            result: dict[str, Any] = {"status": "unavailable", "error": unavailable[config.system]}
+        else:
+            _say(f"[{index}/{len(plan)}] {config.label} …")
+            result = run_configuration(
+                store, config, workdir, index, args.timeout, args.keep_stores
+            )
+            _say(f"    {_summary(result)}")
+        document["results"].append(
+            {
+                "system": config.system,
+                "store": config.store,
+                "history": config.history,
+                "concurrency": config.concurrency,
+            }
+            | result
+        )
+        results_path.write_text(json.dumps(document, indent=1))
+    document["meta"]["total_seconds"] = round(time.monotonic() - began, 1)
+    results_path.write_text(json.dumps(document, indent=1))
+    return document
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    keys = (
+        "history",
+        "concurrency",
+        "systems",
+        "cycles",
+        "seconds",
+        "warmup",
+        "count_cycles",
+        "sqlite_synchronous",
+    )
+    return {key: getattr(args, key) for key in keys}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results_path = args.out / "results.json"
+    if args.report_only:
+        document = json.loads(results_path.read_text())
+    else:
+        document = measure(args, results_path)
+        _say(f"results: {results_path}")
+    if not args.no_report:
+        from bench.report import write_report
+
+        written = write_report(document, args.report)
+        _say("report: " + ", ".join(str(path) for path in written))
+    failed = [r for r in document["results"] if r.get("status") == "error"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

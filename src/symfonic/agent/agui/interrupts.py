@@ -1,0 +1,121 @@
+"""A symfonic pause as an AG-UI interrupt, and an AG-UI resume payload as a symfonic answer.
+
+An interrupt's ``id`` is the pause token: the resume entry that answers it hands
+the token back, so the AG-UI path redeems exactly the capability the native
+``POST /v1/resume`` does, with the same single-use claim behind it. ``reason``
+is ``tool_call`` for an approval gate (the interrupt names the gated call in
+``toolCallId``) and ``input_required`` for ``ask_human`` and forms.
+
+Resume payloads accepted for an approval (``reason: tool_call``):
+
+- ``{"approved": true}`` -- run the call as proposed;
+- ``{"approved": true, "editedArgs": {...}}`` -- run it with these arguments;
+- ``{"approved": false}`` or ``{"approved": false, "reason": "..."}`` -- do not run it;
+- symfonic's own ``{"decision": "approve"}``, ``{"decision": "edit", "args": {...}}``,
+  ``{"decision": "reject", "reason": "..."}``.
+
+The AG-UI shapes are translated to symfonic's before anything is validated, so
+both spellings of one decision are the same answer (an identical resume replays
+whichever spelling it used). For ``input_required`` the payload is the answer
+itself: a string for ``ask_human``, a value valid against the form's schema.
+A ``cancelled`` entry carries no answer; its payload is ignored.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ag_ui.core import Interrupt
+
+from symfonic.core.contracts.types import AnswerStatus, InteractionKind, TurnPausedEvent
+
+TOOL_CALL = "tool_call"
+INPUT_REQUIRED = "input_required"
+
+_APPROVE_KEYS = frozenset({"approved", "editedArgs"})
+_REJECT_KEYS = frozenset({"approved", "reason"})
+
+
+def reason_of(kind: InteractionKind) -> str:
+    return TOOL_CALL if kind is InteractionKind.APPROVAL else INPUT_REQUIRED
+
+
+def wire_time(moment: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z``: what the reference client parses as a date."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _edit_args_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The tool's argument schema, read back from the approval answer schema's edit branch."""
+    for branch in schema.get("oneOf", ()):
+        properties = branch.get("properties", {}) if isinstance(branch, dict) else {}
+        if properties.get("decision") == {"const": "edit"}:
+            args = properties.get("args")
+            if isinstance(args, dict):
+                return args
+    return {"type": "object"}
+
+
+def approval_response_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The answer schema an AG-UI front end sees: the AG-UI shapes, or symfonic's own."""
+    agui = {
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "approved": {"const": True},
+                    "editedArgs": _edit_args_schema(schema),
+                },
+                "required": ["approved"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"approved": {"const": False}, "reason": {"type": "string"}},
+                "required": ["approved"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+    return {"anyOf": [agui, schema]}
+
+
+def interrupt_of(event: TurnPausedEvent) -> Interrupt:
+    schema = event.response_schema
+    if event.kind is InteractionKind.APPROVAL:
+        schema = approval_response_schema(schema)
+    return Interrupt(
+        id=event.pause_token,
+        reason=reason_of(event.kind),
+        message=event.query,
+        tool_call_id=event.tool_call_id,
+        response_schema=schema,
+        expires_at=wire_time(event.expires_at),
+        metadata={"symfonic": {"kind": event.kind.value, "pauseId": event.pause_id}},
+    )
+
+
+def answer_of(kind: InteractionKind, status: AnswerStatus, payload: Any) -> Any:
+    """The symfonic answer a resume entry's payload stands for (unchanged if not an AG-UI shape).
+
+    Anything that is not one of the shapes above goes through as it is, and the
+    pause's schema refuses it before the pause is claimed.
+    """
+    if status == "cancelled":
+        return None
+    if kind is not InteractionKind.APPROVAL or not isinstance(payload, dict):
+        return payload
+    if "decision" in payload or "approved" not in payload:
+        return payload
+    keys = frozenset(payload)
+    approved = payload["approved"]
+    if approved is True and keys <= _APPROVE_KEYS:
+        if "editedArgs" in payload:
+            return {"decision": "edit", "args": payload["editedArgs"]}
+        return {"decision": "approve"}
+    if approved is False and keys <= _REJECT_KEYS:
+        if "reason" in payload:
+            return {"decision": "reject", "reason": payload["reason"]}
+        return {"decision": "reject"}
+    return payload

@@ -1,0 +1,89 @@
+"""The AG-UI endpoints: ``POST /v1/agui`` (a run, as an SSE stream) and its capabilities.
+
+Authentication is the caller's dependency, the same one the native API uses, so
+a principal is a principal whichever protocol it speaks. The stream's frames
+come from ``ag_ui.encoder.EventEncoder``; once the response has started, every
+outcome -- including a refusal -- travels as AG-UI events, never as a bare HTTP
+error, because that is where an AG-UI client looks for it.
+"""
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Annotated, Any
+
+from ag_ui.core import RunAgentInput
+from ag_ui.encoder import EventEncoder
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from symfonic.agent.agui.capabilities import capabilities_of
+from symfonic.agent.agui.run import agui_run
+from symfonic.agent.fastapi.errors import documented
+from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.principal import Principal
+
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def agui_router(host: ServiceHost, principal: Callable[..., Any]) -> APIRouter:
+    """The AG-UI routes for ``host``; ``principal`` is the FastAPI dependency that authenticates."""
+    router = APIRouter(tags=["ag-ui"])
+
+    async def ready() -> ServiceHost:
+        """The opened host; an app whose lifespan did not run opens it on first use."""
+        if not host.is_open:
+            await host.open()
+        return host
+
+    Caller = Annotated[Principal, Depends(principal)]
+    Host = Annotated[ServiceHost, Depends(ready)]
+
+    @router.post(
+        "/v1/agui",
+        response_class=StreamingResponse,
+        summary="Run an agent with the AG-UI 1.0 protocol",
+        responses={
+            200: {
+                "description": "The run's AG-UI events as SSE (`data:` one event as JSON). "
+                "A refused run is a stream of one `RUN_ERROR`.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **documented(401, 422, 503),
+        },
+    )
+    async def run(run_input: RunAgentInput, caller: Caller, opened: Host) -> StreamingResponse:
+        """Run an agent on an AG-UI thread; the response is the run's AG-UI event stream."""
+        encoder = EventEncoder()
+
+        async def frames() -> AsyncIterator[str]:
+            async with aclosing(agui_run(opened, caller, run_input)) as events:
+                async for event in events:
+                    yield encoder.encode(event)
+
+        return StreamingResponse(
+            frames(), media_type=encoder.get_content_type(), headers=STREAM_HEADERS
+        )
+
+    @router.get(
+        "/v1/agui/capabilities",
+        summary="The AG-UI capabilities an agent declares",
+        responses={
+            200: {"description": "An AG-UI `AgentCapabilities` object."},
+            **documented(401, 422, 503),
+        },
+    )
+    async def capabilities(
+        caller: Caller, opened: Host, agent: str | None = None
+    ) -> JSONResponse:
+        """The AG-UI ``AgentCapabilities`` of ``agent`` (default: the service's first)."""
+        try:
+            chosen = opened.agent(agent)
+        except RequestError as error:
+            return JSONResponse(
+                {"error": {"code": error.code, "message": error.message}}, status_code=error.status
+            )
+        declared = capabilities_of(chosen)
+        return JSONResponse(declared.model_dump(mode="json", by_alias=True))
+
+    return router

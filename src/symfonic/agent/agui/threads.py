@@ -1,0 +1,200 @@
+"""AG-UI threads as symfonic sessions, and which turn a run input asks for.
+
+A thread *is* a session: its ``threadId`` is the session id. A run on a thread
+nobody has used creates the session for the caller (bound to the agent named in
+``forwardedProps.agent``, else the service's first); a thread owned by another
+principal is refused exactly as an unknown one is, so a caller learns nothing
+about sessions it does not own.
+
+The interrupt contract is decided here, before anything runs or is claimed:
+
+- input without ``resume`` starts a new turn from the last user message, and
+  is refused while the thread's interrupt is open (pending and unexpired);
+- a ``resume`` must answer the thread's open interrupt -- one entry, naming it;
+  an entry naming anything else, or more than one entry, is refused;
+- an entry naming an interrupt that was already answered goes to symfonic's
+  resume, which replays the identical answer's outcome without running
+  anything and refuses a different one;
+- a ``cancelled`` entry for an interrupt that can no longer be answered
+  (expired or abandoned) is the protocol's way of moving a thread past it: the
+  run acknowledges it and finishes without running anything.
+
+Everything else (an answer failing the schema, an expired or claimed pause, a
+principal who may not answer) is refused by symfonic's resume before its claim,
+so a refused run never spends the interrupt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
+
+from symfonic.agent.agui.interrupts import answer_of
+from symfonic.agent.first_turn import owned_session
+from symfonic.core.contracts.errors import PauseForbidden, RequestError, StoreUnavailable
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import PauseRecord, SessionRecord
+from symfonic.core.contracts.types import Event, PauseState
+
+if TYPE_CHECKING:
+    from symfonic.agent.agent import SymfonicAgent
+    from symfonic.agent.fastapi.host import ServiceHost
+
+THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+SETTLED = (PauseState.PUBLISHED, PauseState.SUPERSEDED)
+
+
+class InvalidRunInput(RequestError):
+    code = "invalid_input"
+    status = 422
+
+
+class ThreadNotFound(RequestError):
+    code = "thread_not_found"
+    status = 404
+
+
+class ResumeMismatch(RequestError):
+    code = "resume_mismatch"
+    status = 409
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    agent: SymfonicAgent
+    session_id: str
+    message: str
+
+    def events(self, principal: Principal) -> AsyncGenerator[Event, None]:
+        return self.agent.stream(self.message, self.session_id, principal)
+
+
+@dataclass(frozen=True)
+class Resume:
+    agent: SymfonicAgent
+    pause: PauseRecord
+    token: str
+    answer: object
+    entry: ResumeEntry
+
+    def events(self, principal: Principal) -> AsyncGenerator[Event, None]:
+        return self.agent.resume_stream(
+            self.token, self.answer, principal, status=self.entry.status
+        )
+
+
+@dataclass(frozen=True)
+class Acknowledge:
+    """A cancelled entry for an interrupt that is already dead: nothing to run."""
+
+    pause: PauseRecord
+
+
+Plan = NewTurn | Resume | Acknowledge
+
+
+def user_text(run_input: RunAgentInput) -> str:
+    """The text of the last user message: the new turn's message."""
+    for message in reversed(run_input.messages):
+        if isinstance(message, UserMessage):
+            content = message.content
+            if isinstance(content, str):
+                text = content
+            else:
+                text = "\n".join(p.text for p in content if isinstance(p, TextPart))
+            if text.strip():
+                return text
+            raise InvalidRunInput("the last user message has no text")
+    raise InvalidRunInput("the run has no user message to answer and no resume entries")
+
+
+def _agent_name(run_input: RunAgentInput) -> str | None:
+    props = run_input.forwarded_props
+    name = props.get("agent") if isinstance(props, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+async def thread_session(
+    host: ServiceHost, principal: Principal, run_input: RunAgentInput, *, create: bool
+) -> tuple[SymfonicAgent, SessionRecord]:
+    """The thread's session and agent; an unknown thread is created only when ``create``."""
+    thread_id = run_input.thread_id
+    if not THREAD_ID.fullmatch(thread_id):
+        raise InvalidRunInput(
+            "a threadId is 1 to 64 letters, digits, '.', '_', ':' or '-', starting with a "
+            "letter or digit"
+        )
+    unknown = ThreadNotFound(f"no thread {thread_id!r}")
+    session = await host.store.get_session(thread_id)
+    if session is None and create:
+        try:
+            await host.agent(_agent_name(run_input)).create_session(
+                principal, {"agui": True}, session_id=thread_id
+            )
+        except StoreUnavailable:
+            raise
+        except Exception:
+            # Another run created this thread first; whoever owns it now decides.
+            if await host.store.get_session(thread_id) is None:
+                raise
+        session = await host.store.get_session(thread_id)
+    if session is None or session.agent not in host.agents:
+        raise unknown
+    agent = host.agents[session.agent]
+    try:
+        return agent, await owned_session(agent, thread_id, principal)
+    except RequestError:
+        raise unknown from None
+
+
+def _pause_of(agent: SymfonicAgent, entry: ResumeEntry) -> str | None:
+    return agent.guarded.signer.verify(entry.interrupt_id)
+
+
+async def plan_resume(
+    agent: SymfonicAgent, session: SessionRecord, principal: Principal, entries: list[ResumeEntry]
+) -> Resume | Acknowledge:
+    store = agent.store
+    if len(entries) != 1:
+        raise ResumeMismatch(
+            f"a thread has at most one open interrupt; this resume has {len(entries)} entries"
+        )
+    entry = entries[0]
+    pause_id = _pause_of(agent, entry)
+    pause = None if pause_id is None else await store.get_pause(pause_id)
+    if pause is None or pause.session_id != session.session_id:
+        raise ResumeMismatch("the resume entry names no interrupt of this thread")
+    now = agent.clock()
+    open_pause = await store.open_pause(session.session_id)
+    unanswered = (
+        open_pause is not None
+        and open_pause.pause_id != pause.pause_id
+        and (open_pause.state is PauseState.CLAIMED or open_pause.expires_at > now)
+    )
+    # An entry for an already answered interrupt is a replay, answered as before.
+    if unanswered and pause.state not in SETTLED:
+        raise ResumeMismatch("the resume does not answer this thread's open interrupt")
+    dead = pause.state in (PauseState.EXPIRED, PauseState.ABANDONED) or (
+        pause.state is PauseState.PENDING and pause.expires_at <= now
+    )
+    if dead and entry.status == "cancelled":
+        if not principal.may_answer(pause):
+            raise PauseForbidden(f"{principal.name} may not answer this interrupt")
+        return Acknowledge(pause)
+    answer = answer_of(pause.kind, entry.status, entry.payload)
+    return Resume(agent, pause, entry.interrupt_id, answer, entry)
+
+
+async def plan_run(host: ServiceHost, principal: Principal, run_input: RunAgentInput) -> Plan:
+    """What this run input asks for; refusals raise before anything is written or claimed."""
+    entries = list(run_input.resume or ())
+    if not entries:
+        message = user_text(run_input)
+        agent, session = await thread_session(host, principal, run_input, create=True)
+        return NewTurn(agent, session.session_id, message)
+    agent, session = await thread_session(host, principal, run_input, create=False)
+    return await plan_resume(agent, session, principal, entries)

@@ -1,0 +1,98 @@
+"""The FastAPI app factory: symfonic's native HTTP API (SPEC §6) over hosted agents.
+
+``create_app(agents)`` returns an app that serves the agents by name on one
+shared store. Its lifespan opens the store and runs the pause sweeper under one
+task group, and closes both on shutdown. Mounted inside another app, whose
+lifespan Starlette does not run for a mount, the store opens on the first
+request; run the sweeper there by passing ``lifespan=sub.router.lifespan_context``
+to the outer app, or by calling ``agent.sweep()`` from your own scheduler.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+from fastapi import FastAPI
+
+from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.agui import agui_router
+from symfonic.agent.fastapi import errors, openapi
+from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.fastapi.routes_pauses import pauses_router
+from symfonic.agent.fastapi.routes_resume import resume_router
+from symfonic.agent.fastapi.routes_sessions import sessions_router
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL, sweep_periodically
+from symfonic.core.contracts.store import Store
+
+DESCRIPTION = """\
+Agent turns that pause for a person and resume exactly once, from any worker.
+
+Authenticate with `Authorization: Bearer <key>`. Turns and resumes stream
+Server-Sent Events by default (`event:` the type, `data:` JSON, `id:` a
+sequence number); send `Accept: application/json` for the outcome as one body.
+Every error is `{"error": {"code", "message"}}`.
+"""
+
+
+def create_app(
+    agents: SymfonicAgent | Sequence[SymfonicAgent] | ServiceHost,
+    *,
+    store: str | Store | None = None,
+    api_keys: str | Authenticator | None = None,
+    sweep_interval: float = SWEEP_INTERVAL,
+    title: str = "symfonic",
+) -> FastAPI:
+    """An app serving ``agents`` (the first is the default) on one store.
+
+    ``store``: a URL or an opened store (default ``SYMFONIC_STORE``, else the
+    embedded SQLite file). ``api_keys``: ``"alice=key1,carol=key3:approver"``
+    or an :class:`Authenticator` (default ``SYMFONIC_API_KEYS``); with none,
+    every caller is the principal ``local``. ``sweep_interval``: seconds between
+    sweeps of expired pauses and lapsed claims; 0 turns the sweeper off.
+    """
+    if isinstance(agents, ServiceHost):
+        if store is not None:
+            raise ValueError("pass the store to the ServiceHost, not to create_app")
+        host = agents
+    else:
+        host = ServiceHost([agents] if isinstance(agents, SymfonicAgent) else list(agents), store)
+    if not isinstance(api_keys, Authenticator):
+        spec = api_keys if api_keys is not None else os.environ.get("SYMFONIC_API_KEYS")
+        api_keys = Authenticator.from_spec(spec)
+    service = HttpService(host, api_keys)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await host.open()
+        try:
+            async with anyio.create_task_group() as tasks:
+                if sweep_interval > 0:
+                    tasks.start_soon(sweep_periodically, host, sweep_interval)
+                yield
+                tasks.cancel_scope.cancel()
+        finally:
+            await host.aclose()
+
+    app = FastAPI(title=title, version=_version(), description=DESCRIPTION, lifespan=lifespan)
+    app.state.symfonic = service
+    errors.install(app)
+    app.include_router(sessions_router(service))
+    app.include_router(resume_router(service))
+    app.include_router(pauses_router(service))
+    app.include_router(agui_router(host, service.principal))
+    openapi.install(app)
+    return app
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("symfonic")
+    except PackageNotFoundError:
+        return "0"

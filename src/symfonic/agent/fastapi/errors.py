@@ -1,0 +1,131 @@
+"""Every refusal as one JSON shape: ``{"error": {"code", "message"}}``.
+
+Errors raised before a stream starts -- symfonic's ``RequestError`` tree, a
+malformed body, an unknown route, an unreachable store -- all leave the service
+in this shape, with the status of the SPEC's table, so a client needs one
+parser. A 401 says how to authenticate (``WWW-Authenticate: Bearer``) and a 429
+says when to come back (``Retry-After``). Anything unexpected is logged here and
+answered with a bare ``internal`` error that reveals nothing of the request.
+"""
+
+from __future__ import annotations
+
+import http
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from symfonic.agent.fastapi.schemas import ErrorResponse
+from symfonic.core.contracts.errors import (
+    BudgetRefused,
+    RequestError,
+    StoreUnavailable,
+    SymfonicError,
+)
+
+logger = logging.getLogger("symfonic.http")
+
+MAX_VALIDATION_ERRORS = 5
+
+
+def error_response(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    body = ErrorResponse.model_validate({"error": {"code": code, "message": message}})
+    return JSONResponse(body.model_dump(), status_code=status, headers=dict(headers or {}))
+
+
+def _request_error(_: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestError)
+    headers: dict[str, str] = {}
+    if error.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(error, BudgetRefused):
+        headers["Retry-After"] = str(error.retry_after)
+    return error_response(error.status, error.code, error.message, headers)
+
+
+def _store_unavailable(_: Request, error: Exception) -> JSONResponse:
+    logger.warning("the store is unavailable: %s", error)
+    return error_response(503, StoreUnavailable.code, "the store is unavailable; try again")
+
+
+def _where(location: Any) -> str:
+    parts = [str(p) for p in location if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "the request"
+
+
+def _validation(_: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    problems = [
+        f"{_where(item.get('loc', ()))}: {item.get('msg', 'invalid')}"
+        for item in error.errors()[:MAX_VALIDATION_ERRORS]
+    ]
+    return error_response(422, "invalid_request", "; ".join(problems) or "invalid request")
+
+
+def _http(_: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    try:
+        phrase = http.HTTPStatus(error.status_code).phrase
+    except ValueError:
+        phrase = "error"
+    code = phrase.lower().replace(" ", "_").replace("-", "_")
+    message = error.detail if isinstance(error.detail, str) else phrase
+    return error_response(error.status_code, code, message, error.headers)
+
+
+def _unexpected(_: Request, error: Exception) -> JSONResponse:
+    if isinstance(error, SymfonicError):
+        logger.error("a request failed: %s: %s", type(error).__name__, error)
+    else:
+        logger.error("a request failed unexpectedly", exc_info=error)
+    return error_response(500, "internal", "the request failed; see the server log")
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that give every error the one shape."""
+    app.add_exception_handler(RequestError, _request_error)
+    app.add_exception_handler(StoreUnavailable, _store_unavailable)
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(HTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+_WHEN = {
+    400: "The request could not be read.",
+    401: "Missing or unknown API key.",
+    403: "This principal may not answer this pause.",
+    404: "Unknown session, or a token that does not verify or names no pause.",
+    409: "Pause already claimed, superseded or answered differently; session busy or "
+    "paused; or `base_revision` mismatch.",
+    410: "The pause expired or was abandoned.",
+    422: "Malformed body, or an answer that fails the pause's `response_schema` "
+    "(the token is not spent).",
+    429: "Budget refused before the claim (the token is not spent); see `Retry-After`.",
+    503: "The store is unavailable.",
+}
+
+_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}},
+    429: {
+        "Retry-After": {"description": "Seconds until a retry may succeed.",
+                        "schema": {"type": "integer"}}
+    },
+}
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` entry documenting each error status an operation can return."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {"model": ErrorResponse, "description": _WHEN[status]}
+        if status in _HEADERS:
+            entry["headers"] = _HEADERS[status]
+        out[status] = entry
+    return out

@@ -1,0 +1,39 @@
+"""What a started turn becomes: SSE frames by default, or one JSON outcome on request.
+
+A client that sends ``Accept: application/json`` (and not ``text/event-stream``)
+gets the turn's outcome as one body; everyone else gets the event stream. Either
+way the turn is started first, so its refusals are JSON errors with their own
+status, never a stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from symfonic.agent.fastapi.schemas import TurnOutcome
+from symfonic.agent.fastapi.sse import TurnEventStream
+from symfonic.agent.fastapi.started import StartedTurn
+from symfonic.agent.outcomes import collect
+from symfonic.core.contracts.types import Event
+
+
+def wants_json(request: Request) -> bool:
+    """SSE unless the client asks for JSON and not for an event stream."""
+    accept = request.headers.get("accept", "").lower()
+    return "application/json" in accept and "text/event-stream" not in accept
+
+
+async def respond(request: Request, events: AsyncGenerator[Event, None]) -> Response:
+    """Start the turn, then answer with its SSE stream or its JSON outcome."""
+    turn = await StartedTurn.start(events)
+    if not wants_json(request):
+        return TurnEventStream(turn)
+    # The JSON variant runs the turn to its end even if the client goes away:
+    # its outcome is then recorded, and an identical resume replays it.
+    async with aclosing(turn):
+        result = await collect(turn.__aiter__())
+    return JSONResponse(TurnOutcome.of(result).model_dump(mode="json"))

@@ -1,0 +1,77 @@
+"""The OpenAPI document's stream parts: each SSE event's name and data schema.
+
+FastAPI documents a JSON body from its model; a turn's 200 is either that (the
+``TurnOutcome``) or an event stream, whose frames it cannot infer because the
+route returns a prepared response. This module states them: the stream's
+``itemSchema`` is one alternative per event type, ``event`` fixed to the type
+and ``data`` a JSON string whose schema is the event's model, registered under
+``components/schemas`` by the model's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic.json_schema import models_json_schema
+
+from symfonic.agent.fastapi.schemas import TurnOutcome
+from symfonic.core.contracts.types import STREAM_EVENTS
+
+REF = "#/components/schemas/{model}"
+
+
+def _frame(event: type) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["event", "data", "id"],
+        "properties": {
+            "event": {"const": event.type},  # type: ignore[attr-defined]
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": {"$ref": REF.format(model=event.__name__)},
+            },
+            "id": {"type": "string", "description": "The frame's sequence number, from 1."},
+        },
+    }
+
+
+def turn_responses(description: str) -> dict[int | str, dict[str, Any]]:
+    """The 200 of a turn or resume: the event stream, or the JSON outcome."""
+    return {
+        200: {
+            "model": TurnOutcome,
+            "description": description,
+            "content": {
+                "text/event-stream": {
+                    "itemSchema": {"oneOf": [_frame(event) for event in STREAM_EVENTS]},
+                }
+            },
+        }
+    }
+
+
+def install(app: FastAPI) -> None:
+    """Generate the document once, with every stream event's schema in its components."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        document = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        _, events = models_json_schema(
+            [(event, "serialization") for event in STREAM_EVENTS], ref_template=REF
+        )
+        components = document.setdefault("components", {}).setdefault("schemas", {})
+        for name, schema in events.get("$defs", {}).items():
+            components.setdefault(name, schema)
+        app.openapi_schema = document
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,72 @@
+"""``GET /v1/pauses`` and ``GET /v1/health``: what a caller may answer; whether we serve.
+
+A listing shows only the pauses this principal may answer (its own unaddressed
+pauses, and those addressed to one of its scopes), each pending one with its
+token so the caller can answer it. A pending pause past its expiry is not
+listed even before the sweeper marks it ``expired``: it can no longer be answered.
+"""
+
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Depends, Query
+
+from symfonic.agent.fastapi.errors import documented
+from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.fastapi.schemas import Health, PauseList, PauseView
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.types import PauseState
+
+HEALTH_TIMEOUT = 3.0
+
+
+def pauses_router(service: HttpService) -> APIRouter:
+    router = APIRouter(prefix="/v1")
+    Caller = Annotated[Principal, Depends(service.principal)]
+    Host = Annotated[ServiceHost, Depends(service.ready)]
+
+    @router.get(
+        "/pauses",
+        response_model=PauseList,
+        responses=documented(401, 422, 503),
+        tags=["pauses"],
+        summary="The pauses the caller may answer",
+    )
+    async def list_pauses(
+        principal: Caller,
+        host: Host,
+        state: Annotated[PauseState, Query(description="Which pauses to list.")] = (
+            PauseState.PENDING
+        ),
+    ) -> PauseList:
+        agent = host.agent(None)
+        now = agent.clock()
+        views = []
+        for pause in await agent.pauses(principal, state):
+            if pause.agent not in host.agents:
+                continue
+            answerable = pause.state is PauseState.PENDING and pause.expires_at > now
+            if state is PauseState.PENDING and not answerable:
+                continue
+            views.append(PauseView.of(pause, agent.token_for(pause) if answerable else None))
+        return PauseList(pauses=views)
+
+    @router.get(
+        "/health",
+        response_model=Health,
+        responses=documented(503),
+        tags=["service"],
+        summary="200 when the store answers",
+    )
+    async def health() -> Health:
+        try:
+            with anyio.fail_after(HEALTH_TIMEOUT):
+                host = await service.ready()
+                await host.store.ping()
+        except TimeoutError as error:
+            raise StoreUnavailable("the store did not answer in time") from error
+        return Health(status="ok")
+
+    return router

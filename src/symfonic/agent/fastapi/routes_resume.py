@@ -1,0 +1,48 @@
+"""``POST /v1/resume``: answer a pause with its token, and run the turn on.
+
+The token is the capability: it travels in the body only (never a URL), names
+one pause, and routes the request to that pause's agent on whichever worker
+receives it. Everything that can refuse the answer is checked before the claim,
+so a refused request leaves the pause ``pending`` and the token unspent.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from symfonic.agent.fastapi.errors import documented
+from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.fastapi.negotiate import respond
+from symfonic.agent.fastapi.openapi import turn_responses
+from symfonic.agent.fastapi.schemas import ResumeRequest
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.core.contracts.principal import Principal
+
+
+def resume_router(service: HttpService) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["pauses"])
+    Caller = Annotated[Principal, Depends(service.principal)]
+    Host = Annotated[ServiceHost, Depends(service.ready)]
+
+    @router.post(
+        "/resume",
+        response_model=None,
+        responses={
+            **turn_responses(
+                "The resumed turn's events as SSE (default), or its outcome as JSON with "
+                "`Accept: application/json`. An identical repeat of a resume that already "
+                "completed returns its outcome again without running anything."
+            ),
+            **documented(401, 403, 404, 409, 410, 422, 429, 503),
+        },
+        summary="Answer a pause and run its turn on",
+    )
+    async def resume(
+        body: ResumeRequest, request: Request, principal: Caller, host: Host
+    ) -> Response:
+        agent = await host.agent_of_token(body.token)
+        events = agent.resume_stream(body.token, body.answer, principal, status=body.status)
+        return await respond(request, events)
+
+    return router

@@ -1,0 +1,114 @@
+"""``/v1/sessions``: create a session, read it, and run a turn on it.
+
+A session belongs to the principal that created it; to anyone else it does not
+exist (404, the same answer as for an id nobody created). A turn is refused
+before its stream starts -- busy, paused, stale ``base_revision``, budget -- so
+a refusal is a JSON error and a 200 is always a turn that ran.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Path, Request
+from starlette.responses import Response
+
+from symfonic.agent.fastapi.errors import documented
+from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.fastapi.negotiate import respond
+from symfonic.agent.fastapi.openapi import turn_responses
+from symfonic.agent.fastapi.schemas import (
+    SESSION_ID_PATTERN,
+    CreateSession,
+    MessageView,
+    PauseView,
+    SessionCreated,
+    SessionView,
+    TurnRequest,
+)
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.types import PauseState
+
+SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="The session's id.")]
+
+
+def sessions_router(service: HttpService) -> APIRouter:
+    router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+    Caller = Annotated[Principal, Depends(service.principal)]
+    Host = Annotated[ServiceHost, Depends(service.ready)]
+
+    @router.post(
+        "",
+        status_code=201,
+        response_model=SessionCreated,
+        responses=documented(401, 422, 503),
+        summary="Create a session owned by the caller",
+    )
+    async def create_session(
+        principal: Caller, host: Host, body: Annotated[CreateSession | None, Body()] = None
+    ) -> SessionCreated:
+        request = body or CreateSession()
+        agent = host.agent(request.agent)
+        session_id = await agent.create_session(principal, request.metadata)
+        return SessionCreated(session_id=session_id, agent=agent.name, revision=0, status="idle")
+
+    @router.get(
+        "/{session_id}",
+        response_model=SessionView,
+        responses=documented(401, 404, 422, 503),
+        summary="A session: its status, pending pause and committed messages",
+    )
+    async def get_session(session_id: SessionId, principal: Caller, host: Host) -> SessionView:
+        agent = await host.agent_of_session(session_id)
+        session = await agent.get_session(session_id, principal)
+        open_pause = await host.store.open_pause(session_id)
+        history = await host.store.history(session_id, session.revision)
+        pending = (
+            open_pause
+            if open_pause is not None
+            and open_pause.state is PauseState.PENDING
+            and open_pause.expires_at > agent.clock()
+            else None
+        )
+        claimed = open_pause is not None and open_pause.state is PauseState.CLAIMED
+        status = "running" if session.running or claimed else "paused" if pending else "idle"
+        return SessionView(
+            session_id=session.session_id,
+            agent=session.agent,
+            revision=session.revision,
+            status=status,
+            metadata=session.metadata,
+            pending_pause=None
+            if pending is None
+            else PauseView.of(
+                pending, agent.token_for(pending) if principal.may_answer(pending) else None
+            ),
+            messages=[MessageView.model_validate(body) for body in history],
+        )
+
+    @router.post(
+        "/{session_id}/turns",
+        response_model=None,
+        responses={
+            **turn_responses(
+                "The turn's events as SSE (default), or its outcome as JSON with "
+                "`Accept: application/json`. The stream ends with exactly one of "
+                "`turn.paused`, `response.complete` or `error`."
+            ),
+            **documented(401, 404, 409, 422, 429, 503),
+        },
+        summary="Run a turn: a user message to an answer, a pause, or an error",
+    )
+    async def post_turn(
+        session_id: SessionId, body: TurnRequest, request: Request, principal: Caller, host: Host
+    ) -> Response:
+        agent = await host.agent_of_session(session_id)
+        events = agent.stream(
+            body.message,
+            session_id,
+            principal,
+            base_revision=body.base_revision,
+            on_pending_pause=body.on_pending_pause,
+        )
+        return await respond(request, events)
+
+    return router

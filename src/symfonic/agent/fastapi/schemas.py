@@ -1,0 +1,240 @@
+"""The HTTP API's bodies: what a request may carry and what every response holds.
+
+Request bodies are strict (unknown fields are refused) and carry only JSON that
+both stores can hold: no NUL characters in any string and no NaN or infinite
+numbers, which the JSON parser accepts but neither database (nor a strict JSON
+client) does. A body that breaks either rule is a 422 before anything is read
+from the store, never a driver error half-way through a write.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+
+from symfonic.core.contracts.store import PauseRecord
+from symfonic.core.contracts.types import InteractionKind, PauseState, TurnResult
+
+MAX_MESSAGE_CHARS = 200_000
+MAX_JSON_DEPTH = 64
+NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+T = TypeVar("T")
+
+
+def _storable(value: Any, depth: int = 0) -> None:
+    """Raise ValueError for JSON that a store cannot hold or a client cannot parse."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("strings may not contain NUL characters")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("numbers must be finite (no NaN or Infinity)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _storable(key, depth + 1)
+            _storable(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _storable(item, depth + 1)
+
+
+def storable(value: T) -> T:
+    _storable(value)
+    return value
+
+
+StorableJson = Annotated[JsonValue, AfterValidator(storable)]
+StorableText = Annotated[str, AfterValidator(storable)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# requests -----------------------------------------------------------------
+
+
+class CreateSession(_Body):
+    agent: Annotated[str | None, Field(pattern=NAME_PATTERN)] = Field(
+        default=None, description="The agent to bind the session to; default: the first hosted."
+    )
+    metadata: Annotated[dict[str, StorableJson], AfterValidator(storable)] = Field(
+        default_factory=dict, description="Free-form data kept with the session."
+    )
+
+
+class TurnRequest(_Body):
+    message: Annotated[StorableText, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] = Field(
+        description="The user's message."
+    )
+    base_revision: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**31 - 1,
+        description="Refuse the turn (409) unless the session is at this revision.",
+    )
+    on_pending_pause: Literal["reject", "abandon"] = Field(
+        default="reject",
+        description="With a pending pause: refuse the turn (409), or abandon the pause and run.",
+    )
+
+
+class ResumeRequest(_Body):
+    token: str = Field(
+        min_length=1, max_length=512, description="The pause token from `turn.paused`."
+    )
+    answer: StorableJson = Field(
+        default=None, description="The answer, valid against the pause's `response_schema`."
+    )
+    status: Literal["resolved", "cancelled"] = Field(
+        default="resolved", description="`cancelled`: the person declined to answer."
+    )
+
+
+# responses ----------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. `session_paused`.")
+    message: str = Field(description="What went wrong, for a person.")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class SessionCreated(BaseModel):
+    session_id: str
+    agent: str
+    revision: int
+    status: Literal["idle"]
+
+
+class PauseView(BaseModel):
+    """A pause, as a principal who may answer it sees it."""
+
+    pause_id: str
+    session_id: str
+    agent: str
+    kind: InteractionKind
+    query: str
+    response_schema: dict[str, Any]
+    tool_call_id: str
+    interrupt_id: str
+    audience: str | None
+    state: PauseState
+    expires_at: datetime
+    answered_by: str | None = None
+    answered_at: datetime | None = None
+    token: str | None = Field(
+        default=None,
+        description="The single-use pause token; only on pending pauses this caller may answer.",
+    )
+
+    @classmethod
+    def of(cls, pause: PauseRecord, token: str | None) -> PauseView:
+        return cls(
+            pause_id=pause.pause_id,
+            session_id=pause.session_id,
+            agent=pause.agent,
+            kind=pause.kind,
+            query=pause.query,
+            response_schema=pause.response_schema,
+            tool_call_id=pause.tool_call_id,
+            interrupt_id=pause.interrupt_id,
+            audience=pause.audience,
+            state=pause.state,
+            expires_at=pause.expires_at,
+            answered_by=pause.answered_by,
+            answered_at=pause.answered_at,
+            token=token,
+        )
+
+
+class PauseList(BaseModel):
+    pauses: list[PauseView]
+
+
+class ToolCallView(BaseModel):
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class MessageView(BaseModel):
+    """One committed message: role, content, and the tool-call links between them."""
+
+    role: str
+    content: str | list[Any]
+    tool_calls: list[ToolCallView] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+
+
+class SessionView(BaseModel):
+    session_id: str
+    agent: str
+    revision: int
+    status: Literal["idle", "running", "paused"]
+    metadata: dict[str, Any]
+    pending_pause: PauseView | None = None
+    messages: list[MessageView]
+
+
+class PauseOutcome(BaseModel):
+    pause_id: str
+    token: str
+    kind: InteractionKind
+    query: str
+    response_schema: dict[str, Any]
+    tool_call_id: str
+    interrupt_id: str
+    expires_at: datetime
+
+
+class TurnOutcome(BaseModel):
+    """A turn's outcome as one JSON body (`Accept: application/json`)."""
+
+    status: Literal["complete", "paused", "failed"]
+    session_id: str
+    revision: int = Field(description="The session revision after a completion, else the base.")
+    answer: str | None = None
+    pause: PauseOutcome | None = None
+    error: ErrorDetail | None = None
+
+    @classmethod
+    def of(cls, result: TurnResult) -> TurnOutcome:
+        pause = result.pause
+        return cls(
+            status=result.status,
+            session_id=result.session_id,
+            revision=result.revision,
+            answer=result.answer,
+            pause=None
+            if pause is None
+            else PauseOutcome(
+                pause_id=pause.pause_id,
+                token=pause.token,
+                kind=pause.kind,
+                query=pause.query,
+                response_schema=pause.response_schema,
+                tool_call_id=pause.tool_call_id,
+                interrupt_id=pause.interrupt_id,
+                expires_at=pause.expires_at,
+            ),
+            error=None
+            if result.error is None
+            else ErrorDetail(code=result.error.code, message=result.error.message),
+        )
+
+
+class Health(BaseModel):
+    status: Literal["ok"]

@@ -1,0 +1,43 @@
+"""A turn whose first event has been pulled.
+
+Every refusal of a turn or resume (unknown session, busy, paused, stale
+revision, bad token, bad answer, budget) raises from the stream's first
+``__anext__``, before any event. Pulling that event before a response exists is
+what lets a refusal be a plain JSON error with its own status instead of a 200
+stream that says "error".
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+
+from symfonic.core.contracts.types import Event
+
+
+class StartedTurn:
+    """The first event, and the rest of the stream; ``aclose`` ends the turn."""
+
+    def __init__(self, first: Event, rest: AsyncGenerator[Event, None]) -> None:
+        self.first = first
+        self._rest = rest
+
+    @classmethod
+    async def start(cls, events: AsyncGenerator[Event, None]) -> StartedTurn:
+        """Pull the first event; refusals raise here and the stream is closed."""
+        try:
+            first = await anext(events)
+        except StopAsyncIteration:
+            raise RuntimeError("a turn's stream ended before its first event") from None
+        except BaseException:
+            await events.aclose()
+            raise
+        return cls(first, events)
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        yield self.first
+        async for event in self._rest:
+            yield event
+
+    async def aclose(self) -> None:
+        await self._rest.aclose()
+

@@ -1,0 +1,37 @@
+"""The background sweep: pending pauses past their expiry, claims past their lease.
+
+A worker that dies mid-resume cannot abandon its own claim; its lease simply
+stops being renewed. Some live worker has to notice, and every worker running
+this loop does: each pass is one conditional statement per transition, so any
+number of workers may sweep one database at once without stepping on each other.
+A pass that fails (the store is briefly down) is logged and tried again later.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+
+from symfonic.agent.fastapi.host import ServiceHost
+
+logger = logging.getLogger("symfonic.http")
+
+SWEEP_INTERVAL = 5.0
+
+
+async def sweep_periodically(host: ServiceHost, interval: float = SWEEP_INTERVAL) -> None:
+    """Sweep now, then every ``interval`` seconds, until cancelled."""
+    while True:
+        try:
+            report = await host.sweep()
+        except Exception as error:
+            logger.warning("the pause sweep failed; retrying in %gs: %s", interval, error)
+        else:
+            if report.expired or report.abandoned:
+                logger.info(
+                    "swept %d expired pauses and %d lapsed claims",
+                    report.expired,
+                    report.abandoned,
+                )
+        await anyio.sleep(interval)

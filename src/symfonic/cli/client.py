@@ -1,0 +1,109 @@
+"""A small client for symfonic's HTTP API, used by ``symfonic chat`` and ``symfonic pauses``.
+
+The API key comes from ``SYMFONIC_API_KEY`` (never a command-line argument,
+which other users of the machine can read) and travels only in the
+``Authorization`` header. Streams are read as SSE frames and handed back as
+``(event type, data)`` pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+@dataclass(frozen=True)
+class Frame:
+    type: str
+    data: dict[str, Any]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status, self.code, self.message = status, code, message
+
+
+def _error_of(response: httpx.Response) -> ApiError:
+    try:
+        error = response.json()["error"]
+        return ApiError(response.status_code, str(error["code"]), str(error["message"]))
+    except (ValueError, KeyError, TypeError):
+        return ApiError(response.status_code, "http_error", response.text[:200])
+
+
+async def _frames(response: httpx.Response) -> AsyncIterator[Frame]:
+    event, data_lines = "message", []
+    async for line in response.aiter_lines():
+        if line == "":
+            if data_lines:
+                yield Frame(event, json.loads("\n".join(data_lines)))
+            event, data_lines = "message", []
+        elif line.startswith("event:"):
+            event = line[len("event:") :].strip()
+        elif line.startswith("data:"):
+            data_lines.append(line[len("data:") :].lstrip())
+    if data_lines:
+        yield Frame(event, json.loads("\n".join(data_lines)))
+
+
+class Client:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        key = api_key if api_key is not None else os.environ.get("SYMFONIC_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            headers=headers,
+            transport=transport,
+            timeout=httpx.Timeout(30, read=None),
+        )
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._http.aclose()
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = await self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            raise _error_of(response)
+        return response.json()
+
+    async def create_session(self, agent: str | None = None) -> dict[str, Any]:
+        body = {"agent": agent} if agent else {}
+        result: dict[str, Any] = await self._json("POST", "/v1/sessions", json=body)
+        return result
+
+    async def pending_pauses(self) -> list[dict[str, Any]]:
+        result = await self._json("GET", "/v1/pauses", params={"state": "pending"})
+        pauses = result["pauses"] if isinstance(result, dict) else result
+        return list(pauses)
+
+    async def _stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[Frame]:
+        headers = {"Accept": "text/event-stream"}
+        async with self._http.stream("POST", path, json=body, headers=headers) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise _error_of(response)
+            async for frame in _frames(response):
+                yield frame
+
+    def turn(self, session_id: str, message: str, **options: Any) -> AsyncIterator[Frame]:
+        return self._stream(f"/v1/sessions/{session_id}/turns", {"message": message, **options})
+
+    def resume(self, token: str, answer: Any, status: str = "resolved") -> AsyncIterator[Frame]:
+        return self._stream("/v1/resume", {"token": token, "answer": answer, "status": status})

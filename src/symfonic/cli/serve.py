@@ -1,0 +1,158 @@
+"""``symfonic serve [MODULE:ATTR ...]``: the HTTP service under uvicorn.
+
+Without API keys (``SYMFONIC_API_KEYS`` unset or empty) every caller is the
+principal ``local``, who may answer anything -- so the server binds loopback
+only and refuses any other address unless ``--insecure`` says the operator
+means it. Keys and tokens are never printed: the start-up line names the
+principals, never their keys, and a store URL's password is masked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import ipaddress
+import os
+import sys
+from typing import Any
+
+from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.storage import store_url
+
+DEFAULT_AGENT = "symfonic.demo:agent"
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="serve agents over HTTP (SSE streams, JSON API)")
+    p.add_argument(
+        "agents",
+        nargs="*",
+        metavar="MODULE:ATTR",
+        help=f"agents to serve, the first is the default (default: {DEFAULT_AGENT})",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
+    p.add_argument("--store", help="store URL (default: SYMFONIC_STORE or sqlite:///symfonic.db)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback address without API keys (everyone is 'local')",
+    )
+    p.add_argument(
+        "--sweep-interval",
+        type=float,
+        default=SWEEP_INTERVAL,
+        help=f"seconds between sweeps of expired pauses and lapsed claims (default: "
+        f"{SWEEP_INTERVAL:g}; 0 disables)",
+    )
+    p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
+    p.set_defaults(run=run)
+
+
+def load_agent(spec: str) -> SymfonicAgent:
+    """``module:attr`` naming an agent, or a function that returns one."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigurationError(f"{spec!r} is not MODULE:ATTR, e.g. {DEFAULT_AGENT}")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigurationError(f"cannot import {module_name!r}: {error}") from error
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ConfigurationError(f"{module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not isinstance(target, SymfonicAgent) and callable(target):
+        target = target()
+    if not isinstance(target, SymfonicAgent):
+        raise ConfigurationError(f"{spec} is a {type(target).__name__}, not a SymfonicAgent")
+    return target
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def masked(url: str) -> str:
+    """The store URL with any password hidden."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url.split("@")[-1]
+
+
+def _base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        authenticator = Authenticator.from_spec(os.environ.get("SYMFONIC_API_KEYS"))
+        agents = [load_agent(spec) for spec in args.agents or [DEFAULT_AGENT]]
+    except ConfigurationError as error:
+        print(f"symfonic serve: {error}", file=sys.stderr)
+        return 2
+    if authenticator.open and not is_loopback(args.host) and not args.insecure:
+        print(
+            f"symfonic serve: refusing to bind {args.host} without API keys: every caller "
+            "would be 'local' and could answer every pause. Set SYMFONIC_API_KEYS "
+            "(e.g. alice=<key>), bind 127.0.0.1, or pass --insecure.",
+            file=sys.stderr,
+        )
+        return 2
+    url = store_url(args.store)
+    print(_startup_line(args.host, args.port, url, agents, authenticator, args.insecure),
+          flush=True)
+    import uvicorn
+
+    from symfonic.agent.fastapi.app import create_app
+
+    app = create_app(agents, store=url, api_keys=authenticator,
+                     sweep_interval=args.sweep_interval)
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=10,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1
+
+
+def _startup_line(
+    host: str,
+    port: int,
+    url: str,
+    agents: list[SymfonicAgent],
+    authenticator: Authenticator,
+    insecure: bool,
+) -> str:
+    names = ", ".join(agent.name for agent in agents)
+    if authenticator.open:
+        auth = (
+            "no API keys; every request runs as principal 'local'"
+            + (" (--insecure: NOT loopback-only)" if insecure and not is_loopback(host)
+               else ", loopback only")
+        )
+    else:
+        auth = f"API keys for {', '.join(authenticator.principal_names)}"
+    return (
+        f"symfonic serve: {_base_url(host, port)} | store {masked(url)} | agents: {names} "
+        f"(default {agents[0].name}) | auth: {auth}"
+    )

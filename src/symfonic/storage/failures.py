@@ -1,0 +1,49 @@
+"""Which driver errors mean "the database is out of reach", and so fail a turn as 503.
+
+A pool that stays exhausted past its timeout, a connection the server dropped
+(terminated backend, restart, network), a server that is shutting down or not
+yet accepting connections, a deadlock or serialisation failure: each rolled its
+transaction back, so nothing was written, and each is worth retrying later. They
+become :class:`~symfonic.core.contracts.errors.StoreUnavailable`. Anything else
+(a constraint violated, a bad statement) is a bug and propagates as it is.
+
+PostgreSQL says which kind of failure it was in the SQLSTATE; asyncpg puts it on
+the exception, and SQLAlchemy's asyncpg adapter copies it to the wrapped error.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+# SQLSTATE classes that are about the server or the connection, not the statement:
+# 08 connection exception, 40 transaction rollback (serialisation failure,
+# deadlock), 53 insufficient resources (too many connections), 57 operator
+# intervention (admin shutdown, crash shutdown, cannot connect now, statement
+# cancelled), 58 system error.
+TRANSIENT_SQLSTATE_CLASSES = frozenset({"08", "40", "53", "57", "58"})
+
+
+def _sqlstate(error: BaseException) -> str | None:
+    for candidate in (error, getattr(error, "orig", None)):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if isinstance(code, str) and len(code) == 5:
+            return code
+    return None
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` means the database could not complete the work, for now."""
+    if isinstance(error, sa.exc.TimeoutError | OSError):
+        # The pool's checkout timeout; refused or reset connections; timeouts.
+        return True
+    if isinstance(error, sa.exc.DBAPIError):
+        if error.connection_invalidated:
+            return True
+        if isinstance(error, sa.exc.OperationalError | sa.exc.InterfaceError):
+            # SQLite's "database is locked" / "unable to open"; asyncpg's
+            # "connection is closed".
+            return True
+        if isinstance(error.orig, OSError):
+            return True
+    code = _sqlstate(error)
+    return code is not None and code[:2] in TRANSIENT_SQLSTATE_CLASSES

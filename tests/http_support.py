@@ -1,0 +1,182 @@
+"""Helpers the HTTP tests share: a client on the real app, SSE parsing, scripted agents."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import httpx
+from fastapi import FastAPI
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from symfonic import SymfonicAgent
+from symfonic.agent.fastapi.app import create_app
+from symfonic.core.contracts.store import PauseRecord
+from symfonic.testing import ScriptedChatModel, call, reply
+
+JSON = {"Accept": "application/json"}
+APPROVE = {"decision": "approve"}
+KEYS = "alice=key-alice,bob=key-bob,carol=key-carol:approver"
+
+
+def auth(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer key-{name}"}
+
+
+@dataclass(frozen=True)
+class Frame:
+    event: str
+    data: dict[str, Any]
+    id: str
+
+
+def frames(text: str) -> list[Frame]:
+    """Parse an SSE body; comments (keep-alive pings) are skipped."""
+    out: list[Frame] = []
+    for block in text.strip().split("\n\n"):
+        fields: dict[str, list[str]] = {}
+        for line in block.splitlines():
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(": ")
+            fields.setdefault(name, []).append(value)
+        if "event" in fields:
+            out.append(Frame(fields["event"][0], json.loads("\n".join(fields["data"])),
+                             fields["id"][0]))
+    return out
+
+
+class Clock:
+    """A settable clock for agents: expiry without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def position(messages: Sequence[BaseMessage]) -> int:
+    """How many assistant messages the current turn already has."""
+    count = 0
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage):
+            count += 1
+    return count
+
+
+def scripted(*steps: AIMessage | Callable[[], AIMessage]) -> ScriptedChatModel:
+    """Reply with step i of the turn; a callable step runs then (and may raise)."""
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        step = steps[min(position(messages), len(steps) - 1)]
+        return step() if callable(step) else step
+
+    return ScriptedChatModel(respond=respond)
+
+
+class Gate:
+    """A tool that waits until released: a turn held mid-run."""
+
+    def __init__(self) -> None:
+        self.entered = anyio.Event()
+        self.release = anyio.Event()
+        self.cancelled = anyio.Event()
+        self.calls: list[int] = []
+
+    async def pay(self, amount: int) -> str:
+        """Pay an amount."""
+        self.entered.set()
+        try:
+            await self.release.wait()
+        except BaseException:
+            self.cancelled.set()
+            raise
+        self.calls.append(amount)
+        return f"paid {amount}"
+
+
+def payment_agent(
+    store: str,
+    *,
+    tool: Callable[..., Any] | None = None,
+    after: Sequence[AIMessage | Callable[[], AIMessage]] = (reply("Paid."),),
+    **options: Any,
+) -> SymfonicAgent:
+    """Asks to pay 5 (an approval), then follows ``after`` once resumed; ``note`` is ungated."""
+    paid: list[int] = []
+
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    def note(text: str) -> str:
+        """Write a note."""
+        return f"noted {text}"
+
+    options.setdefault("approval", {"pay"})
+    return SymfonicAgent(
+        model=scripted(call("pay", {"amount": 5}), *after),
+        tools=[tool or pay, note],
+        store=store,
+        **options,
+    )
+
+
+@asynccontextmanager
+async def serve(
+    *agents: SymfonicAgent, api_keys: str = "", **options: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The real app, its lifespan entered, behind an in-process httpx client."""
+    options.setdefault("sweep_interval", 0)
+    app = create_app(list(agents), api_keys=api_keys, **options)
+    async with app.router.lifespan_context(app), client_of(app) as client:
+        yield client
+
+
+def client_of(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://symfonic")
+
+
+async def new_session(client: httpx.AsyncClient, **headers: str) -> str:
+    response = await client.post("/v1/sessions", json={}, headers=headers)
+    assert response.status_code == 201, response.text
+    return str(response.json()["session_id"])
+
+
+async def paused_turn(
+    client: httpx.AsyncClient, headers: dict[str, str] | None = None, message: str = "pay 5"
+) -> tuple[str, dict[str, Any]]:
+    """A session whose first turn paused; returns (session id, turn.paused data)."""
+    session_id = await new_session(client, **(headers or {}))
+    response = await client.post(
+        f"/v1/sessions/{session_id}/turns", json={"message": message}, headers=headers
+    )
+    assert response.status_code == 200, response.text
+    last = frames(response.text)[-1]
+    assert last.event == "turn.paused", last
+    return session_id, last.data
+
+
+async def pause_row(agent: SymfonicAgent, pause_id: str) -> PauseRecord:
+    pause = await agent.store.get_pause(pause_id)
+    assert pause is not None
+    return pause
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,100 @@
+"""A client that drops an SSE stream mid-turn: the turn stops, and nothing is left claimed.
+
+These run the app under a real uvicorn server (in this process, on a loopback
+port) because the in-memory transport never reports a disconnect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from http_support import (
+    APPROVE,
+    Gate,
+    free_port,
+    pause_row,
+    paused_turn,
+    payment_agent,
+    scripted,
+)
+
+from symfonic import SymfonicAgent
+from symfonic.agent.fastapi.app import create_app
+from symfonic.core.contracts.types import PauseState
+from symfonic.testing import call, reply
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+@asynccontextmanager
+async def uvicorn_serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:  # uvicorn offers no event to await
+                await anyio.sleep(0.01)
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                yield client
+        finally:
+            server.should_exit = True
+
+
+async def _state_within_a_second(agent: SymfonicAgent, pause_id: str) -> PauseState:
+    with anyio.move_on_after(1.0):
+        while (await pause_row(agent, pause_id)).state is PauseState.CLAIMED:
+            await anyio.sleep(0.02)
+    return (await pause_row(agent, pause_id)).state
+
+
+async def test_dropping_a_resumed_stream_abandons_the_pause(store_url: str) -> None:
+    gate = Gate()
+    agent = payment_agent(store_url, tool=gate.pay)
+    async with uvicorn_serving(create_app(agent, api_keys="", sweep_interval=0)) as client:
+        _, paused = await paused_turn(client)
+        body = {"token": paused["pause_token"], "answer": APPROVE}
+        async with client.stream("POST", "/v1/resume", json=body) as response:
+            assert response.status_code == 200
+            assert await anext(response.aiter_lines()) == "event: turn.started"
+            await gate.entered.wait()
+            assert (await pause_row(agent, paused["pause_id"])).state is PauseState.CLAIMED
+        # Leaving the block closed the connection while the approved tool was running.
+        with anyio.fail_after(1.0):
+            await gate.cancelled.wait()
+        assert await _state_within_a_second(agent, paused["pause_id"]) is PauseState.ABANDONED
+        assert gate.calls == []
+        again = await client.post("/v1/resume", json=body)
+        assert (again.status_code, again.json()["error"]["code"]) == (410, "pause_abandoned")
+
+
+async def test_dropping_a_first_turn_leaves_the_session_usable(sqlite_url: str) -> None:
+    gate = Gate()
+    agent = SymfonicAgent(
+        model=scripted(call("pay", {"amount": 1}), reply("done")), tools=[gate.pay],
+        store=sqlite_url,
+    )
+    async with uvicorn_serving(create_app(agent, api_keys="", sweep_interval=0)) as client:
+        session_id = (await client.post("/v1/sessions", json={})).json()["session_id"]
+        url = f"/v1/sessions/{session_id}/turns"
+        async with client.stream("POST", url, json={"message": "go"}) as response:
+            assert await anext(response.aiter_lines()) == "event: turn.started"
+            await gate.entered.wait()
+        with anyio.fail_after(1.0):
+            await gate.cancelled.wait()
+        with anyio.fail_after(1.0):
+            while (await client.get(f"/v1/sessions/{session_id}")).json()["status"] != "idle":
+                await anyio.sleep(0.02)
+        gate.release.set()
+        again = await client.post(url, json={"message": "go"}, headers={"Accept": "application/json"})
+        assert again.json()["status"] == "complete"
+        assert again.json()["revision"] == 1

@@ -1,0 +1,168 @@
+"""``symfonic serve`` as users run it: real uvicorn processes on loopback ports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from http_support import APPROVE, JSON, frames, free_port
+
+from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.cli.main import main
+from symfonic.cli.serve import _startup_line, is_loopback
+from symfonic.demo import demo_agent
+
+pytestmark = pytest.mark.slow
+
+KEYS = "alice=alice-secret-key,carol=carol-secret-key:approver"
+ALICE = {"Authorization": "Bearer alice-secret-key"}
+MESSAGE = "Pay alice 42 EUR for the design work"
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+
+@contextmanager
+def serving(store: str, log: Path, *args: str, keys: str = KEYS) -> Iterator[Server]:
+    port = free_port()
+    env = {**os.environ, "SYMFONIC_API_KEYS": keys, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "symfonic", "serve", "--port", str(port), "--store", store,
+               "--log-level", "warning", *args]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        _wait_healthy(server)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_healthy(server: Server, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"the server exited:\n{server.output()}")
+        try:
+            if httpx.get(f"{server.url}/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)  # nothing to await across a process boundary but the socket
+    raise AssertionError(f"the server did not become healthy:\n{server.output()}")
+
+
+def test_serve_runs_the_demo_agent_and_never_prints_secrets(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'serve.db'}"
+    with serving(store, tmp_path / "server.log") as server, httpx.Client(
+        base_url=server.url, headers=ALICE
+    ) as client:
+        created = client.post("/v1/sessions", json={})
+        assert created.status_code == 201
+        session_id = created.json()["session_id"]
+        turn = client.post(f"/v1/sessions/{session_id}/turns", json={"message": MESSAGE})
+        assert turn.headers["content-type"].startswith("text/event-stream")
+        paused = frames(turn.text)[-1]
+        assert paused.event == "turn.paused"
+        token = paused.data["pause_token"]
+        assert client.get("/v1/health").json() == {"status": "ok"}
+        denied = client.post("/v1/resume", json={"token": token, "answer": APPROVE},
+                             headers={"Authorization": "Bearer wrong"})
+        assert denied.status_code == 401
+        done = client.post("/v1/resume", json={"token": token, "answer": APPROVE}, headers=JSON)
+        assert done.json()["status"] == "complete"
+        assert done.json()["answer"].startswith("Done. payment")
+        published = client.get("/v1/pauses", params={"state": "published"}).json()["pauses"]
+        assert [(p["pause_id"], p["answered_by"]) for p in published] == [
+            (paused.data["pause_id"], "alice")
+        ]
+    output = server.output()
+    first = output.splitlines()[0]
+    assert first.startswith(f"symfonic serve: {server.url} | store {store} | agents: assistant")
+    assert "auth: API keys for alice, carol" in first
+    for secret in ["alice-secret-key", "carol-secret-key", token]:
+        assert secret not in output
+
+
+def test_serve_without_keys_refuses_a_public_bind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SYMFONIC_API_KEYS", "")
+    store = f"sqlite:///{tmp_path / 'x.db'}"
+    for host in ["0.0.0.0", "192.168.1.10", "example.com"]:
+        assert main(["serve", "--host", host, "--store", store]) == 2
+        assert f"refusing to bind {host} without API keys" in capsys.readouterr().err
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_startup_line_says_how_callers_are_authenticated() -> None:
+    agents = [demo_agent()]
+    local = _startup_line("127.0.0.1", 8000, "sqlite:///s.db", agents, Authenticator([]), False)
+    assert local == (
+        "symfonic serve: http://127.0.0.1:8000 | store sqlite:///s.db | agents: assistant "
+        "(default assistant) | auth: no API keys; every request runs as principal 'local', "
+        "loopback only"
+    )
+    keyed = _startup_line(
+        "::1", 9000, "postgresql://app:hunter2@db/symfonic", agents,
+        Authenticator.from_spec(KEYS), False,
+    )
+    assert "http://[::1]:9000" in keyed and "hunter2" not in keyed and "app:***@db" in keyed
+    assert keyed.endswith("auth: API keys for alice, carol")
+    assert "secret" not in keyed
+    assert [is_loopback(h) for h in ["127.0.0.1", "::1", "localhost", "0.0.0.0", "10.0.0.1"]] == [
+        True, True, True, False, False
+    ]
+
+
+@pytest.mark.postgres
+def test_a_pause_from_one_process_resumes_in_another(postgres_url: str, tmp_path: Path) -> None:
+    with serving(postgres_url, tmp_path / "a.log") as a, serving(
+        postgres_url, tmp_path / "b.log"
+    ) as b:
+        assert a.process.pid != b.process.pid
+        session_id = httpx.post(f"{a.url}/v1/sessions", json={}, headers=ALICE).json()[
+            "session_id"
+        ]
+        turn = httpx.post(
+            f"{a.url}/v1/sessions/{session_id}/turns", json={"message": MESSAGE},
+            headers={**ALICE, **JSON},
+        ).json()
+        assert turn["status"] == "paused"
+        token = turn["pause"]["token"]
+        listed = httpx.get(f"{b.url}/v1/pauses", headers=ALICE).json()["pauses"]
+        assert [p["token"] for p in listed] == [token]
+        resumed = httpx.post(
+            f"{b.url}/v1/resume", json={"token": token, "answer": APPROVE}, headers=ALICE
+        )
+        events = frames(resumed.text)
+        assert events[0].data["resumed"] is True
+        assert events[-1].event == "response.complete"
+        assert events[-1].data["revision"] == 1
+        view = httpx.get(f"{a.url}/v1/sessions/{session_id}", headers=ALICE).json()
+        assert (view["revision"], view["status"]) == (1, "idle")
+        replay = httpx.post(
+            f"{a.url}/v1/resume", json={"token": token, "answer": APPROVE},
+            headers={**ALICE, **JSON},
+        )
+        assert replay.json()["revision"] == 1

@@ -1,0 +1,186 @@
+"""Sessions, principals and the service's edges: auth, ownership, listing, health, errors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from http_support import (
+    APPROVE,
+    JSON,
+    KEYS,
+    auth,
+    client_of,
+    new_session,
+    pause_row,
+    paused_turn,
+    payment_agent,
+    serve,
+)
+
+from symfonic import SymfonicAgent
+from symfonic.agent.fastapi.app import create_app
+from symfonic.core.contracts.types import PauseState
+from symfonic.testing import reply
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_create_session_is_201_and_idle(sqlite_url: str) -> None:
+    async with serve(payment_agent(sqlite_url)) as client:
+        response = await client.post("/v1/sessions", json={"metadata": {"ticket": 7}})
+        assert response.status_code == 201
+        body = response.json()
+        assert body == {"session_id": body["session_id"], "agent": "assistant", "revision": 0,
+                        "status": "idle"}
+        view = (await client.get(f"/v1/sessions/{body['session_id']}")).json()
+        assert view == {"session_id": body["session_id"], "agent": "assistant", "revision": 0,
+                        "status": "idle", "metadata": {"ticket": 7}, "pending_pause": None,
+                        "messages": []}
+        assert (await client.post("/v1/sessions")).status_code == 201
+
+
+async def test_sessions_are_bound_to_the_named_agent(sqlite_url: str) -> None:
+    other = SymfonicAgent(name="greeter", model=_model("Hi from greeter."), store=sqlite_url)  # type: ignore[arg-type]
+    async with serve(payment_agent(sqlite_url), other) as client:
+        created = await client.post("/v1/sessions", json={"agent": "greeter"})
+        assert created.json()["agent"] == "greeter"
+        session_id = created.json()["session_id"]
+        outcome = await client.post(
+            f"/v1/sessions/{session_id}/turns", json={"message": "hi"}, headers=JSON
+        )
+        assert outcome.json()["answer"] == "Hi from greeter."
+        unknown = await client.post("/v1/sessions", json={"agent": "nobody"})
+        assert (unknown.status_code, unknown.json()["error"]["code"]) == (422, "unknown_agent")
+
+
+def _model(text: str) -> object:
+    from symfonic.testing import ScriptedChatModel
+
+    return ScriptedChatModel.from_script([reply(text)])
+
+
+async def test_missing_or_unknown_key_is_401_with_bearer_challenge(sqlite_url: str) -> None:
+    async with serve(payment_agent(sqlite_url), api_keys=KEYS) as client:
+        for headers in [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic a2V5"},
+                        {"Authorization": "key-alice"}]:
+            response = await client.post("/v1/sessions", json={}, headers=headers)
+            assert response.status_code == 401
+            assert response.headers["www-authenticate"] == "Bearer"
+            assert response.json()["error"]["code"] == "unauthenticated"
+            assert "key-alice" not in response.text
+        listed = await client.get("/v1/pauses")
+        assert listed.status_code == 401
+        assert (await client.get("/v1/health")).status_code == 200
+
+
+async def test_other_principals_get_404_for_a_session(store_url: str) -> None:
+    agent = payment_agent(store_url)
+    async with serve(agent, api_keys=KEYS) as client:
+        session_id, paused = await paused_turn(client, auth("alice"))
+        for method, path, body in [
+            ("GET", f"/v1/sessions/{session_id}", None),
+            ("POST", f"/v1/sessions/{session_id}/turns",
+             {"message": "hi", "on_pending_pause": "abandon"}),
+        ]:
+            response = await client.request(method, path, json=body, headers=auth("bob"))
+            assert response.status_code == 404
+            assert response.json()["error"]["code"] == "session_not_found"
+            unknown = await client.request(
+                method, path.replace(session_id, "0" * 32), json=body, headers=auth("alice")
+            )
+            assert unknown.status_code == 404
+            assert unknown.json()["error"]["code"] == "session_not_found"
+        refused = await client.post(
+            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE},
+            headers=auth("bob"),
+        )
+        assert refused.status_code == 403
+        assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
+        assert (await client.get("/v1/pauses", headers=auth("bob"))).json() == {"pauses": []}
+
+
+async def test_pauses_listing_filters_by_state(sqlite_url: str) -> None:
+    agent = payment_agent(sqlite_url)
+    async with serve(agent) as client:
+        _, paused = await paused_turn(client)
+        pending = (await client.get("/v1/pauses", params={"state": "pending"})).json()["pauses"]
+        assert [p["pause_id"] for p in pending] == [paused["pause_id"]]
+        listed = pending[0]
+        assert listed["token"] == paused["pause_token"]
+        for key in ["kind", "query", "response_schema", "tool_call_id", "interrupt_id"]:
+            assert listed[key] == paused[key]
+        assert datetime.fromisoformat(listed["expires_at"]) == datetime.fromisoformat(
+            paused["expires_at"]
+        )
+        await client.post(
+            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
+        )
+        assert (await client.get("/v1/pauses")).json() == {"pauses": []}
+        published = (await client.get("/v1/pauses?state=published")).json()["pauses"]
+        assert [(p["pause_id"], p["answered_by"], p["token"]) for p in published] == [
+            (paused["pause_id"], "local", None)
+        ]
+        bad = await client.get("/v1/pauses?state=whatever")
+        assert (bad.status_code, bad.json()["error"]["code"]) == (422, "invalid_request")
+
+
+async def test_health_is_503_when_the_store_does_not_answer() -> None:
+    agent = SymfonicAgent(model=_model("x"))  # type: ignore[arg-type]
+    app = create_app(agent, store="postgresql://nobody@127.0.0.1:9/none", api_keys="")
+    async with client_of(app) as client:
+        response = await client.get("/v1/health")
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "store_unavailable"
+        assert "nobody" not in response.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("POST", "/v1/sessions", b"{not json", 422),
+        ("POST", "/v1/sessions", b'{"metadata": 3}', 422),
+        ("POST", "/v1/sessions", b'{"surprise": true}', 422),
+        ("POST", "/v1/resume", b'{"token": "t", "answer": NaN}', 422),
+        ("POST", "/v1/resume", b'{"token": "t", "answer": "a\\u0000b"}', 422),
+        ("POST", "/v1/resume", b'{"answer": 1}', 422),
+        ("POST", "/v1/resume", b"[" * 5000 + b"]" * 5000, 400),
+        ("GET", "/v1/sessions/bad%00id", None, 422),
+        ("GET", "/v1/nowhere", None, 404),
+        ("DELETE", "/v1/sessions", None, 405),
+    ],
+)
+async def test_malformed_requests_get_the_error_shape(
+    sqlite_url: str, method: str, path: str, body: bytes | None, status: int
+) -> None:
+    async with serve(payment_agent(sqlite_url)) as client:
+        response = await client.request(
+            method, path, content=body, headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == status, response.text
+        error = response.json()["error"]
+        assert set(error) == {"code", "message"}
+
+
+async def test_openapi_documents_every_body_and_error(sqlite_url: str) -> None:
+    async with serve(payment_agent(sqlite_url)) as client:
+        document = (await client.get("/openapi.json")).json()
+    paths = document["paths"]
+    turn = paths["/v1/sessions/{session_id}/turns"]["post"]
+    assert set(turn["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+    assert turn["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/TurnOutcome"
+    }
+    resume = paths["/v1/resume"]["post"]
+    assert {"401", "403", "404", "409", "410", "422", "429"} <= set(resume["responses"])
+    for operation in (turn, resume):
+        for status, response in operation["responses"].items():
+            if status != "200":
+                assert response["content"]["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/ErrorResponse"
+                }
+    assert "Retry-After" in resume["responses"]["429"]["headers"]
+    schemas = document["components"]["schemas"]
+    for name in ["TurnPausedEvent", "ResponseCompleteEvent", "ErrorEvent", "ResumeRequest",
+                 "SessionView", "PauseList"]:
+        assert name in schemas

@@ -1,0 +1,305 @@
+"""Every sentence of the rehydration page, checked.
+
+``rehydrate`` rebuilds a paused turn from ``outcome.turn`` alone: the answer is a
+tool message on ``outcome.tool_call_id or outcome.interrupt_id``, every other call
+the paused round reserved gets ``NOT_DISPATCHED``, a missing turn is refused with
+an error that says why, and a resume reads the turn from the checkpoint port on
+that call -- never from anything the pausing process kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from symfonic import SymfonicAgent
+from symfonic.agent.cutover.rehydration import (
+    NOT_DISPATCHED,
+    InteractionConfigurationError,
+    rehydrate,
+)
+from symfonic.capabilities.human.turnstate import (
+    ResumeOutcome,
+    TurnCheckpoint,
+    TurnCheckpointStore,
+)
+from symfonic.core.contracts.types import InteractionKind, PendingInteraction
+from symfonic.core.messages import body_of
+from symfonic.kernel.loop import Counters
+from symfonic.storage import open_store
+from symfonic.testing import ScriptedChatModel, calls, reply
+
+pytestmark = pytest.mark.anyio
+
+
+def _checkpoint(answered: str = "c2") -> TurnCheckpoint:
+    round_ = AIMessage(
+        content="",
+        tool_calls=[
+            {"id": "c1", "name": "lookup", "args": {"q": "x"}, "type": "tool_call"},
+            {"id": "c2", "name": "ask_human", "args": {"question": "ok?"}, "type": "tool_call"},
+            {"id": "c3", "name": "lookup", "args": {"q": "y"}, "type": "tool_call"},
+        ],
+    )
+    return TurnCheckpoint(
+        pause_id="p1",
+        session_id="s1",
+        base_revision=0,
+        messages=(body_of(HumanMessage("hello")), body_of(round_)),
+        counters=Counters(rounds=1, model_calls=1),
+        interaction=PendingInteraction(
+            kind=InteractionKind.INPUT,
+            tool_call_id=answered,
+            tool_name="ask_human",
+            args={"question": "ok?"},
+            query="ok?",
+            response_schema={"type": "string"},
+        ),
+    )
+
+
+def _tool_messages(messages: tuple[BaseMessage, ...]) -> dict[str, str]:
+    return {
+        m.tool_call_id: str(m.content) for m in messages if isinstance(m, ToolMessage)
+    }
+
+
+def test_the_answer_is_the_observation_of_the_reserved_call_id() -> None:
+    outcome = ResumeOutcome(
+        turn=_checkpoint(), response="yes", tool_call_id="c2", interrupt_id="int_p1"
+    )
+    messages = rehydrate(outcome)
+    assert [type(m) for m in messages[:2]] == [HumanMessage, AIMessage]
+    assert messages[0].content == "hello"
+    answer = messages[2]
+    assert isinstance(answer, ToolMessage)
+    assert (answer.tool_call_id, answer.content) == ("c2", "yes")
+
+
+def test_without_a_tool_call_id_the_interrupt_id_is_the_reserved_call() -> None:
+    outcome = ResumeOutcome(
+        turn=_checkpoint(), response="yes", tool_call_id=None, interrupt_id="c2"
+    )
+    assert _tool_messages(rehydrate(outcome))["c2"] == "yes"
+
+
+def test_tool_call_id_wins_over_interrupt_id() -> None:
+    outcome = ResumeOutcome(
+        turn=_checkpoint(), response="yes", tool_call_id="c2", interrupt_id="int_other"
+    )
+    observed = _tool_messages(rehydrate(outcome))
+    assert observed["c2"] == "yes"
+    assert "int_other" not in observed
+
+
+def test_every_other_reserved_call_gets_not_dispatched_exactly_once() -> None:
+    outcome = ResumeOutcome(
+        turn=_checkpoint(), response="yes", tool_call_id="c2", interrupt_id="int_p1"
+    )
+    messages = rehydrate(outcome)
+    tools = [m for m in messages if isinstance(m, ToolMessage)]
+    # One observation per reserved call, all right after the assistant message.
+    assert sorted(m.tool_call_id for m in tools) == ["c1", "c2", "c3"]
+    assert messages[2:] == tuple(tools)
+    assert {m.tool_call_id: m.content for m in tools} == {
+        "c1": NOT_DISPATCHED,
+        "c2": "yes",
+        "c3": NOT_DISPATCHED,
+    }
+
+
+def test_a_structured_answer_becomes_json_text() -> None:
+    outcome = ResumeOutcome(
+        turn=_checkpoint(), response={"b": 1, "a": [2]}, tool_call_id="c2", interrupt_id="i"
+    )
+    assert _tool_messages(rehydrate(outcome))["c2"] == '{"a": [2], "b": 1}'
+
+
+def test_messages_come_only_from_the_recorded_turn() -> None:
+    checkpoint = _checkpoint()
+    edited = replace(
+        checkpoint,
+        messages=(body_of(HumanMessage("a different question")), *checkpoint.messages[1:]),
+    )
+    messages = rehydrate(
+        ResumeOutcome(turn=edited, response="yes", tool_call_id="c2", interrupt_id="i")
+    )
+    assert messages[0].content == "a different question"
+    assert len(messages) == 2 + 3
+
+
+def test_no_turn_is_refused_with_a_reason() -> None:
+    outcome = ResumeOutcome(turn=None, response="yes", tool_call_id="c2", interrupt_id="i")
+    with pytest.raises(InteractionConfigurationError) as raised:
+        rehydrate(outcome)
+    message = str(raised.value)
+    assert "no recorded turn state" in message
+    assert "never seen" in message
+
+
+def test_the_seed_import_path_reexports_the_error_type() -> None:
+    from symfonic.core.contracts.errors import (
+        ConfigurationError,
+    )
+    from symfonic.core.contracts.errors import (
+        InteractionConfigurationError as Canonical,
+    )
+
+    assert InteractionConfigurationError is Canonical
+    assert issubclass(InteractionConfigurationError, ConfigurationError)
+
+
+# --- through the agent: the turn comes from the checkpoint port ------------------
+
+
+def _asking_model(seen: list[list[BaseMessage]]) -> ScriptedChatModel:
+    def respond(messages: list[BaseMessage]) -> AIMessage | str:
+        seen.append(list(messages))
+        last = messages[-1]
+        if isinstance(last, HumanMessage):
+            return calls(
+                ("lookup", {"q": "a"}, "call_a"),
+                ("ask_human", {"question": "which one?"}, "call_ask"),
+                ("lookup", {"q": "b"}, "call_b"),
+            )
+        answered = {m.tool_call_id: m.content for m in messages if isinstance(m, ToolMessage)}
+        return reply(f"you said {answered.get('call_ask')}")
+
+    return ScriptedChatModel(respond=respond)
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def _agent(url: str, seen: list[list[BaseMessage]]) -> SymfonicAgent:
+    return SymfonicAgent(model=_asking_model(seen), tools=[lookup], store=url)
+
+
+async def test_a_fresh_agent_and_store_resume_what_another_paused(store_url: str) -> None:
+    seen: list[list[BaseMessage]] = []
+    async with _agent(store_url, seen) as first:
+        paused = await first.run("pick one")
+    assert paused.pause is not None
+    # The first agent and its store are closed; nothing it held survives.
+    fresh = _agent(store_url, seen)
+    try:
+        done = await fresh.resume(paused.pause.token, "the blue one")
+    finally:
+        await fresh.aclose()
+    assert (done.status, done.answer) == ("complete", "you said the blue one")
+    resumed_call = seen[-1]
+    observed = {m.tool_call_id: m.content for m in resumed_call if isinstance(m, ToolMessage)}
+    assert observed == {
+        "call_a": NOT_DISPATCHED,
+        "call_ask": "the blue one",
+        "call_b": NOT_DISPATCHED,
+    }
+
+
+async def test_resume_is_the_first_thing_a_fresh_worker_does(store_url: str) -> None:
+    seen: list[list[BaseMessage]] = []
+    async with _agent(store_url, seen) as first:
+        paused = await first.run("pick one")
+    assert paused.pause is not None
+    fresh = _agent(store_url, seen)  # never opened: resume opens its own pool
+    try:
+        assert fresh._store is None
+        done = await fresh.resume(paused.pause.token, "red")
+    finally:
+        await fresh.aclose()
+    assert done.answer == "you said red"
+
+
+async def test_resume_reads_the_turn_from_the_checkpoint_port_on_this_call(
+    store_url: str,
+) -> None:
+    seen: list[list[BaseMessage]] = []
+    async with open_store(store_url) as store:
+        agent = _agent(store_url, seen)
+        agent.use_store(store)
+        async with agent:
+            paused = await agent.run("pick one")
+            assert paused.pause is not None
+            loads: list[str] = []
+            real_load = store.load_checkpoint
+
+            async def spy(pause_id: str) -> Any:
+                loads.append(pause_id)
+                record = await real_load(pause_id)
+                assert record is not None
+                # What the port returns is what the model is sent: alter the
+                # recorded user message and the resumed turn must carry it.
+                body = dict(record.body)
+                body["messages"] = [
+                    {"role": "human", "content": "recorded on the port"},
+                    *body["messages"][1:],
+                ]
+                return replace(record, body=body)
+
+            store.load_checkpoint = spy  # type: ignore[method-assign]
+            done = await agent.resume(paused.pause.token, "green")
+    assert loads == [paused.pause.pause_id]
+    assert done.answer == "you said green"
+    resumed_call = seen[-1]
+    humans = [m.content for m in resumed_call if isinstance(m, HumanMessage)]
+    assert humans == ["recorded on the port"]
+    # And that is what was published.
+    async with open_store(store_url) as store:
+        history = await store.history(done.session_id, done.revision)
+    assert history[0] == {"role": "human", "content": "recorded on the port"}
+
+
+async def test_a_missing_checkpoint_fails_the_resume_and_abandons_the_pause(
+    store_url: str,
+) -> None:
+    seen: list[list[BaseMessage]] = []
+    async with open_store(store_url) as store:
+        agent = _agent(store_url, seen)
+        agent.use_store(store)
+        async with agent:
+            paused = await agent.run("pick one")
+            assert paused.pause is not None
+
+            async def gone(pause_id: str) -> None:
+                return None
+
+            store.load_checkpoint = gone  # type: ignore[method-assign]
+            failed = await agent.resume(paused.pause.token, "green")
+            assert failed.status == "failed" and failed.error is not None
+            assert failed.error.code == "configuration"
+            assert "no recorded turn state" in failed.error.message
+            pause = await store.get_pause(paused.pause.pause_id)
+            assert pause is not None and pause.state.value == "abandoned"
+            session = await store.get_session(failed.session_id)
+            assert session is not None and session.revision == 0
+
+
+async def test_turn_checkpoint_store_reads_the_port_every_time(store_url: str) -> None:
+    seen: list[list[BaseMessage]] = []
+    async with open_store(store_url) as store:
+        agent = _agent(store_url, seen)
+        agent.use_store(store)
+        async with agent:
+            paused = await agent.run("pick one")
+        assert paused.pause is not None
+        checkpoints = TurnCheckpointStore(store)
+        calls_made: list[str] = []
+        real_load = store.load_checkpoint
+
+        async def counting(pause_id: str) -> Any:
+            calls_made.append(pause_id)
+            return await real_load(pause_id)
+
+        store.load_checkpoint = counting  # type: ignore[method-assign]
+        first = await checkpoints.load(paused.pause.pause_id)
+        second = await checkpoints.load(paused.pause.pause_id)
+        assert calls_made == [paused.pause.pause_id] * 2
+        assert first == second
+        assert first is not None and first.interaction.tool_call_id == "call_ask"
+        assert first.base_revision == 0
+        assert await checkpoints.load("0" * 32) is None

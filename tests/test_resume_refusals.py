@@ -1,0 +1,320 @@
+"""Every way a resume is refused, each with its own error, and what it leaves behind.
+
+A refusal before the claim (bad token, wrong principal, invalid answer, refused
+budget) spends nothing: the pause stays pending and can be answered afterwards.
+Expired and abandoned pauses are gone for good. A settled pause replays the
+identical request and refuses a different one.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from symfonic import (
+    BudgetRefused,
+    InvalidAnswer,
+    PauseAbandoned,
+    PauseAlreadyClaimed,
+    PauseExpired,
+    PauseForbidden,
+    PauseNotFound,
+    Principal,
+    Quota,
+    SessionPaused,
+    SymfonicAgent,
+)
+from symfonic.capabilities.human.tokens import TokenSigner
+from symfonic.core.contracts.types import (
+    PauseState,
+    ResponseCompleteEvent,
+    ToolResultEvent,
+    TurnStartedEvent,
+)
+from symfonic.testing import ScriptedChatModel, call, reply
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    """A settable UTC clock for the agent, so nothing waits for real time."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2030, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class Payments:
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def send_payment(self, amount: int) -> str:
+        """Send money."""
+        self.sent.append(amount)
+        return f"sent {amount}"
+
+
+def _model() -> ScriptedChatModel:
+    def respond(messages: list[BaseMessage]) -> Any:
+        last = messages[-1]
+        if isinstance(last, HumanMessage):
+            return call("send_payment", {"amount": 5}, id="pay")
+        return reply(f"done: {last.content}" if isinstance(last, ToolMessage) else "done")
+
+    return ScriptedChatModel(respond=respond)
+
+
+def _agent(url: str, payments: Payments, **options: Any) -> SymfonicAgent:
+    return SymfonicAgent(
+        model=_model(), tools=[payments.send_payment], approval={"send_payment"},
+        store=url, **options,
+    )
+
+
+APPROVE = {"decision": "approve"}
+
+
+async def _state(agent: SymfonicAgent, pause_id: str) -> PauseState:
+    pause = await agent.store.get_pause(pause_id)
+    assert pause is not None
+    return pause.state
+
+
+async def test_an_expired_pause_refuses_with_pause_expired(store_url: str) -> None:
+    clock, payments = Clock(), Payments()
+    async with _agent(store_url, payments, clock=clock, pause_ttl=60) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        assert paused.pause.expires_at == clock.now + timedelta(seconds=60)
+        clock.advance(59)
+        # Still answerable just before it expires...
+        invalid = {"decision": "nope"}
+        with pytest.raises(InvalidAnswer):
+            await agent.resume(paused.pause.token, invalid)
+        clock.advance(1)
+        with pytest.raises(PauseExpired) as raised:
+            await agent.resume(paused.pause.token, APPROVE)
+        assert raised.value.status == 410
+        report = await agent.sweep()
+        assert (report.expired, report.abandoned) == (1, 0)
+        assert await _state(agent, paused.pause.pause_id) is PauseState.EXPIRED
+        with pytest.raises(PauseExpired):
+            await agent.resume(paused.pause.token, APPROVE)
+        assert payments.sent == []
+        # An expired pause does not hold the session: a new turn runs.
+        assert (await agent.run("pay", paused.session_id)).status == "paused"
+
+
+async def test_a_pause_abandoned_by_a_new_turn_refuses_with_pause_abandoned(
+    store_url: str,
+) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        with pytest.raises(SessionPaused):
+            await agent.run("something else", paused.session_id)
+        newer = await agent.run("something else", paused.session_id, on_pending_pause="abandon")
+        assert newer.status == "paused" and newer.pause is not None
+        assert await _state(agent, paused.pause.pause_id) is PauseState.ABANDONED
+        with pytest.raises(PauseAbandoned) as raised:
+            await agent.resume(paused.pause.token, APPROVE)
+        assert raised.value.status == 410
+        assert payments.sent == []
+        done = await agent.resume(newer.pause.token, APPROVE)
+        assert done.status == "complete" and payments.sent == [5]
+
+
+async def test_a_claim_whose_lease_lapsed_is_swept_to_abandoned(store_url: str) -> None:
+    clock, payments = Clock(), Payments()
+    async with _agent(store_url, payments, clock=clock, claim_lease=30) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        stream = agent.resume_stream(paused.pause.token, APPROVE)
+        started = await anext(stream)
+        assert isinstance(started, TurnStartedEvent) and started.resumed
+        assert await _state(agent, paused.pause.pause_id) is PauseState.CLAIMED
+        # The worker stalls past its lease; the sweeper takes the claim back.
+        clock.advance(31)
+        report = await agent.sweep()
+        assert report.abandoned == 1
+        assert await _state(agent, paused.pause.pause_id) is PauseState.ABANDONED
+        with pytest.raises(PauseAbandoned):
+            await agent.resume(paused.pause.token, APPROVE)
+        # The stalled worker wakes: it finds its claim gone and publishes nothing.
+        rest = [event async for event in stream]
+        assert rest[-1].type == "error"
+        assert not any(isinstance(e, ResponseCompleteEvent) for e in rest)
+        assert payments.sent == []
+        session = await agent.store.get_session(paused.session_id)
+        assert session is not None and session.revision == 0
+        assert await agent.store.history(paused.session_id, 10) == []
+        # The session stays usable.
+        assert (await agent.run("pay", paused.session_id)).status == "paused"
+
+
+async def test_a_wrong_principal_is_refused_and_spends_nothing(store_url: str) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay", principal="alice")
+        assert paused.pause is not None
+        with pytest.raises(PauseForbidden) as raised:
+            await agent.resume(paused.pause.token, APPROVE, principal="mallory")
+        assert raised.value.status == 403
+        with pytest.raises(PauseForbidden):
+            await agent.resume(
+                paused.pause.token, APPROVE, principal=Principal("mallory", frozenset({"approver"}))
+            )
+        assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
+        # Any-scope principals may answer anything.
+        admin = Principal("ops", frozenset({"*"}))
+        done = await agent.resume(paused.pause.token, APPROVE, principal=admin)
+        assert done.status == "complete" and payments.sent == [5]
+        # A settled pause does not tell another principal what it published.
+        with pytest.raises(PauseForbidden):
+            await agent.resume(paused.pause.token, APPROVE, principal="mallory")
+
+
+@pytest.mark.parametrize(
+    "token",
+    [None, 123, "", "sfp_", "sfp_not-base64!!", "x" * 500, "sfp_" + "A" * 64],
+)
+async def test_a_token_that_does_not_verify_names_no_pause(sqlite_url: str, token: Any) -> None:
+    async with _agent(sqlite_url, Payments()) as agent:
+        with pytest.raises(PauseNotFound) as raised:
+            await agent.resume(token, APPROVE)
+        assert raised.value.status == 404
+
+
+async def test_a_forged_or_foreign_token_names_no_pause(store_url: str) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        foreign = TokenSigner(b"another database's secret!!").mint(paused.pause.pause_id)
+        tampered = paused.pause.token[:-2] + ("AA" if paused.pause.token[-2:] != "AA" else "BB")
+        for token in (foreign, tampered):
+            with pytest.raises(PauseNotFound):
+                await agent.resume(token, APPROVE)
+        assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"decision": "maybe"},
+        {"decision": "edit"},
+        {"decision": "edit", "args": {"amount": "five"}},
+        {"decision": "approve", "extra": 1},
+        "yes",
+        None,
+    ],
+)
+async def test_an_invalid_answer_is_refused_without_spending_the_token(
+    store_url: str, answer: Any
+) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        with pytest.raises(InvalidAnswer) as raised:
+            await agent.resume(paused.pause.token, answer)
+        assert raised.value.status == 422 and raised.value.message
+        assert raised.value.fields["errors"]
+        assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
+        assert payments.sent == []
+        done = await agent.resume(paused.pause.token, APPROVE)
+        assert done.status == "complete" and payments.sent == [5]
+
+
+async def test_replay_of_the_identical_answer_returns_the_published_outcome(
+    store_url: str,
+) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        done = await agent.resume(paused.pause.token, APPROVE)
+        again = await agent.resume(paused.pause.token, dict(APPROVE))
+        assert (again.status, again.answer, again.revision, again.session_id) == (
+            done.status, done.answer, done.revision, done.session_id,
+        )
+        assert not any(isinstance(e, ToolResultEvent) for e in again.events)
+        assert payments.sent == [5]
+        history = await agent.store.history(paused.session_id, 10)
+        assert [b["role"] for b in history] == ["human", "ai", "tool", "ai"]
+        session = await agent.store.get_session(paused.session_id)
+        assert session is not None and session.revision == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [
+        ({"decision": "reject"}, "resolved"),
+        (APPROVE, "cancelled"),
+    ],
+)
+async def test_replay_with_a_different_answer_is_refused(
+    store_url: str, answer: Any, status: Any
+) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        await agent.resume(paused.pause.token, APPROVE)
+        with pytest.raises(PauseAlreadyClaimed) as raised:
+            await agent.resume(paused.pause.token, answer, status=status)
+        assert raised.value.status == 409
+        assert payments.sent == [5]
+
+
+async def test_a_pause_being_answered_refuses_even_the_identical_answer(
+    store_url: str,
+) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        stream = agent.resume_stream(paused.pause.token, APPROVE)
+        assert isinstance(await anext(stream), TurnStartedEvent)
+        with pytest.raises(PauseAlreadyClaimed):
+            await agent.resume(paused.pause.token, APPROVE)
+        events = [event async for event in stream]
+        assert isinstance(events[-1], ResponseCompleteEvent)
+        assert payments.sent == [5]
+
+
+async def test_a_refused_budget_does_not_spend_the_token(store_url: str) -> None:
+    ticks = [0.0]
+    quota = Quota(turns=1, per_seconds=60, clock=lambda: ticks[0])
+    payments = Payments()
+    async with _agent(store_url, payments, quota=quota) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        with pytest.raises(BudgetRefused) as raised:
+            await agent.resume(paused.pause.token, APPROVE)
+        assert raised.value.status == 429 and raised.value.retry_after == 60
+        assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
+        ticks[0] = 61.0
+        done = await agent.resume(paused.pause.token, APPROVE)
+        assert done.status == "complete" and payments.sent == [5]
+
+
+async def test_refusals_raise_before_the_first_event(store_url: str) -> None:
+    async with _agent(store_url, Payments()) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        stream = agent.resume_stream(paused.pause.token, {"decision": "maybe"})
+        with pytest.raises(InvalidAnswer):
+            await anext(stream)
+        stream = agent.resume_stream("sfp_nothing", APPROVE)
+        with pytest.raises(PauseNotFound):
+            await anext(stream)

@@ -1,0 +1,124 @@
+"""The session half of the storage port, on both stores, and what every worker shares.
+
+History is appended only at the revision the turn started from; a first turn
+holds its session with a leased run marker; the token secret and the schema are
+created once per database however many workers open it at the same moment; and
+a database out of reach is one error type, ``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+from symfonic.core.contracts.errors import RevisionConflict, StoreUnavailable
+from symfonic.core.contracts.store import SessionRecord, Store
+from symfonic.storage import open_store
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+async def new_session(store: Store) -> str:
+    session_id = uuid.uuid4().hex
+    await store.create_session(
+        SessionRecord(session_id, "ann", "assistant", 0, {"team": "a"}, created_at=T0)
+    )
+    return session_id
+
+
+def turn(text: str) -> list[dict[str, object]]:
+    return [{"role": "human", "content": text}, {"role": "ai", "content": f"re: {text}"}]
+
+
+async def test_a_session_reads_back_as_created(store: Store) -> None:
+    session_id = await new_session(store)
+    session = await store.get_session(session_id)
+    assert session == SessionRecord(session_id, "ann", "assistant", 0, {"team": "a"}, T0)
+    assert await store.get_session("nope") is None
+
+
+async def test_history_grows_by_revision_and_reads_up_to_one(store: Store) -> None:
+    session_id = await new_session(store)
+    assert await store.publish_turn(session_id, 0, turn("one"), "run-1") == 1
+    assert await store.publish_turn(session_id, 1, turn("two"), "run-2") == 2
+    assert await store.history(session_id, 0) == []
+    assert await store.history(session_id, 1) == turn("one")
+    assert await store.history(session_id, 2) == turn("one") + turn("two")
+
+
+async def test_a_stale_publish_conflicts_and_appends_nothing(store: Store) -> None:
+    session_id = await new_session(store)
+    racers = [turn(f"racer {i}") for i in range(8)]
+    won: list[int] = []
+
+    async def publish(i: int) -> None:
+        try:
+            await store.publish_turn(session_id, 0, racers[i], f"run-{i}")
+            won.append(i)
+        except RevisionConflict:
+            pass
+
+    async with anyio.create_task_group() as group:
+        for i in range(len(racers)):
+            group.start_soon(publish, i)
+    assert len(won) == 1
+    assert await store.history(session_id, 99) == racers[won[0]]
+    session = await store.get_session(session_id)
+    assert session is not None and session.revision == 1
+
+
+async def test_one_run_at_a_time_until_it_ends_or_its_lease_lapses(store: Store) -> None:
+    session_id = await new_session(store)
+    now = datetime.now(UTC)
+    assert await store.begin_run(session_id, "a", now=now, lease_until=now + MINUTE)
+    session = await store.get_session(session_id)
+    assert session is not None and session.running
+    assert not await store.begin_run(session_id, "b", now=now, lease_until=now + MINUTE)
+    await store.end_run(session_id, "b")  # not the holder: nothing changes
+    assert not await store.begin_run(session_id, "b", now=now, lease_until=now + MINUTE)
+    later = now + 2 * MINUTE
+    assert await store.begin_run(session_id, "b", now=later, lease_until=later + MINUTE)
+    await store.end_run(session_id, "b")
+    assert await store.begin_run(session_id, "c", now=now, lease_until=now + MINUTE)
+    # Publishing the run's turn ends the run in the same transaction.
+    await store.publish_turn(session_id, 0, turn("c"), "c")
+    session = await store.get_session(session_id)
+    assert session is not None and not session.running
+
+
+async def test_every_worker_opening_a_fresh_database_at_once_shares_one_secret(
+    store_url: str,
+) -> None:
+    secrets: list[bytes] = []
+
+    async def worker() -> None:
+        async with open_store(store_url) as store:
+            secrets.append(await store.signing_secret())
+
+    async with anyio.create_task_group() as group:
+        for _ in range(6):
+            group.start_soon(worker)
+    assert len(secrets) == 6 and len(set(secrets)) == 1
+    assert len(secrets[0]) >= 16
+    async with open_store(store_url) as reopened:
+        assert await reopened.signing_secret() == secrets[0]
+
+
+async def test_an_unreachable_sqlite_file_is_store_unavailable(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "dir" / "s.db"
+    with pytest.raises(StoreUnavailable):
+        async with open_store(f"sqlite:///{missing}"):
+            pass
+
+
+async def test_an_unreachable_postgres_server_is_store_unavailable() -> None:
+    with pytest.raises(StoreUnavailable):
+        async with open_store("postgresql://postgres@127.0.0.1:1/none"):
+            pass
