@@ -22,6 +22,7 @@ import resource
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,10 @@ from bench.workloads.base import Workload, WorkloadSpec
 
 # Sessions are seeded for this many times the cycles the warm-up's pace predicts;
 # a slot that still runs out stops early, and the result says so.
-SESSION_MARGIN = 3.0
+SESSION_MARGIN = 5.0
+# The pacing pass: at most this many cycles per slot, or this long.
+PACE_CYCLES = 5
+PACE_SECONDS = 0.5
 
 
 def _rss_bytes() -> int:
@@ -61,69 +65,103 @@ def _probe(config: ChildConfig) -> StoreProbe:
     return PostgresProbe(config.location)
 
 
-async def _measure(config: ChildConfig, workload: Workload, probe: StoreProbe) -> dict[str, Any]:
-    limit = cycles_per_session(config.history)
-    pool = SessionPool(config.concurrency, limit)
-    count_pool = SessionPool(1, limit)
-    notes: list[str] = []
+@dataclass
+class _Run:
+    """One configuration's live pieces, passed from phase to phase."""
 
-    await workload.open()
-    try:
+    config: ChildConfig
+    workload: Workload
+    probe: StoreProbe
+    pool: SessionPool
+    count_pool: SessionPool
+    notes: list[str] = field(default_factory=list)
+    seeding_seconds: float = 0.0
+
+    async def seed(self, pool: SessionPool, uses_per_slot: int) -> None:
         began = time.perf_counter()
+        pool.add(await self.workload.add_sessions(pool.sessions_to_add(uses_per_slot)))
+        self.seeding_seconds += time.perf_counter() - began
+
+    async def prepare(self) -> None:
+        """Seed, warm up, pace, seed for the timed section, reset the store."""
+        config, workload, pool = self.config, self.workload, self.pool
         await workload.setup()
-        pool.add(await workload.add_sessions(pool.sessions_to_add(config.warmup + 1)))
-        seeding = time.perf_counter() - began
-        # Cold warm-up (first calls, pools, caches), then one round that paces the
-        # system, so the sessions seeded for the timed section fit its real speed.
+        await self.seed(pool, config.warmup + PACE_CYCLES)
+        # Cold warm-up (first calls, pools, caches), then a short pacing pass, so the
+        # sessions seeded for the timed section fit the system's real speed.
         pace = await run_cycles(workload, pool, cycles_per_slot=config.warmup)
         if pace.seconds < config.seconds / 2:
-            pace = await run_cycles(workload, pool, cycles_per_slot=1)
-        else:
-            # A round this slow means the timed section is a round or two: the cold
-            # round's pace is close enough, and another round would cost minutes.
-            pace.seconds /= max(1, config.warmup)
-        began = time.perf_counter()
-        wanted = _timed_cycles_per_slot(config, pace)
-        pool.add(await workload.add_sessions(pool.sessions_to_add(wanted + config.warmup)))
-        count_pool.add(await workload.add_sessions(count_pool.sessions_to_add(config.count_cycles)))
-        seeding += time.perf_counter() - began
-        if note := probe.reset():
-            notes.append(note)
-        if probe.rewarm_after_reset:
+            pace = await run_cycles(
+                workload, pool, cycles_per_slot=PACE_CYCLES, seconds=PACE_SECONDS
+            )
+        # Otherwise a round is so slow that the timed section is a round or two: the
+        # cold round's pace is close enough, and another would cost minutes.
+        await self.seed(pool, _timed_cycles_per_slot(config, pace) + config.warmup)
+        await self.seed(self.count_pool, config.count_cycles)
+        if note := self.probe.reset():
+            self.notes.append(note)
+        if self.probe.rewarm_after_reset:
             # After the reset, so first-touch costs (PostgreSQL's full-page images)
             # are paid before the timed section, alike for every system.
             await run_cycles(workload, pool, cycles_per_slot=config.warmup)
-        probe.begin_bytes()
-        timed = await run_cycles(
-            workload, pool, cycles_per_slot=config.cycles_per_slot, seconds=config.seconds
-        )
-        written = probe.end_bytes()
-        notes += probe.interference()
-    finally:
-        await workload.close()
-    if "sessions" in timed.stopped_by:
-        notes.append("session pool ran out before the time box; the timed section was shorter")
 
-    probe.begin_rows()
+    async def timed(self) -> tuple[PassResult, int]:
+        """The timed section, with the bytes probe around it."""
+        self.probe.begin_bytes()
+        timed = await run_cycles(
+            self.workload,
+            self.pool,
+            cycles_per_slot=self.config.cycles_per_slot,
+            seconds=self.config.seconds,
+            min_cycles=self.config.min_cycles,
+        )
+        written = self.probe.end_bytes()
+        self.notes += self.probe.interference()
+        if "sessions" in timed.stopped_by:
+            self.notes.append(
+                "session pool ran out before the time box; the timed section was shorter"
+            )
+        return timed, written
+
+    async def count_rows(self) -> tuple[PassResult, int]:
+        """The counting pass: store closed at both ends, so the row probe can settle."""
+        self.probe.begin_rows()
+        await self.workload.open()
+        try:
+            counted = await run_cycles(
+                self.workload,
+                self.count_pool,
+                cycles_per_slot=self.config.count_cycles,
+                seconds=self.config.seconds,
+            )
+        finally:
+            await self.workload.close()
+        return counted, self.probe.end_rows()
+
+
+async def _measure(config: ChildConfig, workload: Workload, probe: StoreProbe) -> dict[str, Any]:
+    limit = cycles_per_session(config.history)
+    run = _Run(
+        config, workload, probe, SessionPool(config.concurrency, limit), SessionPool(1, limit)
+    )
     await workload.open()
     try:
-        counted = await run_cycles(
-            workload, count_pool, cycles_per_slot=config.count_cycles, seconds=config.seconds
-        )
+        await run.prepare()
+        timed, written = await run.timed()
     finally:
         await workload.close()
-    rows = probe.end_rows()
-
+    counted, rows = await run.count_rows()
     return _figures(timed, counted, written, rows) | {
-        "seeding_seconds": round(seeding, 3),
-        "sessions": pool.size + count_pool.size,
+        "seeding_seconds": round(run.seeding_seconds, 3),
+        "sessions": run.pool.size + run.count_pool.size,
         "cycles_per_session_limit": limit,
-        "cycles_per_session_max": pool.max_uses,
-        "history_at_end_max": config.history + MESSAGES_PER_CYCLE * pool.max_uses,
+        "cycles_per_session_max": run.pool.max_uses,
+        "history_at_end_max": config.history + MESSAGES_PER_CYCLE * run.pool.max_uses,
         "stopped_by": sorted(timed.stopped_by),
+        "bytes_details": probe.details(),
         "bytes_method": probe.bytes_method,
         "rows_method": probe.rows_method,
-        "notes": notes,
+        "notes": run.notes,
     }
 
 
@@ -131,9 +169,10 @@ def _timed_cycles_per_slot(config: ChildConfig, pace: PassResult) -> int:
     """Cycles each slot can run in the time box, from the warm-up's pace, with a margin."""
     if pace.cycles == 0 or pace.seconds <= 0:
         return config.cycles_per_slot
-    seconds_per_cycle = pace.seconds  # one cycle per slot
+    seconds_per_cycle = pace.seconds * config.concurrency / pace.cycles  # per slot
     expected = math.ceil(SESSION_MARGIN * config.seconds / seconds_per_cycle)
-    return min(config.cycles_per_slot, expected)
+    floor = math.ceil(config.min_cycles / config.concurrency)
+    return min(config.cycles_per_slot, max(expected, floor))
 
 
 def _figures(timed: PassResult, counted: PassResult, written: int, rows: int) -> dict[str, Any]:

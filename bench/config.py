@@ -21,6 +21,8 @@ class ChildConfig:
     # Cap on timed cycles (all slots together) and the time box; whichever comes first.
     cycles: int
     seconds: float
+    # The time box never stops the timed section before this many cycles started.
+    min_cycles: int
     # Warm-up cycles per slot, untimed, on the same sessions as the timed section.
     warmup: int
     # Cycles of the separate row-counting pass (one slot).

@@ -89,21 +89,30 @@ async def run_cycles(
     *,
     cycles_per_slot: int,
     seconds: float | None = None,
+    min_cycles: int = 0,
 ) -> PassResult:
-    """Run cycles on every slot of ``pool`` at once; time each call and the whole pass."""
+    """Run cycles on every slot of ``pool`` at once; time each call and the whole pass.
+
+    The time box never cuts the pass below ``min_cycles`` started cycles, so a system
+    whose cycle outlasts the box still yields a few samples.
+    """
     result = PassResult()
     start = time.perf_counter()
     deadline = None if seconds is None else start + seconds
+    started = 0
 
     async def slot_loop(slot: int) -> None:
+        nonlocal started
         for _ in range(cycles_per_slot):
-            if deadline is not None and time.perf_counter() >= deadline:
+            late = deadline is not None and time.perf_counter() >= deadline
+            if late and started >= min_cycles:
                 result.stopped_by.add("deadline")
                 return
             session = pool.take(slot)
             if session is None:
                 result.stopped_by.add("sessions")
                 return
+            started += 1
             began = time.perf_counter()
             handle = await workload.pause(session)
             paused = time.perf_counter()

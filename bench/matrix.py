@@ -68,6 +68,11 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    child.kill()  # our own child, by its handle
+    child.wait()
+
+
 def _tail(path: Path, limit: int = 2000) -> str:
     try:
         return path.read_text(errors="replace")[-limit:]
@@ -94,13 +99,15 @@ def run_child(config: ChildConfig, workdir: Path, index: int, timeout: float) ->
         try:
             child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            child.kill()  # our own child, by its handle
-            child.wait()
+            _stop(child)
             return {
                 "status": "error",
                 "error": f"timed out after {timeout:.0f} s",
                 "log": _tail(log_path),
             }
+        except BaseException:
+            _stop(child)  # interrupted: never leave a child running behind us
+            raise
     wall = round(time.monotonic() - began, 1)
     if not out_path.exists():
         return {
@@ -157,13 +164,13 @@ def _run_on_fresh_store(
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
 
-    from bench.probes import pg_probe
+    from bench.probes import pg_admin
 
     name = f"symfonic_bench_{os.getpid()}_{index:03d}"
-    pg_probe.create_database(store.url, name)
+    pg_admin.create_database(store.url, name)
     try:
-        location = pg_probe.database_url(store.url, name)
+        location = pg_admin.database_url(store.url, name)
         return run_child(replace(config, location=location), workdir, index, timeout)
     finally:
         if not keep:
-            pg_probe.drop_database(store.url, name)
+            pg_admin.drop_database(store.url, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
 
 from bench.config import ChildConfig
 from bench.machine import describe
-from bench.matrix import ROOT, Store, configurations, run_configuration
+from bench.matrix import BUSY_THRESHOLD, ROOT, Store, configurations, run_configuration
 from bench.workloads import SYSTEMS, unavailable_reason
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -54,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=3.0,
         help="time box of the timed section; started cycles finish",
+    )
+    parser.add_argument(
+        "--min-cycles",
+        type=int,
+        default=5,
+        help="the time box never stops the timed section before this many cycles",
     )
     parser.add_argument("--warmup", type=int, default=1, help="untimed cycles per slot")
     parser.add_argument(
@@ -88,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _stores(requested: list[str]) -> tuple[list[Store], list[str]]:
-    from bench.probes import pg_probe
+    from bench.probes import pg_admin
 
     notes: list[str] = []
     if requested:
@@ -103,7 +110,7 @@ def _stores(requested: list[str]) -> tuple[list[Store], list[str]]:
         if item == "sqlite":
             stores.append(Store("sqlite", "sqlite"))
             continue
-        problem = pg_probe.reachable(item)
+        problem = pg_admin.reachable(item)
         if problem is None:
             stores.append(Store("postgresql", item))
         elif requested:
@@ -128,40 +135,50 @@ def _summary(result: dict[str, Any]) -> str:
     )
 
 
-def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
-    stores, notes = _stores(args.store)
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    unavailable = {s: r for s in systems if (r := unavailable_reason(s)) is not None}
-    for system, reason in unavailable.items():
-        _say(f"!! {system} is unavailable and will be reported as such: {reason}")
-    pg_version = None
-    if any(store.kind == "postgresql" for store in stores):
-        from bench.probes.pg_probe import server_version
-
-        pg_version = server_version(next(s.url for s in stores if s.kind == "postgresql"))
-    template = ChildConfig(
+def _template(args: argparse.Namespace) -> ChildConfig:
+    """The options every configuration shares; the matrix fills in the rest."""
+    return ChildConfig(
         system="",
         store="sqlite",
         location="",
         history=0,
         concurrency=1,
         cycles=args.cycles,
+        min_cycles=args.min_cycles,
         seconds=args.seconds,
         warmup=args.warmup,
         count_cycles=args.count_cycles,
         sqlite_synchronous=args.sqlite_synchronous,
     )
-    document: dict[str, Any] = {
-        "meta": describe(ROOT, pg_version)
-        | {
-            "command": " ".join(["python -m bench", *sys.argv[1:]]),
-            "options": _options(args),
-            "notes": notes,
-            "unavailable": unavailable,
-        },
-        "results": [],
+
+
+def _new_document(
+    args: argparse.Namespace, stores: list[Store], notes: list[str], unavailable: dict[str, str]
+) -> dict[str, Any]:
+    pg_version = None
+    if any(store.kind == "postgresql" for store in stores):
+        from bench.probes.pg_admin import server_version
+
+        pg_version = server_version(next(s.url for s in stores if s.kind == "postgresql"))
+    meta = describe(ROOT, pg_version) | {
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "busy_threshold": BUSY_THRESHOLD,
+        "options": _options(args),
+        "notes": notes,
+        "unavailable": unavailable,
     }
-    plan = list(configurations(template, stores, args.history, args.concurrency, systems))
+    return {"meta": meta, "results": []}
+
+
+def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
+    """Run every configuration, one at a time; save results.json after each."""
+    stores, notes = _stores(args.store)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unavailable = {s: r for s in systems if (r := unavailable_reason(s)) is not None}
+    for system, reason in unavailable.items():
+        _say(f"!! {system} is unavailable and will be reported as such: {reason}")
+    document = _new_document(args, stores, notes, unavailable)
+    plan = list(configurations(_template(args), stores, args.history, args.concurrency, systems))
     workdir = args.out / "work"
     workdir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
@@ -174,15 +191,8 @@ def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
                 store, config, workdir, index, args.timeout, args.keep_stores
             )
             _say(f"    {_summary(result)}")
-        document["results"].append(
-            {
-                "system": config.system,
-                "store": config.store,
-                "history": config.history,
-                "concurrency": config.concurrency,
-            }
-            | result
-        )
+        key = {k: getattr(config, k) for k in ("system", "store", "history", "concurrency")}
+        document["results"].append(key | result)
         results_path.write_text(json.dumps(document, indent=1))
     document["meta"]["total_seconds"] = round(time.monotonic() - began, 1)
     results_path.write_text(json.dumps(document, indent=1))
@@ -195,6 +205,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency",
         "systems",
         "cycles",
+        "min_cycles",
         "seconds",
         "warmup",
         "count_cycles",
@@ -203,7 +214,14 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {key: getattr(args, key) for key in keys}
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # SystemExit unwinds through the `finally` blocks that drop PostgreSQL databases
+    # and stop the running child; SIGTERM's default would skip them.
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     args = _parser().parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / "results.json"
@@ -217,7 +235,14 @@ def main(argv: list[str] | None = None) -> int:
 
         written = write_report(document, args.report)
         _say("report: " + ", ".join(str(path) for path in written))
+    for system, reason in document["meta"].get("unavailable", {}).items():
+        _say(f"!! {system} was NOT measured (it does not import): {reason}")
     failed = [r for r in document["results"] if r.get("status") == "error"]
+    for row in failed:
+        _say(
+            f"!! {row['system']}/{row['store']}/h{row['history']}/c{row['concurrency']} "
+            f"failed: {row.get('error')}"
+        )
     return 1 if failed else 0
 
 

@@ -82,10 +82,11 @@ def parse_stream(body: str) -> list[BaseEvent]:
     """Every SSE frame's data, validated as an AG-UI event; the stream as a lifecycle."""
     events = []
     for frame in body.split("\n\n"):
-        if not frame.strip():
-            continue
-        data = [line[5:].lstrip() for line in frame.splitlines() if line.startswith("data:")]
-        assert data, f"a frame with no data: {frame!r}"
+        lines = [line for line in frame.splitlines() if line and not line.startswith(":")]
+        if not lines:
+            continue  # blank, or a keep-alive comment
+        data = [line[5:].lstrip() for line in lines if line.startswith("data:")]
+        assert data == [line[5:].lstrip() for line in lines], f"not an AG-UI frame: {frame!r}"
         events.append(parse_event("\n".join(data)))
     check_lifecycle(events)
     return events

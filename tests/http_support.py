@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -174,6 +174,15 @@ async def pause_row(agent: SymfonicAgent, pause_id: str) -> PauseRecord:
     pause = await agent.store.get_pause(pause_id)
     assert pause is not None
     return pause
+
+
+async def within_a_second(check: Callable[[], Awaitable[bool]]) -> None:
+    """Wait for a state another task writes to the store, where no event can reach us."""
+    with anyio.fail_after(1.0):
+        while True:
+            if await check():
+                return
+            await anyio.sleep(0.02)
 
 
 def free_port() -> int:

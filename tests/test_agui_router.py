@@ -3,11 +3,12 @@ threads and their owners, the input a run needs, and the declared capabilities."
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any
 
+import anyio
 import pytest
 from ag_ui.core import (
     AgentCapabilities,
@@ -22,13 +23,11 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from agui_support import AguiClient, agui_app, finished, run_body, types
 from symfonic import SymfonicAgent
-from symfonic.agent.agui.run import agui_run
-from symfonic.agent.fastapi.host import ServiceHost
-from symfonic.core.contracts.principal import Principal
+from symfonic.agent.fastapi.host import ServiceHost, UnknownAgent
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import text_of
 from symfonic.demo import demo_agent
-from symfonic.testing import ScriptedChatModel, reply
+from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio
 
@@ -187,25 +186,68 @@ async def test_capabilities_declare_interrupts_and_approve_with_edits(
     assert plain["humanInTheLoop"]["approveWithEdits"] is False
 
     missing = await client.http.get("/v1/agui/capabilities?agent=nobody", headers=auth)
-    assert missing.status_code == 422
+    assert missing.status_code == UnknownAgent.status
     assert missing.json()["error"]["code"] == "unknown_agent"
 
 
 async def test_a_client_that_goes_away_mid_resume_leaves_no_claim_behind(
-    host: ServiceHost,
+    sqlite_url: str,
 ) -> None:
-    """Closing the stream after the claim abandons the pause: never left ``claimed``."""
-    alice = Principal("alice")
+    """A disconnect while the approved tool runs closes the run at once: the pause is
+    ``abandoned``, never left ``claimed``."""
+    running = anyio.Event()
+
+    async def slow_send(to: str) -> str:
+        """Send something, slowly."""
+        running.set()
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    model = ScriptedChatModel.from_script([call("slow_send", {"to": "bob"}), reply("done")])
+    agent = SymfonicAgent(name="slow", model=model, tools=[slow_send], approval={"slow_send"})
+    host = ServiceHost([agent], store=sqlite_url)
+    await host.open()
+    app = agui_app(host)
     thread = f"t-{uuid.uuid4().hex}"
-    first = run_body(thread, "Pay alice 42 EUR", forwardedProps={"agent": "assistant"})
-    async with aclosing(agui_run(host, alice, RunAgentInput.model_validate(first))) as events:
-        paused = [event async for event in events]
-    outcome = finished(paused).outcome
+    client = AguiClient(app)
+    outcome = finished(await client.run(run_body(thread, "send it"))).outcome
+    await client.aclose()
     assert isinstance(outcome, RunFinishedInterruptOutcome)
     entry = {"interruptId": outcome.interrupts[0].id, "status": "resolved",
              "payload": {"approved": True}}
-    resumed = agui_run(host, alice, RunAgentInput.model_validate(run_body(thread, resume=[entry])))
-    assert isinstance(await anext(resumed), RunStartedEvent)
-    await resumed.aclose()
-    [pause] = await host.store.session_pauses(thread)
-    assert pause.state is PauseState.ABANDONED
+
+    request = json.dumps(run_body(thread, resume=[entry])).encode()
+    gone = anyio.Event()
+    received: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        if not received:
+            received.append(request)
+            return {"type": "http.request", "body": request, "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        received.append(message.get("body", b""))
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1", "method": "POST", "scheme": "http", "path": "/v1/agui",
+        "raw_path": b"/v1/agui", "query_string": b"", "root_path": "",
+        "headers": [(b"content-type", b"application/json"),
+                    (b"authorization", b"Bearer alice-key")],
+        "client": ("127.0.0.1", 5000), "server": ("agui.test", 80),
+    }
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(app, scope, receive, send)
+                await running.wait()
+                [pause] = await host.store.session_pauses(thread)
+                assert pause.state is PauseState.CLAIMED
+                gone.set()
+        [pause] = await host.store.session_pauses(thread)
+        assert pause.state is PauseState.ABANDONED
+        assert b"RUN_STARTED" in b"".join(received[1:])
+    finally:
+        await host.aclose()

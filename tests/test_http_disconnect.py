@@ -6,6 +6,7 @@ port) because the in-memory transport never reports a disconnect.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,16 +15,17 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+
 from http_support import (
     APPROVE,
+    JSON,
     Gate,
-    free_port,
     pause_row,
     paused_turn,
     payment_agent,
     scripted,
+    within_a_second,
 )
-
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
 from symfonic.core.contracts.types import PauseState
@@ -34,27 +36,17 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 @asynccontextmanager
 async def uvicorn_serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
+    """uvicorn on a socket that listens before it starts: connections queue, no waiting."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:  # uvicorn offers no event to await
-                await anyio.sleep(0.01)
+        tasks.start_soon(server.serve, [listening])
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
                 yield client
         finally:
             server.should_exit = True
-
-
-async def _state_within_a_second(agent: SymfonicAgent, pause_id: str) -> PauseState:
-    with anyio.move_on_after(1.0):
-        while (await pause_row(agent, pause_id)).state is PauseState.CLAIMED:
-            await anyio.sleep(0.02)
-    return (await pause_row(agent, pause_id)).state
 
 
 async def test_dropping_a_resumed_stream_abandons_the_pause(store_url: str) -> None:
@@ -71,7 +63,11 @@ async def test_dropping_a_resumed_stream_abandons_the_pause(store_url: str) -> N
         # Leaving the block closed the connection while the approved tool was running.
         with anyio.fail_after(1.0):
             await gate.cancelled.wait()
-        assert await _state_within_a_second(agent, paused["pause_id"]) is PauseState.ABANDONED
+
+        async def abandoned() -> bool:
+            return (await pause_row(agent, paused["pause_id"])).state is PauseState.ABANDONED
+
+        await within_a_second(abandoned)
         assert gate.calls == []
         again = await client.post("/v1/resume", json=body)
         assert (again.status_code, again.json()["error"]["code"]) == (410, "pause_abandoned")
@@ -91,10 +87,13 @@ async def test_dropping_a_first_turn_leaves_the_session_usable(sqlite_url: str) 
             await gate.entered.wait()
         with anyio.fail_after(1.0):
             await gate.cancelled.wait()
-        with anyio.fail_after(1.0):
-            while (await client.get(f"/v1/sessions/{session_id}")).json()["status"] != "idle":
-                await anyio.sleep(0.02)
+
+        async def idle() -> bool:
+            view = await client.get(f"/v1/sessions/{session_id}")
+            return bool(view.json()["status"] == "idle")
+
+        await within_a_second(idle)
         gate.release.set()
-        again = await client.post(url, json={"message": "go"}, headers={"Accept": "application/json"})
+        again = await client.post(url, json={"message": "go"}, headers=JSON)
         assert again.json()["status"] == "complete"
         assert again.json()["revision"] == 1

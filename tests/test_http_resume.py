@@ -7,8 +7,12 @@ that failed after its claim leaves it ``abandoned`` -- never ``claimed``.
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
+
 import anyio
 import pytest
+
 from http_support import (
     APPROVE,
     JSON,
@@ -22,7 +26,6 @@ from http_support import (
     payment_agent,
     serve,
 )
-
 from symfonic import Limits, Quota
 from symfonic.core.contracts.types import PauseState
 from symfonic.testing import call, calls, reply
@@ -97,6 +100,11 @@ async def test_second_pause_supersedes_the_first(store_url: str) -> None:
             "/v1/resume", json={"token": first["pause_token"], "answer": {"decision": "reject"}}
         )
         assert stale.status_code == 409
+        replay = await client.post(
+            "/v1/resume", json={"token": first["pause_token"], "answer": APPROVE}
+        )
+        assert [f.event for f in frames(replay.text)] == ["turn.started", "turn.paused"]
+        assert frames(replay.text)[-1].data["pause_token"] == second["pause_token"]
         done = await client.post(
             "/v1/resume", json={"token": second["pause_token"], "answer": APPROVE}, headers=JSON
         )
@@ -126,7 +134,9 @@ async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
         _, paused = await paused_turn(client)
         forged = paused["pause_token"][:-4] + ("AAAA" if not paused["pause_token"].endswith(
             "AAAA") else "BBBB")
-        for token in ["nope", forged]:
+        unknown = agent.token_for(replace(await pause_row(agent, paused["pause_id"]),
+                                          pause_id=uuid.uuid4().hex))
+        for token in ["nope", forged, unknown]:
             response = await client.post("/v1/resume", json={"token": token, "answer": APPROVE})
             assert response.status_code == 404
             assert response.json()["error"]["code"] == "pause_not_found"
@@ -137,7 +147,10 @@ async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
 async def test_audience_scope_answers_and_is_recorded(store_url: str) -> None:
     agent = payment_agent(store_url, approval={"pay": "approver"})
     async with serve(agent, api_keys=KEYS) as client:
-        _, paused = await paused_turn(client, auth("alice"))
+        session_id, paused = await paused_turn(client, auth("alice"))
+        view = (await client.get(f"/v1/sessions/{session_id}", headers=auth("alice"))).json()
+        assert view["pending_pause"]["audience"] == "approver"
+        assert view["pending_pause"]["token"] is None
         body = {"token": paused["pause_token"], "answer": APPROVE}
         for name in ["alice", "bob"]:
             refused = await client.post("/v1/resume", json=body, headers=auth(name))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from http_support import APPROVE, JSON, frames, free_port
 
+from http_support import APPROVE, JSON, frames, free_port
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.cli.main import main
 from symfonic.cli.serve import _startup_line, is_loopback

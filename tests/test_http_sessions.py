@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import datetime
 
 import pytest
+
 from http_support import (
     APPROVE,
     JSON,
     KEYS,
     auth,
     client_of,
-    new_session,
     pause_row,
     paused_turn,
     payment_agent,
     serve,
 )
-
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
 from symfonic.core.contracts.types import PauseState
@@ -40,6 +40,17 @@ async def test_create_session_is_201_and_idle(sqlite_url: str) -> None:
         assert (await client.post("/v1/sessions")).status_code == 201
 
 
+async def test_strings_any_json_allows_are_stored_and_sent_back(sqlite_url: str) -> None:
+    async with serve(payment_agent(sqlite_url)) as client:
+        body = b'{"metadata": {"k\\udbb5": "nul\\u0000 pair\\ud83d\\ude00"}}'
+        created = await client.post(
+            "/v1/sessions", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert created.status_code == 201
+        view = await client.get(f"/v1/sessions/{created.json()['session_id']}")
+        assert view.json()["metadata"] == {"k\ufffd": "nul\x00 pair\U0001f600"}
+
+
 async def test_sessions_are_bound_to_the_named_agent(sqlite_url: str) -> None:
     other = SymfonicAgent(name="greeter", model=_model("Hi from greeter."), store=sqlite_url)  # type: ignore[arg-type]
     async with serve(payment_agent(sqlite_url), other) as client:
@@ -51,7 +62,7 @@ async def test_sessions_are_bound_to_the_named_agent(sqlite_url: str) -> None:
         )
         assert outcome.json()["answer"] == "Hi from greeter."
         unknown = await client.post("/v1/sessions", json={"agent": "nobody"})
-        assert (unknown.status_code, unknown.json()["error"]["code"]) == (422, "unknown_agent")
+        assert (unknown.status_code, unknown.json()["error"]["code"]) == (404, "unknown_agent")
 
 
 def _model(text: str) -> object:
@@ -121,8 +132,9 @@ async def test_pauses_listing_filters_by_state(sqlite_url: str) -> None:
         assert [(p["pause_id"], p["answered_by"], p["token"]) for p in published] == [
             (paused["pause_id"], "local", None)
         ]
-        bad = await client.get("/v1/pauses?state=whatever")
-        assert (bad.status_code, bad.json()["error"]["code"]) == (422, "invalid_request")
+        for query in ["state=whatever", "state=pending&surprise=1"]:
+            bad = await client.get(f"/v1/pauses?{query}")
+            assert (bad.status_code, bad.json()["error"]["code"]) == (422, "invalid_request")
 
 
 async def test_health_is_503_when_the_store_does_not_answer() -> None:
@@ -142,9 +154,10 @@ async def test_health_is_503_when_the_store_does_not_answer() -> None:
         ("POST", "/v1/sessions", b'{"metadata": 3}', 422),
         ("POST", "/v1/sessions", b'{"surprise": true}', 422),
         ("POST", "/v1/resume", b'{"token": "t", "answer": NaN}', 422),
-        ("POST", "/v1/resume", b'{"token": "t", "answer": "a\\u0000b"}', 422),
+        ("POST", "/v1/resume", b'{"token": "t", "answer": {"\\udbb5": "\\u0000"}}', 404),
         ("POST", "/v1/resume", b'{"answer": 1}', 422),
         ("POST", "/v1/resume", b"[" * 5000 + b"]" * 5000, 400),
+        ("POST", "/v1/sessions", b'{"metadata": {"k": "' + b"x" * (4 << 20) + b'"}}', 413),
         ("GET", "/v1/sessions/bad%00id", None, 422),
         ("GET", "/v1/nowhere", None, 404),
         ("DELETE", "/v1/sessions", None, 405),
@@ -160,6 +173,21 @@ async def test_malformed_requests_get_the_error_shape(
         assert response.status_code == status, response.text
         error = response.json()["error"]
         assert set(error) == {"code", "message"}
+
+
+async def test_a_chunked_body_over_the_cap_is_413(sqlite_url: str) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"metadata": {"k": "'
+        for _ in range(4):
+            yield b"x" * 50_000
+        yield b'"}}'
+
+    async with serve(payment_agent(sqlite_url), max_body_size=100_000) as client:
+        response = await client.post(
+            "/v1/sessions", content=chunks(), headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 413
+        assert response.json()["error"]["code"] == "content_too_large"
 
 
 async def test_openapi_documents_every_body_and_error(sqlite_url: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+
 from http_support import (
     JSON,
     KEYS,
@@ -17,7 +18,6 @@ from http_support import (
     scripted,
     serve,
 )
-
 from symfonic import Limits, Quota, SymfonicAgent
 from symfonic.core.contracts.types import PauseState
 from symfonic.testing import call, reply

@@ -156,32 +156,32 @@ async def test_reject_never_runs_the_tool_and_says_why(store_url: str, bank: Ban
         await agent.aclose()
 
 
-@pytest.mark.parametrize("kind", ["approval", "input", "form"])
 async def test_cancelled_says_the_person_declined_and_the_turn_goes_on(
-    store_url: str, bank: Bank, kind: str
+    store_url: str, bank: Bank
 ) -> None:
     class Choice(BaseModel):
         option: str
 
-    first = {
+    firsts = {
         "approval": PAY,
         "input": call("ask_human", {"question": "which account?"}, id="q_1"),
         "form": call("choose", {"question": "pick"}, id="q_1"),
-    }[kind]
-    agent = await _agent(
-        store_url, bank, first, interactions=[interaction("choose", "Choose.", Choice)]
-    )
-    try:
-        paused = await agent.run("do it")
-        assert paused.pause is not None and paused.pause.kind.value == kind
-        done = await agent.resume(paused.pause.token, None, status="cancelled")
-        assert done.status == "complete" and done.revision == 1
-        assert bank.sent == []
-        assert list(_observations(bank.seen[-1]).values()) == [DECLINED]
-        pause = await agent.store.get_pause(paused.pause.pause_id)
-        assert pause is not None and pause.answer_status == "cancelled"
-    finally:
-        await agent.aclose()
+    }
+    for kind, first in firsts.items():
+        agent = await _agent(
+            store_url, bank, first, interactions=[interaction("choose", "Choose.", Choice)]
+        )
+        try:
+            paused = await agent.run("do it")
+            assert paused.pause is not None and paused.pause.kind.value == kind
+            done = await agent.resume(paused.pause.token, None, status="cancelled")
+            assert done.status == "complete" and done.revision == 1
+            assert bank.sent == []
+            assert list(_observations(bank.seen[-1]).values()) == [DECLINED]
+            pause = await agent.store.get_pause(paused.pause.pause_id)
+            assert pause is not None and pause.answer_status == "cancelled"
+        finally:
+            await agent.aclose()
 
 
 async def test_ask_human_takes_a_string_answer(store_url: str, bank: Bank) -> None:
@@ -310,3 +310,44 @@ async def test_an_approval_audience_decides_who_may_approve(store_url: str, bank
             principal=Principal("carol", frozenset({"approver"})),
         )
         assert done.status == "complete" and bank.sent == [{"amount": 5, "to": "bob"}]
+
+
+async def test_answers_are_validated_against_the_declared_schema(
+    store_url: str, bank: Bank
+) -> None:
+    from symfonic import InvalidAnswer
+
+    size = interaction(
+        "size",
+        "Ask for a T-shirt size.",
+        {"type": "object", "properties": {"size": {"enum": ["S", "M"]}}, "required": ["size"]},
+    )
+    agent = await _agent(
+        store_url, bank, call("size", {"question": "Size?"}, id="s"), interactions=[size]
+    )
+    try:
+        paused = await agent.run("order")
+        assert paused.pause is not None
+        assert paused.pause.response_schema["required"] == ["size"]
+        for wrong in ({"size": "XL"}, {}, "M", 42):
+            with pytest.raises(InvalidAnswer):
+                await agent.resume(paused.pause.token, wrong)
+        done = await agent.resume(paused.pause.token, {"size": "M"})
+        assert done.answer == 's={"size": "M"}'
+    finally:
+        await agent.aclose()
+
+
+async def test_a_free_text_question_wants_a_string(sqlite_url: str, bank: Bank) -> None:
+    from symfonic import InvalidAnswer
+
+    agent = await _agent(sqlite_url, bank, call("ask_human", {"question": "Name?"}, id="q"))
+    try:
+        paused = await agent.run("go")
+        assert paused.pause is not None
+        for wrong in (42, {"name": "x"}, None):
+            with pytest.raises(InvalidAnswer):
+                await agent.resume(paused.pause.token, wrong)
+        assert (await agent.resume(paused.pause.token, "")).status == "complete"
+    finally:
+        await agent.aclose()

@@ -113,17 +113,16 @@ async def test_the_tool_limit_fails_the_turn_and_publishes_nothing(store_url: st
         assert (after.status, after.revision) == ("complete", 1)
 
 
-@pytest.mark.parametrize("answer", ["", "   \n"])
-async def test_an_empty_final_answer_fails_and_publishes_nothing(
-    store_url: str, answer: str
-) -> None:
-    async with SymfonicAgent(
-        model=ScriptedChatModel.from_script([reply(answer)]), store=store_url
-    ) as agent:
-        result = await agent.run("say nothing")
-        assert result.status == "failed" and result.error is not None
-        assert result.error.code == "empty_answer"
-        assert await _revision(agent, result.session_id) == 0
+async def test_an_empty_final_answer_fails_and_publishes_nothing(store_url: str) -> None:
+    def respond(messages: list[BaseMessage]) -> Any:
+        return reply("" if messages[-1].content == "empty" else "   \n")
+
+    async with SymfonicAgent(model=ScriptedChatModel(respond=respond), store=store_url) as agent:
+        for message in ("empty", "blank"):
+            result = await agent.run(message)
+            assert result.status == "failed" and result.error is not None
+            assert result.error.code == "empty_answer"
+            assert await _revision(agent, result.session_id) == 0
 
 
 async def test_max_model_calls_stops_with_budget_exhausted(store_url: str) -> None:

@@ -172,6 +172,13 @@ def test_the_agent_takes_the_documented_arguments(sqlite_url: str) -> None:
     assert resume["status"].default == "resolved"
 
 
+def test_pauses_last_a_day_unless_configured() -> None:
+    agent = SymfonicAgent(model=ScriptedChatModel.from_script(["x"]))
+    assert agent.pause_ttl == 24 * 3600
+    with pytest.raises(ConfigurationError):
+        SymfonicAgent(model=ScriptedChatModel.from_script(["x"]), pause_ttl=0)
+
+
 def test_approval_must_name_a_tool_the_agent_has() -> None:
     with pytest.raises(ConfigurationError, match="approval"):
         SymfonicAgent(model=ScriptedChatModel.from_script(["x"]), approval={"nothing"})

@@ -303,3 +303,43 @@ async def test_turn_checkpoint_store_reads_the_port_every_time(store_url: str) -
         assert first is not None and first.interaction.tool_call_id == "call_ask"
         assert first.base_revision == 0
         assert await checkpoints.load("0" * 32) is None
+
+
+async def test_the_answer_must_be_for_the_call_the_round_stopped_at() -> None:
+    from symfonic.agent.cutover.kernel_resume import kernel_resume
+    from symfonic.kernel.limits import Limits
+    from symfonic.kernel.loop import Kernel
+    from symfonic.kernel.toolbox import ToolBox
+
+    kernel = Kernel(ScriptedChatModel.from_script(["x"]), ToolBox(), Limits(), "s1")
+    outcome = ResumeOutcome(
+        turn=_checkpoint(), response="yes", tool_call_id="c3", interrupt_id="i"
+    )
+    with pytest.raises(InteractionConfigurationError, match="stopped at 'c2'"):
+        async for _ in kernel_resume(kernel, outcome, []):
+            pass
+    with pytest.raises(InteractionConfigurationError, match="no recorded turn state"):
+        async for _ in kernel_resume(kernel, replace(outcome, turn=None), []):
+            pass
+
+
+async def test_a_checkpoint_holds_the_turn_not_the_history(sqlite_url: str) -> None:
+    seen: list[list[BaseMessage]] = []
+    async with _agent(sqlite_url, seen) as agent:
+        session_id = await agent.create_session()
+        history = [
+            {"role": "human" if i % 2 == 0 else "ai", "content": f"old {i}"} for i in range(200)
+        ]
+        await agent.seed_history(session_id, history)
+        paused = await agent.run("pick one", session_id)
+        assert paused.pause is not None
+        record = await agent.store.load_checkpoint(paused.pause.pause_id)
+        assert record is not None and record.base_revision == 1
+        assert [b["role"] for b in record.body["messages"]] == ["human", "ai"]
+        assert record.body["messages"][0]["content"] == "pick one"
+        done = await agent.resume(paused.pause.token, "blue")
+        assert done.revision == 2
+    # The resumed model call saw the whole history, then the rebuilt turn.
+    resumed_call = seen[-1]
+    assert [m.content for m in resumed_call[:2]] == ["old 0", "old 1"]
+    assert len(resumed_call) == 200 + 2 + 3

@@ -99,7 +99,10 @@ async def test_an_expired_pause_refuses_with_pause_expired(store_url: str) -> No
         invalid = {"decision": "nope"}
         with pytest.raises(InvalidAnswer):
             await agent.resume(paused.pause.token, invalid)
+        assert [p.pause_id for p in await agent.pauses()] == [paused.pause.pause_id]
         clock.advance(1)
+        # An expired pause is no longer offered for answering, swept or not.
+        assert await agent.pauses() == []
         with pytest.raises(PauseExpired) as raised:
             await agent.resume(paused.pause.token, APPROVE)
         assert raised.value.status == 410
@@ -207,29 +210,27 @@ async def test_a_forged_or_foreign_token_names_no_pause(store_url: str) -> None:
         assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        {"decision": "maybe"},
-        {"decision": "edit"},
-        {"decision": "edit", "args": {"amount": "five"}},
-        {"decision": "approve", "extra": 1},
-        "yes",
-        None,
-    ],
-)
-async def test_an_invalid_answer_is_refused_without_spending_the_token(
-    store_url: str, answer: Any
-) -> None:
+INVALID = [
+    {"decision": "maybe"},
+    {"decision": "edit"},
+    {"decision": "edit", "args": {"amount": "five"}},
+    {"decision": "approve", "extra": 1},
+    "yes",
+    None,
+]
+
+
+async def test_an_invalid_answer_is_refused_without_spending_the_token(store_url: str) -> None:
     payments = Payments()
     async with _agent(store_url, payments) as agent:
         paused = await agent.run("pay")
         assert paused.pause is not None
-        with pytest.raises(InvalidAnswer) as raised:
-            await agent.resume(paused.pause.token, answer)
-        assert raised.value.status == 422 and raised.value.message
-        assert raised.value.fields["errors"]
-        assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
+        for answer in INVALID:
+            with pytest.raises(InvalidAnswer) as raised:
+                await agent.resume(paused.pause.token, answer)
+            assert raised.value.status == 422 and raised.value.message
+            assert raised.value.fields["errors"]
+            assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
         assert payments.sent == []
         done = await agent.resume(paused.pause.token, APPROVE)
         assert done.status == "complete" and payments.sent == [5]
@@ -255,24 +256,20 @@ async def test_replay_of_the_identical_answer_returns_the_published_outcome(
         assert session is not None and session.revision == 1
 
 
-@pytest.mark.parametrize(
-    ("answer", "status"),
-    [
-        ({"decision": "reject"}, "resolved"),
-        (APPROVE, "cancelled"),
-    ],
-)
-async def test_replay_with_a_different_answer_is_refused(
-    store_url: str, answer: Any, status: Any
-) -> None:
+async def test_replay_with_a_different_answer_is_refused(store_url: str) -> None:
     payments = Payments()
     async with _agent(store_url, payments) as agent:
         paused = await agent.run("pay")
         assert paused.pause is not None
         await agent.resume(paused.pause.token, APPROVE)
-        with pytest.raises(PauseAlreadyClaimed) as raised:
-            await agent.resume(paused.pause.token, answer, status=status)
-        assert raised.value.status == 409
+        different: list[tuple[Any, Any]] = [
+            ({"decision": "reject"}, "resolved"),
+            (APPROVE, "cancelled"),
+        ]
+        for answer, status in different:
+            with pytest.raises(PauseAlreadyClaimed) as raised:
+                await agent.resume(paused.pause.token, answer, status=status)
+            assert raised.value.status == 409
         assert payments.sent == [5]
 
 
@@ -318,3 +315,20 @@ async def test_refusals_raise_before_the_first_event(store_url: str) -> None:
         stream = agent.resume_stream("sfp_nothing", APPROVE)
         with pytest.raises(PauseNotFound):
             await anext(stream)
+
+
+async def test_another_principal_is_told_the_session_does_not_exist(store_url: str) -> None:
+    from symfonic import SessionNotFound
+
+    async with _agent(store_url, Payments()) as agent:
+        paused = await agent.run("pay", principal="alice")
+        for act in (
+            agent.run("hi", paused.session_id, principal="bob"),
+            agent.get_session(paused.session_id, principal="bob"),
+            agent.run("hi", "no-such-session", principal="alice"),
+        ):
+            with pytest.raises(SessionNotFound) as raised:
+                await act
+            assert raised.value.status == 404
+        session = await agent.get_session(paused.session_id, principal="alice")
+        assert session.principal == "alice"

@@ -142,7 +142,7 @@ async def test_a_claim_needs_a_pending_unexpired_pause(store: Store) -> None:
 
 async def test_only_the_holder_renews_and_only_while_claimed(store: Store) -> None:
     session_id = await new_session(store)
-    pause, claim = await claimed(store, session_id)
+    _, claim = await claimed(store, session_id)
     later = T0 + 2 * HOUR
     assert not await store.renew_claim(session_id, "someone-else", later)
     assert not await store.renew_claim("other-session", claim.claim_id, later)
@@ -237,7 +237,7 @@ async def test_a_second_pause_supersedes_the_claim_in_one_transaction(store: Sto
 
 async def test_a_second_pause_for_a_lost_claim_writes_nothing(store: Store) -> None:
     session_id = await new_session(store)
-    first, claim = await claimed(store, session_id)
+    _, claim = await claimed(store, session_id)
     assert await store.abandon_claim(session_id, claim.claim_id)
     follow = pause_record(session_id)
     with pytest.raises(PauseAbandoned):

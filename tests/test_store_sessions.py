@@ -111,6 +111,9 @@ async def test_every_worker_opening_a_fresh_database_at_once_shares_one_secret(
         assert await reopened.signing_secret() == secrets[0]
 
 
+# aiosqlite stops a connection that failed to open by posting to the event loop
+# from its thread, which may run after the test's loop closed; that is harmless.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 async def test_an_unreachable_sqlite_file_is_store_unavailable(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir" / "s.db"
     with pytest.raises(StoreUnavailable):

@@ -119,7 +119,8 @@ def _answer(data: st.DataObject, kind: str) -> tuple[Any, str]:
     if kind == "approval":
         decision = data.draw(st.sampled_from(["approve", "edit", "reject"]), label="decision")
         if decision == "edit":
-            return {"decision": "edit", "args": {"amount": data.draw(st.integers(1, 99))}}, "resolved"
+            amount = data.draw(st.integers(1, 99), label="edited amount")
+            return {"decision": "edit", "args": {"amount": amount}}, "resolved"
         if decision == "reject":
             return {"decision": "reject", "reason": "too much"}, "resolved"
         return {"decision": "approve"}, "resolved"

@@ -15,6 +15,7 @@ workload, so symfonic, LangGraph and the floor are measured by identical code
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 
 class StoreProbe(ABC):
@@ -33,6 +34,10 @@ class StoreProbe(ABC):
     def interference(self) -> list[str]:
         """Notes on anything else that wrote during the timed section (read after it)."""
         return []
+
+    def details(self) -> dict[str, Any]:
+        """Raw readings behind the bytes figure, for results.json."""
+        return {}
 
     @abstractmethod
     def begin_bytes(self) -> None: ...

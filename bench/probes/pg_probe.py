@@ -1,15 +1,14 @@
-"""PostgreSQL: bytes are WAL generated, rows come from ``pg_stat_user_tables``.
+"""PostgreSQL: bytes are this database's WAL, rows come from ``pg_stat_user_tables``.
 
 Every configuration runs in a database of its own (created and dropped by the
 parent), so the table statistics of that database belong to one workload only.
 
-Bytes. ``pg_wal_lsn_diff`` of ``pg_current_wal_insert_lsn()`` read just before and
-just after the timed section: the exact WAL volume inserted, read synchronously.
-(``pg_stat_wal.wal_bytes`` is the same quantity, but a backend publishes it only
-when it flushes its statistics, up to 10 s later in PostgreSQL 15, so it cannot
-bracket a few seconds of work.) WAL is cluster-wide: anything else writing to the
-server at the same time is counted too, so run the benchmark on a quiet server.
-A ``CHECKPOINT`` precedes the warm-up so every system starts from the same state
+Bytes. The WAL inserted between just before and just after the timed section,
+read synchronously from the WAL position (``pg_stat_wal.wal_bytes`` is the same
+quantity, but a backend publishes it only when it flushes its statistics, up to
+10 s later in PostgreSQL 15, so it cannot bracket a few seconds of work), and
+narrowed to this database's share by :mod:`bench.probes.pg_wal`. The reset before
+the last warm-up is a ``CHECKPOINT``, so every system starts from the same state
 of full-page images.
 
 Rows. ``n_tup_ins + n_tup_upd + n_tup_del`` summed over the database's user
@@ -22,19 +21,20 @@ is connected to the database, clears its statistics snapshot and reads.
 from __future__ import annotations
 
 import time
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 import psycopg
 
 from bench.probes.base import StoreProbe
+from bench.probes.pg_wal import WalMeter, WalReading
 
 SETTLE_TIMEOUT_SECONDS = 15.0
 
 _ROWS = (
     "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables"
 )
-# Sampled at both ends of the timed section: WAL is cluster-wide, so a busy client
-# of another database means the WAL figure may include its writes.
+# Sampled at both ends of the timed section: when the WAL cannot be attributed to
+# a database, a busy client of another database means the figure includes its writes.
 _BUSY_ELSEWHERE = (
     "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
     " AND datname IS DISTINCT FROM current_database() AND state NOT IN ('idle')"
@@ -46,7 +46,10 @@ _OTHER_BACKENDS = (
 
 
 class PostgresProbe(StoreProbe):
-    bytes_method = "pg_wal_lsn_diff of pg_current_wal_insert_lsn() around the timed section"
+    bytes_method = (
+        "WAL inserted during the timed section (pg_current_wal_insert_lsn distance), "
+        "scaled to this database's share of the WAL records (pg_walinspect)"
+    )
     rows_method = (
         "pg_stat_user_tables n_tup_ins+n_tup_upd+n_tup_del delta over a separate counting "
         "pass, read after the workload's backends have exited"
@@ -56,8 +59,9 @@ class PostgresProbe(StoreProbe):
     def __init__(self, url: str) -> None:
         self.url = url
         self._conn: psycopg.Connection | None = None
-        self._lsn_at_start = ""
         self._busy_others = 0
+        self._wal: WalMeter | None = None
+        self._reading: WalReading | None = None
         self._rows_at_start = 0
 
     @property
@@ -75,7 +79,14 @@ class PostgresProbe(StoreProbe):
     def _int(self, sql: str, *args: object) -> int:
         return int(str(self._scalar(sql, *args)))
 
+    @property
+    def wal(self) -> WalMeter:
+        if self._wal is None:
+            self._wal = WalMeter(self.conn)
+        return self._wal
+
     def reset(self) -> str | None:
+        self.wal.enable()  # catalog writes now, not in the timed section
         # Flush dirty pages, so every system's warm-up and timed section start from
         # the same state of full-page images in the WAL.
         try:
@@ -86,23 +97,34 @@ class PostgresProbe(StoreProbe):
 
     def begin_bytes(self) -> None:
         self._busy_others = self._int(_BUSY_ELSEWHERE)
-        self._lsn_at_start = str(self._scalar("SELECT pg_current_wal_insert_lsn()::text"))
+        self.wal.begin()
 
     def end_bytes(self) -> int:
-        written = self._int(
-            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn)::bigint",
-            self._lsn_at_start,
-        )
+        self._reading = self.wal.end()
         self._busy_others = max(self._busy_others, self._int(_BUSY_ELSEWHERE))
-        return written
+        return self._reading.ours
+
+    def details(self) -> dict[str, Any]:
+        if self._reading is None:
+            return {}
+        return {
+            "wal_server_bytes": self._reading.total,
+            "wal_attributed": self._reading.attributed,
+            "wal_foreign_share": round(self._reading.foreign_share, 3),
+        }
 
     def interference(self) -> list[str]:
-        if not self._busy_others:
-            return []
-        return [
-            f"{self._busy_others} client(s) of other databases were busy on the server at the "
-            "start or end of the timed section; its WAL bytes may include theirs"
-        ]
+        reading, notes = self._reading, []
+        if self.wal.problem:
+            notes.append(f"WAL not attributed to the database: {self.wal.problem}")
+        # With attribution, other databases' WAL is excluded; the report summarises
+        # how much there was from ``details``.
+        if (reading is None or not reading.attributed) and self._busy_others:
+            notes.append(
+                f"{self._busy_others} client(s) of other databases were busy on the server at "
+                "the start or end of the timed section; its WAL bytes may include theirs"
+            )
+        return notes
 
     def _settled_rows(self) -> int:
         deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
@@ -125,38 +147,3 @@ class PostgresProbe(StoreProbe):
         if self._conn is not None:
             self._conn.close()
         self._conn = None
-
-
-def server_version(url: str) -> str:
-    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
-        row = conn.execute("SHOW server_version").fetchone()
-        return str(row[0]) if row else "unknown"
-
-
-def reachable(url: str) -> str | None:
-    """None when the server answers, else why not."""
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as error:  # any failure to connect means "skip PostgreSQL"
-        return f"{type(error).__name__}: {error}".strip()
-    return None
-
-
-def create_database(admin_url: str, name: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        # FILE_COPY: copying template0 through the WAL would dwarf the figures'
-        # WAL volume for no reason (the copy happens before any measurement anyway).
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 STRATEGY FILE_COPY')
-
-
-def drop_database(admin_url: str, name: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def database_url(admin_url: str, name: str) -> str:
-    """``admin_url`` (a ``postgresql://`` URL) with its database replaced by ``name``."""
-    parts = urlsplit(admin_url)
-    return urlunsplit(parts._replace(path=f"/{name}"))

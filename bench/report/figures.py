@@ -22,7 +22,9 @@ def _bytes(value: float) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
+    if value.is_integer() or value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:,.1f}"
 
 
 def _ms(value: float) -> str:
@@ -41,14 +43,14 @@ class Figure:
 
 FIGURES = (
     Figure("cycles_per_second", "Cycles per second", True, _number),
-    Figure("pause_p50_ms", "Pause latency p50 (ms)", False, _ms),
-    Figure("pause_p99_ms", "Pause latency p99 (ms)", False, _ms),
-    Figure("resume_p50_ms", "Resume latency p50 (ms)", False, _ms),
-    Figure("resume_p99_ms", "Resume latency p99 (ms)", False, _ms),
+    Figure("pause_p50_ms", "Pause latency p50, ms", False, _ms),
+    Figure("pause_p99_ms", "Pause latency p99, ms", False, _ms),
+    Figure("resume_p50_ms", "Resume latency p50, ms", False, _ms),
+    Figure("resume_p99_ms", "Resume latency p99, ms", False, _ms),
     Figure("bytes_per_cycle", "Bytes written per cycle", False, _bytes),
     Figure("rows_per_cycle", "Rows written per cycle", False, _number),
-    Figure("peak_rss_bytes", "Peak memory (RSS of the configuration's process)", False, _bytes),
-    Figure("cycles", "Timed cycles (the samples behind each percentile)", True, _number, False),
+    Figure("peak_rss_bytes", "Peak memory, RSS of the configuration's process", False, _bytes),
+    Figure("cycles", "Timed cycles: the samples behind each percentile", True, _number, False),
 )
 
 

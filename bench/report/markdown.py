@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from bench.report.figures import FIGURES, STORE_TITLES, SYSTEM_TITLES, Figure, Results, ratio_text
-from bench.matrix import BUSY_THRESHOLD
 from bench.report.targets import check_targets
 
 RATIOS = (("symfonic", "langgraph"), ("symfonic", "floor"))
@@ -89,13 +88,26 @@ def _problems(results: Results) -> list[str]:
     lines = [f"- {note}" for note in meta.get("notes", [])]
     for system, reason in meta.get("unavailable", {}).items():
         lines.append(f"- **{system} was not measured**: it did not import ({reason}).")
-    busy = [r for r in results.rows if r.get("cpu_busy_before", 0) > BUSY_THRESHOLD]
+    threshold = meta.get("busy_threshold", 0.15)
+    busy = [r for r in results.rows if r.get("cpu_busy_before", 0) > threshold]
     if busy:
         worst = max(r["cpu_busy_before"] for r in busy)
         lines.append(
             f"- **The machine was busy with other work** before {len(busy)} of "
             f"{len(results.rows)} configurations (up to {worst:.0%} of its CPU): those "
             "figures understate every system; rerun on a quiet machine."
+        )
+    foreign = [
+        r["bytes_details"]["wal_foreign_share"]
+        for r in results.rows
+        if r.get("bytes_details", {}).get("wal_foreign_share", 0) > 0.05
+    ]
+    if foreign:
+        lines.append(
+            f"- Other databases wrote to the PostgreSQL server during {len(foreign)} timed "
+            f"sections (up to {max(foreign):.0%} of its WAL); pg_walinspect attribution "
+            "excluded their WAL from the bytes figures, but the CPU and I/O they used still "
+            "slowed every system."
         )
     for row in results.rows:
         if row.get("status") == "error":

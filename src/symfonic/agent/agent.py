@@ -203,7 +203,13 @@ class SymfonicAgent:
         """The pauses this principal may answer."""
         await self.open()
         who = Principal.of(principal)
-        return await self.store.list_pauses(state, principal=who.name, scopes=who.scopes)
+        listed = await self.store.list_pauses(state, principal=who.name, scopes=who.scopes)
+        if state is not PauseState.PENDING:
+            return listed
+        # Past its expiry a pending pause cannot be answered, whether or not the
+        # sweeper has marked it yet; offering it would only invite a 410.
+        now = self.clock()
+        return [pause for pause in listed if pause.expires_at > now]
 
     def token_for(self, pause: PauseRecord) -> str:
         return self.guarded.signer.mint(pause.pause_id)

@@ -31,11 +31,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
+from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
@@ -51,10 +50,6 @@ from symfonic.storage.transactions import SqlTransactions
 
 CLAIMED = PauseState.CLAIMED.value
 PENDING = PauseState.PENDING.value
-# Delays between attempts to abandon a failed turn's claim while the store is
-# unavailable, and the time after which it is left to the sweeper and the lease.
-ABANDON_RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
-ABANDON_RETRY_SECONDS = 5.0
 
 
 class SqlStore(SqlTransactions):
@@ -107,11 +102,11 @@ class SqlStore(SqlTransactions):
             return result.rowcount == 1
 
     async def end_run(self, session_id: str, run_id: str) -> None:
-        async with self._write() as conn:
-            await self._clear_run(conn, session_id, run_id)
+        """Clear this run's marker (only this run's); retried like every cleanup."""
+        await self._cleanup(self._run_cleared(session_id, run_id))
 
-    async def _clear_run(self, conn: AsyncConnection, session_id: str, run_id: str) -> None:
-        await conn.execute(
+    def _run_cleared(self, session_id: str, run_id: str) -> Any:
+        return (
             sessions.update()
             .where(sessions.c.session_id == session_id, sessions.c.run_id == run_id)
             .values(run_id=None, run_lease=None)
@@ -224,7 +219,7 @@ class SqlStore(SqlTransactions):
                 )
             )
             if run_id is not None:
-                await self._clear_run(conn, pause.session_id, run_id)
+                await conn.execute(self._run_cleared(pause.session_id, run_id))
 
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
         async with self._read() as conn:
@@ -312,25 +307,11 @@ class SqlStore(SqlTransactions):
     async def abandon_claim(self, session_id: str, claim_id: str) -> bool:
         """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
 
-        A turn calls this after it failed, often because the store did: so it is
-        retried for a few seconds while the store is unavailable (it is
-        idempotent), and only then left to the sweeper and the lease.
+        A failed turn's cleanup: retried while the store is unavailable, then
+        left to the sweeper and the lease.
         """
-        deadline = anyio.current_time() + ABANDON_RETRY_SECONDS
-        for delay in (*ABANDON_RETRY_DELAYS, None):
-            try:
-                async with self._write() as conn:
-                    result = await conn.execute(
-                        self._claimed_by(session_id, claim_id).values(
-                            state=PauseState.ABANDONED.value
-                        )
-                    )
-                    return result.rowcount == 1
-            except StoreUnavailable:
-                if delay is None or anyio.current_time() + delay > deadline:
-                    raise
-                await anyio.sleep(delay)
-        raise AssertionError("unreachable")
+        abandoned = self._claimed_by(session_id, claim_id).values(state=PauseState.ABANDONED.value)
+        return await self._cleanup(abandoned) == 1
 
     async def abandon_pending(self, session_id: str) -> int:
         async with self._write() as conn:

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Self
 
+import anyio
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -29,6 +30,10 @@ from symfonic.storage.failures import is_unavailable
 from symfonic.storage.schema import meta
 
 SECRET_KEY = "pause_token_secret"
+# Delays between attempts of a cleanup while the store is unavailable; after
+# CLEANUP_SECONDS it is given up and left to the sweeper and the lease.
+CLEANUP_RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
+CLEANUP_SECONDS = 5.0
 # Execution option marking a connection that only reads (SQLite begins it deferred).
 READ_ONLY = "symfonic_read_only"
 
@@ -84,6 +89,27 @@ class SqlTransactions:
                     f"the store could not answer a read: {_reason(error)}"
                 ) from error
             raise
+
+    async def _cleanup(self, statement: sa.Executable) -> int:
+        """Run one idempotent cleanup statement, retried while the store is unavailable.
+
+        Cleanups (abandoning a failed turn's claim, clearing its run marker) run
+        right after a failure, often the store's own: retrying them for a few
+        seconds rides out a dropped connection or a restart, so the row does not
+        wait for a lease to lapse. Each is a conditional update keyed by the
+        caller's own claim or run id, so running it twice is running it once.
+        Returns the row count.
+        """
+        deadline = anyio.current_time() + CLEANUP_SECONDS
+        for delay in (*CLEANUP_RETRY_DELAYS, None):
+            try:
+                async with self._write() as conn:
+                    return int((await conn.execute(statement)).rowcount)
+            except StoreUnavailable:
+                if delay is None or anyio.current_time() + delay > deadline:
+                    raise
+                await anyio.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def ping(self) -> None:
         async with self._read() as conn:

@@ -1,29 +1,44 @@
 """The AG-UI endpoints: ``POST /v1/agui`` (a run, as an SSE stream) and its capabilities.
 
 Authentication is the caller's dependency, the same one the native API uses, so
-a principal is a principal whichever protocol it speaks. The stream's frames
-come from ``ag_ui.encoder.EventEncoder``; once the response has started, every
-outcome -- including a refusal -- travels as AG-UI events, never as a bare HTTP
-error, because that is where an AG-UI client looks for it.
+a principal is a principal whichever protocol it speaks. Past authentication and
+a body that parses as ``RunAgentInput``, every outcome -- a refusal included --
+travels as AG-UI events in the stream, never as a bare HTTP error, because that
+is where an AG-UI client looks for it.
 """
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from ag_ui.core import RunAgentInput
-from ag_ui.encoder import EventEncoder
+from ag_ui.core import EventType, RunAgentInput
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from symfonic.agent.agui.capabilities import capabilities_of
 from symfonic.agent.agui.run import agui_run
+from symfonic.agent.agui.stream import RunEventStream
 from symfonic.agent.fastapi.errors import documented
-from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.fastapi.host import ServiceHost, UnknownAgent
+from symfonic.agent.fastapi.schemas import ErrorResponse
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
 
-STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# One SSE frame: ``data:`` is one AG-UI event, as JSON, named by its ``type``.
+EVENT_FRAME = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                "type": "object",
+                "required": ["type"],
+                "properties": {"type": {"enum": [kind.value for kind in EventType]}},
+            },
+        }
+    },
+}
 
 
 def agui_router(host: ServiceHost, principal: Callable[..., Any]) -> APIRouter:
@@ -41,35 +56,28 @@ def agui_router(host: ServiceHost, principal: Callable[..., Any]) -> APIRouter:
 
     @router.post(
         "/v1/agui",
-        response_class=StreamingResponse,
+        response_class=RunEventStream,
+        status_code=200,
         summary="Run an agent with the AG-UI 1.0 protocol",
         responses={
             200: {
                 "description": "The run's AG-UI events as SSE (`data:` one event as JSON). "
                 "A refused run is a stream of one `RUN_ERROR`.",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                "content": {"text/event-stream": {"itemSchema": EVENT_FRAME}},
             },
             **documented(401, 422, 503),
         },
     )
-    async def run(run_input: RunAgentInput, caller: Caller, opened: Host) -> StreamingResponse:
+    async def run(run_input: RunAgentInput, caller: Caller, opened: Host) -> RunEventStream:
         """Run an agent on an AG-UI thread; the response is the run's AG-UI event stream."""
-        encoder = EventEncoder()
-
-        async def frames() -> AsyncIterator[str]:
-            async with aclosing(agui_run(opened, caller, run_input)) as events:
-                async for event in events:
-                    yield encoder.encode(event)
-
-        return StreamingResponse(
-            frames(), media_type=encoder.get_content_type(), headers=STREAM_HEADERS
-        )
+        return RunEventStream(agui_run(opened, caller, run_input))
 
     @router.get(
         "/v1/agui/capabilities",
         summary="The AG-UI capabilities an agent declares",
         responses={
             200: {"description": "An AG-UI `AgentCapabilities` object."},
+            UnknownAgent.status: {"model": ErrorResponse, "description": "No agent of that name."},
             **documented(401, 422, 503),
         },
     )

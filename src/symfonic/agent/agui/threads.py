@@ -1,10 +1,12 @@
 """AG-UI threads as symfonic sessions, and which turn a run input asks for.
 
-A thread *is* a session: its ``threadId`` is the session id. A run on a thread
+A thread *is* a session: its ``threadId`` (1-64 letters, digits, ``._:-``) is the
+session id, and the conversation is the session's -- a run's ``messages`` are
+read only for the new turn's text, the last user message. A run on a thread
 nobody has used creates the session for the caller (bound to the agent named in
-``forwardedProps.agent``, else the service's first); a thread owned by another
-principal is refused exactly as an unknown one is, so a caller learns nothing
-about sessions it does not own.
+``forwardedProps.agent``, else the service's first). A thread owned by another
+principal gets the ``thread_not_found`` a resume on a missing thread gets: its
+messages, pauses and state are never shown and never touched.
 
 The interrupt contract is decided here, before anything runs or is claimed:
 
@@ -151,10 +153,6 @@ async def thread_session(
         raise unknown from None
 
 
-def _pause_of(agent: SymfonicAgent, entry: ResumeEntry) -> str | None:
-    return agent.guarded.signer.verify(entry.interrupt_id)
-
-
 async def plan_resume(
     agent: SymfonicAgent, session: SessionRecord, principal: Principal, entries: list[ResumeEntry]
 ) -> Resume | Acknowledge:
@@ -164,7 +162,7 @@ async def plan_resume(
             f"a thread has at most one open interrupt; this resume has {len(entries)} entries"
         )
     entry = entries[0]
-    pause_id = _pause_of(agent, entry)
+    pause_id = agent.guarded.signer.verify(entry.interrupt_id)
     pause = None if pause_id is None else await store.get_pause(pause_id)
     if pause is None or pause.session_id != session.session_id:
         raise ResumeMismatch("the resume entry names no interrupt of this thread")

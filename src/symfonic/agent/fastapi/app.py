@@ -22,12 +22,15 @@ from symfonic.agent.agui import agui_router
 from symfonic.agent.fastapi import errors, openapi
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.fastapi.limits import BodyLimit
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
 from symfonic.agent.fastapi.routes_sessions import sessions_router
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL, sweep_periodically
 from symfonic.core.contracts.store import Store
+
+MAX_BODY_SIZE = 4 << 20
 
 DESCRIPTION = """\
 Agent turns that pause for a person and resume exactly once, from any worker.
@@ -45,6 +48,7 @@ def create_app(
     store: str | Store | None = None,
     api_keys: str | Authenticator | None = None,
     sweep_interval: float = SWEEP_INTERVAL,
+    max_body_size: int = MAX_BODY_SIZE,
     title: str = "symfonic",
 ) -> FastAPI:
     """An app serving ``agents`` (the first is the default) on one store.
@@ -54,6 +58,7 @@ def create_app(
     or an :class:`Authenticator` (default ``SYMFONIC_API_KEYS``); with none,
     every caller is the principal ``local``. ``sweep_interval``: seconds between
     sweeps of expired pauses and lapsed claims; 0 turns the sweeper off.
+    ``max_body_size``: larger request bodies get a 413.
     """
     if isinstance(agents, ServiceHost):
         if store is not None:
@@ -78,7 +83,13 @@ def create_app(
         finally:
             await host.aclose()
 
-    app = FastAPI(title=title, version=_version(), description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title=title,
+        version=_version(),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodyLimit, max_body_size=max_body_size)
     app.state.symfonic = service
     errors.install(app)
     app.include_router(sessions_router(service))

@@ -37,7 +37,9 @@ class _Entry:
 
 class Authenticator:
     def __init__(self, entries: list[tuple[str, str, frozenset[str]]]) -> None:
-        self._entries = [_Entry(_digest(key), Principal(name, scopes)) for name, key, scopes in entries]
+        self._entries = [
+            _Entry(_digest(key), Principal(name, scopes)) for name, key, scopes in entries
+        ]
 
     def __repr__(self) -> str:
         return f"Authenticator(principals={[e.principal.name for e in self._entries]!r})"

@@ -31,6 +31,8 @@ from symfonic.core.contracts.errors import (
 logger = logging.getLogger("symfonic.http")
 
 MAX_VALIDATION_ERRORS = 5
+# Codes named after the current RFC 9110 phrase where Python's is older.
+_CODES = {413: "content_too_large", 422: "invalid_request"}
 
 
 def error_response(
@@ -75,7 +77,7 @@ def _http(_: Request, error: Exception) -> JSONResponse:
         phrase = http.HTTPStatus(error.status_code).phrase
     except ValueError:
         phrase = "error"
-    code = phrase.lower().replace(" ", "_").replace("-", "_")
+    code = _CODES.get(error.status_code) or phrase.lower().replace(" ", "_").replace("-", "_")
     message = error.detail if isinstance(error.detail, str) else phrase
     return error_response(error.status_code, code, message, error.headers)
 
@@ -98,13 +100,14 @@ def install(app: FastAPI) -> None:
 
 
 _WHEN = {
-    400: "The request could not be read.",
+    400: "The body could not be read (not JSON, or nested too deeply).",
     401: "Missing or unknown API key.",
     403: "This principal may not answer this pause.",
-    404: "Unknown session, or a token that does not verify or names no pause.",
+    404: "Unknown session or agent, or a token that does not verify or names no pause.",
     409: "Pause already claimed, superseded or answered differently; session busy or "
     "paused; or `base_revision` mismatch.",
     410: "The pause expired or was abandoned.",
+    413: "The body is larger than the service accepts.",
     422: "Malformed body, or an answer that fails the pause's `response_schema` "
     "(the token is not spent).",
     429: "Budget refused before the claim (the token is not spent); see `Retry-After`.",

@@ -30,7 +30,7 @@ class UnknownAgent(RequestError):
     """A request names an agent this service does not host."""
 
     code = "unknown_agent"
-    status = 422
+    status = 404
 
 
 class ServiceHost:

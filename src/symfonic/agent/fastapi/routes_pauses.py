@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Query
 
 from symfonic.agent.fastapi.errors import documented
 from symfonic.agent.fastapi.host import ServiceHost
-from symfonic.agent.fastapi.schemas import Health, PauseList, PauseView
+from symfonic.agent.fastapi.schemas import Health, PauseList, PauseQuery, PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
@@ -37,10 +37,9 @@ def pauses_router(service: HttpService) -> APIRouter:
     async def list_pauses(
         principal: Caller,
         host: Host,
-        state: Annotated[PauseState, Query(description="Which pauses to list.")] = (
-            PauseState.PENDING
-        ),
+        query: Annotated[PauseQuery, Query()],
     ) -> PauseList:
+        state = query.state
         agent = host.agent(None)
         now = agent.clock()
         views = []

@@ -21,6 +21,7 @@ from symfonic.agent.fastapi.schemas import (
     MessageView,
     PauseView,
     SessionCreated,
+    SessionStatus,
     SessionView,
     TurnRequest,
 )
@@ -40,7 +41,7 @@ def sessions_router(service: HttpService) -> APIRouter:
         "",
         status_code=201,
         response_model=SessionCreated,
-        responses=documented(401, 422, 503),
+        responses=documented(400, 401, 404, 413, 422, 503),
         summary="Create a session owned by the caller",
     )
     async def create_session(
@@ -70,7 +71,9 @@ def sessions_router(service: HttpService) -> APIRouter:
             else None
         )
         claimed = open_pause is not None and open_pause.state is PauseState.CLAIMED
-        status = "running" if session.running or claimed else "paused" if pending else "idle"
+        status: SessionStatus = (
+            "running" if session.running or claimed else "paused" if pending else "idle"
+        )
         return SessionView(
             session_id=session.session_id,
             agent=session.agent,
@@ -94,7 +97,7 @@ def sessions_router(service: HttpService) -> APIRouter:
                 "`Accept: application/json`. The stream ends with exactly one of "
                 "`turn.paused`, `response.complete` or `error`."
             ),
-            **documented(401, 404, 409, 422, 429, 503),
+            **documented(400, 401, 404, 409, 413, 422, 429, 503),
         },
         summary="Run a turn: a user message to an answer, a pause, or an error",
     )

@@ -1,57 +1,48 @@
 """The HTTP API's bodies: what a request may carry and what every response holds.
 
-Request bodies are strict (unknown fields are refused) and carry only JSON that
-both stores can hold: no NUL characters in any string and no NaN or infinite
-numbers, which the JSON parser accepts but neither database (nor a strict JSON
-client) does. A body that breaks either rule is a 422 before anything is read
-from the store, never a driver error half-way through a write.
+Request bodies are strict (unknown fields are refused) and are made into JSON
+that every layer after them can hold and send back. JSON text may escape a lone
+UTF-16 surrogate (``"\\udbb5"``), which is not a character: no UTF-8 response
+could carry it back, so it becomes U+FFFD, as any UTF-8 decoder would make it.
+NaN and infinities, which Python's parser accepts but JSON does not, are refused
+with a 422, as is nesting deeper than any real answer needs.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState, TurnResult
 
-MAX_MESSAGE_CHARS = 200_000
+MAX_MESSAGE_CHARS = 100_000
 MAX_JSON_DEPTH = 64
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
-T = TypeVar("T")
 
-
-def _storable(value: Any, depth: int = 0) -> None:
-    """Raise ValueError for JSON that a store cannot hold or a client cannot parse."""
+def _clean(value: Any, depth: int = 0) -> Any:
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError("strings may not contain NUL characters")
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError("numbers must be finite (no NaN or Infinity)")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _storable(key, depth + 1)
-            _storable(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            _storable(item, depth + 1)
-
-
-def storable(value: T) -> T:
-    _storable(value)
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("numbers must be finite (no NaN or Infinity)")
+    if isinstance(value, dict):
+        return {_clean(k, depth + 1): _clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(item, depth + 1) for item in value]
     return value
 
 
-StorableJson = Annotated[JsonValue, AfterValidator(storable)]
-StorableText = Annotated[str, AfterValidator(storable)]
+CleanJson = Annotated[JsonValue, AfterValidator(_clean)]
+CleanText = Annotated[str, AfterValidator(_clean)]
 
 
 class _Body(BaseModel):
@@ -65,13 +56,13 @@ class CreateSession(_Body):
     agent: Annotated[str | None, Field(pattern=NAME_PATTERN)] = Field(
         default=None, description="The agent to bind the session to; default: the first hosted."
     )
-    metadata: Annotated[dict[str, StorableJson], AfterValidator(storable)] = Field(
+    metadata: Annotated[dict[str, JsonValue], AfterValidator(_clean)] = Field(
         default_factory=dict, description="Free-form data kept with the session."
     )
 
 
 class TurnRequest(_Body):
-    message: Annotated[StorableText, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] = Field(
+    message: Annotated[CleanText, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] = Field(
         description="The user's message."
     )
     base_revision: int | None = Field(
@@ -90,12 +81,16 @@ class ResumeRequest(_Body):
     token: str = Field(
         min_length=1, max_length=512, description="The pause token from `turn.paused`."
     )
-    answer: StorableJson = Field(
+    answer: CleanJson = Field(
         default=None, description="The answer, valid against the pause's `response_schema`."
     )
     status: Literal["resolved", "cancelled"] = Field(
         default="resolved", description="`cancelled`: the person declined to answer."
     )
+
+
+class PauseQuery(_Body):
+    state: PauseState = Field(default=PauseState.PENDING, description="Which pauses to list.")
 
 
 # responses ----------------------------------------------------------------
@@ -179,11 +174,14 @@ class MessageView(BaseModel):
     status: str | None = None
 
 
+SessionStatus = Literal["idle", "running", "paused"]
+
+
 class SessionView(BaseModel):
     session_id: str
     agent: str
     revision: int
-    status: Literal["idle", "running", "paused"]
+    status: SessionStatus
     metadata: dict[str, Any]
     pending_pause: PauseView | None = None
     messages: list[MessageView]

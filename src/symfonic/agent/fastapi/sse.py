@@ -19,7 +19,7 @@ proxies do not cut a quiet stream.
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from typing import Any
 
 import anyio
@@ -45,23 +45,21 @@ class TurnEventStream(EventSourceResponse):
     """The SSE response of one started turn; closing it closes the turn."""
 
     def __init__(self, turn: StartedTurn, *, ping_interval: float = PING_INTERVAL) -> None:
+        # The body comes from the turn in __call__, never from StreamingResponse.
         super().__init__(
-            content=turn, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+            content=(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
         self._turn = turn
         self._ping_interval = ping_interval
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with aclosing(self._turn):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(_cancel_on_disconnect, receive, tasks.cancel_scope)
-                try:
-                    await self._stream(send, tasks)
-                except OSError:
-                    # The server could not write: the client is gone. Closing the
-                    # turn (aclosing above) is all that is left to do.
-                    pass
-                tasks.cancel_scope.cancel()
+        async with aclosing(self._turn), anyio.create_task_group() as tasks:
+            tasks.start_soon(_cancel_on_disconnect, receive, tasks.cancel_scope)
+            # OSError: the server could not write, so the client is gone; closing
+            # the turn (aclosing above) is all that is left to do.
+            with suppress(OSError):
+                await self._stream(send, tasks)
+            tasks.cancel_scope.cancel()
 
     async def _stream(self, send: Send, tasks: anyio.abc.TaskGroup) -> None:
         lock = anyio.Lock()

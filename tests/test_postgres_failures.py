@@ -1,0 +1,128 @@
+"""A database that fails mid-turn fails that turn cleanly, and the worker carries on.
+
+Against the real PostgreSQL: a connection dropped in the middle of a publish, a
+pool that stays exhausted, and connections terminated under load. The turn that
+was hit fails (its pause left pending, or abandoned by its own cleanup), no
+history is half-written, and the next turn on the same worker succeeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import asyncpg
+import pytest
+
+from symfonic import SymfonicAgent
+from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.types import PauseState
+from symfonic.storage.postgres import PostgresStore
+from symfonic.testing import ScriptedChatModel
+from workers.agents import respond, worker_agent
+from workers.load import run_load
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+@pytest.fixture
+async def admin(postgres_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection outside every worker's pool: it locks tables and kills backends."""
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def blocked_backend(admin: asyncpg.Connection) -> int:
+    """The pid of the worker connection waiting on the admin's lock, once it waits."""
+    with anyio.fail_after(10):
+        for _ in range(10_000):
+            pid = await admin.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() LIMIT 1"
+            )
+            if pid is not None:
+                return int(pid)
+            await anyio.sleep(0.01)
+    raise AssertionError("no worker connection ever waited on the lock")
+
+
+async def test_a_connection_dropped_mid_publish_fails_the_turn_and_writes_nothing(
+    postgres_url: str, admin: asyncpg.Connection
+) -> None:
+    async with worker_agent(postgres_url) as agent:
+        paused = await agent.run("ask which colour?")
+        assert paused.pause is not None
+        session_id = paused.session_id
+        async with admin.transaction():
+            # The publish updates the pause row, then waits here for the session row.
+            await admin.execute("LOCK TABLE symfonic_sessions IN EXCLUSIVE MODE")
+            async with anyio.create_task_group() as group:
+                outcome: list[object] = []
+
+                async def resume() -> None:
+                    outcome.append(await agent.resume(paused.pause.token, "blue"))  # type: ignore[union-attr]
+
+                group.start_soon(resume)
+                victim = await blocked_backend(admin)
+                assert await admin.fetchval("SELECT pg_terminate_backend($1)", victim)
+        [result] = outcome
+        assert result.status == "failed"  # type: ignore[attr-defined]
+        # The pause update rolled back with the rest; the turn's cleanup then
+        # abandoned the claim on a fresh connection.
+        pause = await agent.store.get_pause(paused.pause.pause_id)
+        assert pause is not None and pause.state is PauseState.ABANDONED
+        assert await agent.store.history(session_id, 99) == []
+        session = await agent.store.get_session(session_id)
+        assert session is not None and session.revision == 0
+        # The same worker, not restarted, serves the session's next turn.
+        again = await agent.run("hello", session_id)
+        assert (again.status, again.revision) == ("complete", 1)
+
+
+async def test_an_exhausted_pool_refuses_before_the_claim_and_recovers(
+    postgres_url: str, admin: asyncpg.Connection
+) -> None:
+    async with PostgresStore(postgres_url, pool_size=1, pool_timeout=0.3) as store:
+        agent = SymfonicAgent(model=ScriptedChatModel(respond=respond), store=store)
+        paused = await agent.run("ask which colour?")
+        assert paused.pause is not None
+        async with admin.transaction():
+            await admin.execute("LOCK TABLE symfonic_messages IN ACCESS EXCLUSIVE MODE")
+            async with anyio.create_task_group() as group:
+                # A slow read holds the pool's only connection...
+                group.start_soon(store.history, paused.session_id, 0)
+                await blocked_backend(admin)
+                # ...so the resume cannot even look its pause up: 503, nothing spent.
+                with pytest.raises(StoreUnavailable):
+                    await agent.resume(paused.pause.token, "blue")
+                pause = await store.get_pause(paused.pause.pause_id) if False else None
+                await admin.execute("SELECT 1")
+                del pause
+        pause = await store.get_pause(paused.pause.pause_id)
+        assert pause is not None and pause.state is PauseState.PENDING
+        done = await agent.resume(paused.pause.token, "blue")
+        assert (done.status, done.answer) == ("complete", "done: blue")
+
+
+async def test_terminated_connections_under_load_lose_and_duplicate_nothing(
+    postgres_url: str, admin: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SYMFONIC_TEST_WORK_SECONDS", "0.02")
+    killed = 0
+
+    async def terminate_everything(done: anyio.Event) -> None:
+        nonlocal killed
+        while not done.is_set():
+            killed += len(
+                await admin.fetch(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+            await anyio.sleep(0.03)
+
+    load = await run_load(postgres_url, terminate_everything)
+    assert killed > 0 and load.failures() > 0, "the load never met a terminated connection"

@@ -1,0 +1,53 @@
+"""The agent every worker process runs: scripted, so any worker continues any turn.
+
+The model is a pure function of the transcript (as a real deployment's model is
+the same on every worker): "ask ..." asks the person a question, "work ..." calls
+``slow_work``, which needs approval; once a tool answered, it replies with what
+the tool said. ``slow_work`` announces that it started (a ``{"started": note}``
+line on stdout, the worker's reply channel, when ``SYMFONIC_TEST_ANNOUNCE_WORK``
+is set) and then takes ``SYMFONIC_TEST_WORK_SECONDS``, so a test can kill its
+worker while it holds a claim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import anyio
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from symfonic import SymfonicAgent
+from symfonic.core.messages import text_of
+from symfonic.testing import ScriptedChatModel, call, reply
+
+
+def respond(messages: list[BaseMessage]) -> AIMessage | str:
+    start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    asked = text_of(messages[start])
+    answered = [m for m in messages[start:] if isinstance(m, ToolMessage)]
+    if answered:
+        return reply(f"done: {text_of(answered[-1])}")
+    if asked.startswith("ask"):
+        return call("ask_human", {"question": asked})
+    if asked.startswith("work"):
+        return call("slow_work", {"note": asked})
+    return reply(f"echo: {asked}")
+
+
+async def slow_work(note: str) -> str:
+    """Do some slow work; a person must approve it first."""
+    if os.environ.get("SYMFONIC_TEST_ANNOUNCE_WORK"):
+        print(json.dumps({"started": note}), flush=True)
+    await anyio.sleep(float(os.environ.get("SYMFONIC_TEST_WORK_SECONDS", "0")))
+    return f"worked on {note}"
+
+
+def worker_agent(store: str, *, claim_lease: float = 120.0) -> SymfonicAgent:
+    return SymfonicAgent(
+        model=ScriptedChatModel(respond=respond),
+        tools=[slow_work],
+        approval={"slow_work"},
+        store=store,
+        claim_lease=claim_lease,
+    )
