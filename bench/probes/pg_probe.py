@@ -71,7 +71,7 @@ class PostgresProbe(StoreProbe):
         return self._conn
 
     def _scalar(self, sql: str, *args: object) -> object:
-        row = self.conn.execute(sql, args or None).fetchone()  # type: ignore[arg-type]
+        row = self.conn.execute(sql, args or None).fetchone()
         if row is None:
             raise RuntimeError(f"no row from {sql!r}")
         return row[0]

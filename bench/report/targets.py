@@ -28,14 +28,16 @@ class Check:
 
 
 def _speedup(results: Results, store: str) -> list[Check]:
-    checks = []
+    checks: list[Check] = []
     goal = SPEEDUP_AT_ZERO.get(store)
     if goal is None:
         return checks
     for c in results.axis("concurrency", store):
         r = results.ratio("symfonic", "langgraph", store, 0, c, "cycles_per_second")
         met = None if r is None else r >= goal
-        detail = ratio_text(r) if met in (True, None) else f"{ratio_text(r)}, {goal / r:.2f}× short"
+        detail = ratio_text(r)
+        if r is not None and r < goal:
+            detail += f", {goal / r:.2f}× short" if r > 0 else ", nothing measured"
         checks.append(
             Check(
                 f"{STORE_TITLES[store]}, c={c}: cycles/s ≥ {goal:.0f}× LangGraph at history 0",
