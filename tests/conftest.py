@@ -53,7 +53,9 @@ def require_postgres() -> None:
     if error is None:
         return
     if REQUIRE_POSTGRES:
-        pytest.fail(f"SYMFONIC_REQUIRE_POSTGRES=1 but PostgreSQL at {POSTGRES_URL} is unreachable: {error}")
+        pytest.fail(
+            f"SYMFONIC_REQUIRE_POSTGRES=1 but PostgreSQL at {POSTGRES_URL} is unreachable: {error}"
+        )
     _postgres_state["skipped"] = int(_postgres_state["skipped"]) + 1  # type: ignore[call-overload]
     pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}")
 

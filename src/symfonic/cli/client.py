@@ -40,7 +40,7 @@ def _error_of(response: httpx.Response) -> ApiError:
 
 
 async def _frames(response: httpx.Response) -> AsyncIterator[Frame]:
-    event, data_lines = "message", []
+    event, data_lines = "message", list[str]()
     async for line in response.aiter_lines():
         if line == "":
             if data_lines:

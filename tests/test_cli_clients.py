@@ -1,0 +1,80 @@
+"""``symfonic chat`` and ``symfonic pauses`` against the real app: pauses answered inline."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+
+from symfonic import SymfonicAgent
+from symfonic.agent.fastapi.app import create_app
+from symfonic.cli.chat import converse
+from symfonic.cli.client import Client
+from symfonic.cli.pauses import review
+from symfonic.core.contracts.types import PauseState
+from symfonic.demo import demo_agent
+
+pytestmark = pytest.mark.anyio
+
+
+def typed(*lines: str) -> Callable[[str], str]:
+    """An ``input`` stand-in that types ``lines``, then Ctrl-D."""
+    queue: Iterator[str] = iter(lines)
+
+    def ask(prompt: str) -> str:
+        try:
+            return next(queue)
+        except StopIteration:
+            raise EOFError from None
+
+    return ask
+
+
+@asynccontextmanager
+async def running(store_url: str) -> AsyncIterator[tuple[Client, SymfonicAgent]]:
+    agent = demo_agent(store_url)
+    app = create_app(agent, api_keys="", sweep_interval=0)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app)
+        async with Client("http://symfonic", transport=transport) as client:
+            yield client, agent
+
+
+async def test_chat_answers_an_approval_inline_and_the_payment_is_published(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running(sqlite_url) as (client, agent):
+        await converse(client, None, typed("Pay bob 7 EUR", "a"))
+        out = capsys.readouterr().out
+        assert "Approve send_payment" in out
+        assert "Done. payment" in out
+        published = await agent.pauses("local", PauseState.PUBLISHED)
+        assert len(published) == 1 and published[0].answer == {"decision": "approve"}
+
+
+async def test_chat_reject_with_reason_reaches_the_model(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running(sqlite_url) as (client, _):
+        await converse(client, None, typed("Pay carol 3 EUR", "r", "not today"))
+        assert "rejected this call: not today" in capsys.readouterr().out
+
+
+async def test_pauses_lists_then_answers_each_pending_pause(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running(sqlite_url) as (client, agent):
+        for name in ("alice", "bob"):
+            result = await agent.run(f"Pay {name} 5 EUR")
+            assert result.status == "paused"
+        assert await review(client, answer=False) == 2
+        listing = capsys.readouterr().out
+        assert listing.count("[approval]") == 2 and "sfp_" not in listing  # no token shown
+        assert await review(client, answer=True, ask=typed("a", "s")) == 2
+        published = await agent.pauses("local", PauseState.PUBLISHED)
+        pending = await agent.pauses("local", PauseState.PENDING)
+        # "s" declines: a cancelled answer is still an answer, and the turn goes on.
+        assert len(published) == 2 and pending == []
+        assert sorted(p.answer_status for p in published) == ["cancelled", "resolved"]
