@@ -56,18 +56,21 @@ async def test_a_connection_dropped_mid_publish_fails_the_turn_and_writes_nothin
         paused = await agent.run("ask which colour?")
         assert paused.pause is not None
         session_id = paused.session_id
-        async with admin.transaction():
-            # The publish updates the pause row, then waits here for the session row.
-            await admin.execute("LOCK TABLE symfonic_sessions IN EXCLUSIVE MODE")
+        outcome: list[object] = []
+
+        async def resume() -> None:
+            outcome.append(await agent.resume(paused.pause.token, "blue"))  # type: ignore[union-attr]
+
+        lock = admin.transaction()
+        await lock.start()
+        # The publish updates the pause row, then waits here for the session row.
+        await admin.execute("LOCK TABLE symfonic_sessions IN EXCLUSIVE MODE")
+        with anyio.fail_after(20):
             async with anyio.create_task_group() as group:
-                outcome: list[object] = []
-
-                async def resume() -> None:
-                    outcome.append(await agent.resume(paused.pause.token, "blue"))  # type: ignore[union-attr]
-
                 group.start_soon(resume)
                 victim = await blocked_backend(admin)
                 assert await admin.fetchval("SELECT pg_terminate_backend($1)", victim)
+                await lock.rollback()
         [result] = outcome
         assert result.status == "failed"  # type: ignore[attr-defined]
         # The pause update rolled back with the rest; the turn's cleanup then
@@ -89,8 +92,10 @@ async def test_an_exhausted_pool_refuses_before_the_claim_and_recovers(
         agent = SymfonicAgent(model=ScriptedChatModel(respond=respond), store=store)
         paused = await agent.run("ask which colour?")
         assert paused.pause is not None
-        async with admin.transaction():
-            await admin.execute("LOCK TABLE symfonic_messages IN ACCESS EXCLUSIVE MODE")
+        lock = admin.transaction()
+        await lock.start()
+        await admin.execute("LOCK TABLE symfonic_messages IN ACCESS EXCLUSIVE MODE")
+        with anyio.fail_after(20):
             async with anyio.create_task_group() as group:
                 # A slow read holds the pool's only connection...
                 group.start_soon(store.history, paused.session_id, 0)
@@ -98,9 +103,7 @@ async def test_an_exhausted_pool_refuses_before_the_claim_and_recovers(
                 # ...so the resume cannot even look its pause up: 503, nothing spent.
                 with pytest.raises(StoreUnavailable):
                     await agent.resume(paused.pause.token, "blue")
-                pause = await store.get_pause(paused.pause.pause_id) if False else None
-                await admin.execute("SELECT 1")
-                del pause
+                await lock.rollback()
         pause = await store.get_pause(paused.pause.pause_id)
         assert pause is not None and pause.state is PauseState.PENDING
         done = await agent.resume(paused.pause.token, "blue")
@@ -110,7 +113,7 @@ async def test_an_exhausted_pool_refuses_before_the_claim_and_recovers(
 async def test_terminated_connections_under_load_lose_and_duplicate_nothing(
     postgres_url: str, admin: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SYMFONIC_TEST_WORK_SECONDS", "0.02")
+    monkeypatch.setenv("SYMFONIC_TEST_WORK_SECONDS", "0.05")
     killed = 0
 
     async def terminate_everything(done: anyio.Event) -> None:
@@ -122,7 +125,7 @@ async def test_terminated_connections_under_load_lose_and_duplicate_nothing(
                     "WHERE datname = current_database() AND pid <> pg_backend_pid()"
                 )
             )
-            await anyio.sleep(0.03)
+            await anyio.sleep(0.1)
 
     load = await run_load(postgres_url, terminate_everything)
     assert killed > 0 and load.failures() > 0, "the load never met a terminated connection"

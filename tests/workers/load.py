@@ -50,7 +50,11 @@ async def _report(turn: Awaitable[object]) -> str:
 
 
 async def run_load(
-    url: str, disrupt: Callable[[anyio.Event], Awaitable[None]], *, sessions: int = 24
+    url: str,
+    disrupt: Callable[[anyio.Event], Awaitable[None]],
+    *,
+    sessions: int = 32,
+    stagger: float = 0.02,
 ) -> Load:
     """Run the load with ``disrupt(done)`` alongside, then check every invariant."""
     load = Load()
@@ -66,19 +70,22 @@ async def run_load(
 
         done = anyio.Event()
 
-        async def resume(agent: SymfonicAgent, session_id: str) -> None:
+        # Turns start ``stagger`` apart, so the disruption meets every phase of a turn.
+        async def resume(agent: SymfonicAgent, session_id: str, i: int) -> None:
+            await anyio.sleep(i * stagger)
             load.resumed[session_id] = await _report(agent.resume(pauses[session_id], APPROVE))
 
-        async def first(agent: SymfonicAgent, session_id: str) -> None:
+        async def first(agent: SymfonicAgent, session_id: str, i: int) -> None:
+            await anyio.sleep(i * stagger)
             load.first[session_id] = await _report(agent.run("hello", session_id))
 
         async with anyio.create_task_group() as disruption:
             disruption.start_soon(disrupt, done)
             async with anyio.create_task_group() as turns:
                 for i, session_id in enumerate(pauses):
-                    turns.start_soon(resume, (a, b)[i % 2], session_id)
+                    turns.start_soon(resume, (a, b)[i % 2], session_id, i)
                 for i, session_id in enumerate(fresh):
-                    turns.start_soon(first, (b, a)[i % 2], session_id)
+                    turns.start_soon(first, (b, a)[i % 2], session_id, i)
             done.set()
 
         await check(url, a, load, pauses)
