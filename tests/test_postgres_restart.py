@@ -29,10 +29,15 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.postgres]
 @dataclass(frozen=True)
 class Cluster:
     url: str
-    command: list[str]  # pg_ctl for this cluster, as its owner
+    pg_ctl: list[str]  # pg_ctl for this cluster, as its owner, with its options and log
 
     async def restart(self) -> None:
-        await anyio.run_process([*self.command, "-m", "fast", "-w", "restart"])
+        # The server's output goes to its log: a postmaster holding our pipe
+        # open would keep run_process waiting for ever.
+        await anyio.run_process(
+            [*self.pg_ctl, "-m", "fast", "-w", "restart"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
 
 
 def _bindir() -> Path | None:
@@ -62,8 +67,11 @@ def private_postgres() -> Iterator[Cluster]:
     if as_owner:
         shutil.chown(home, "postgres")
     data, port = home / "data", _free_port()
-    pg_ctl = [*as_owner, str(bindir / "pg_ctl"), "-D", str(data)]
     options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
+    pg_ctl = [
+        *as_owner, str(bindir / "pg_ctl"), "-D", str(data), "-o", options,
+        "-l", str(home / "log"),
+    ]
     try:
         subprocess.run(
             [*as_owner, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
@@ -71,8 +79,8 @@ def private_postgres() -> Iterator[Cluster]:
             check=True, capture_output=True,
         )
         subprocess.run(
-            [*pg_ctl, "-o", options, "-l", str(home / "log"), "-w", "start"],
-            check=True, capture_output=True,
+            [*pg_ctl, "-w", "start"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
     except (OSError, subprocess.CalledProcessError) as error:
         shutil.rmtree(home, ignore_errors=True)
@@ -80,7 +88,10 @@ def private_postgres() -> Iterator[Cluster]:
     try:
         yield Cluster(f"postgresql://postgres@127.0.0.1:{port}/postgres", pg_ctl)
     finally:
-        subprocess.run([*pg_ctl, "-m", "immediate", "-w", "stop"], capture_output=True)
+        subprocess.run(
+            [*pg_ctl, "-m", "immediate", "-w", "stop"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
         shutil.rmtree(home, ignore_errors=True)
 
 

@@ -8,6 +8,7 @@ a database out of reach is one error type, ``StoreUnavailable``.
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -109,6 +110,22 @@ async def test_every_worker_opening_a_fresh_database_at_once_shares_one_secret(
     assert len(secrets[0]) >= 16
     async with open_store(store_url) as reopened:
         assert await reopened.signing_secret() == secrets[0]
+
+
+async def test_sqlite_reads_go_on_while_another_process_holds_the_write_lock(
+    sqlite_url: str,
+) -> None:
+    async with open_store(sqlite_url) as store:
+        session_id = await new_session(store)
+        writer = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # what a worker mid-publish holds
+        try:
+            with anyio.fail_after(5):
+                assert await store.get_session(session_id) is not None
+                assert await store.history(session_id, 0) == []
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
 
 
 # aiosqlite stops a connection that failed to open by posting to the event loop

@@ -93,9 +93,25 @@ async def run_load(
     return load
 
 
+async def _states(url: str) -> dict[str, PauseState]:
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch("SELECT session_id, state FROM symfonic_pauses")
+    finally:
+        await conn.close()
+    return {row["session_id"]: PauseState(row["state"]) for row in rows}
+
+
 async def check(url: str, agent: SymfonicAgent, load: Load, pauses: dict[str, str]) -> None:
+    before_sweep = await _states(url)
+    for session_id, outcome in load.resumed.items():
+        if outcome.startswith("failed"):
+            # The turn started, so it held the claim; its own cleanup abandoned it
+            # (or its publish committed and only the reply was lost).
+            assert before_sweep[session_id] in (PauseState.ABANDONED, PauseState.PUBLISHED)
     report = await agent.store.sweep(datetime.now(UTC) + timedelta(seconds=LEASE))
     assert report.expired == 0
+    states = await _states(url)
     conn = await asyncpg.connect(url)
     try:
         rows = await conn.fetch(
@@ -103,13 +119,12 @@ async def check(url: str, agent: SymfonicAgent, load: Load, pauses: dict[str, st
             "GROUP BY session_id, revision"
         )
         revisions = dict(await conn.fetch("SELECT session_id, revision FROM symfonic_sessions"))
-        states = dict(await conn.fetch("SELECT session_id, state FROM symfonic_pauses"))
     finally:
         await conn.close()
     published = {r["session_id"]: (r["revision"], r["n"]) for r in rows}
     assert len(published) == len(rows), "a session has rows of two revisions"
     for session_id, outcome in load.resumed.items():
-        state = PauseState(states[session_id])
+        state = states[session_id]
         assert state is not PauseState.CLAIMED, "a claim survived a sweep past its lease"
         if outcome == "complete":
             assert state is PauseState.PUBLISHED

@@ -55,7 +55,7 @@ class SqliteStore(SqlStore):
         @event.listens_for(engine.sync_engine, "begin")
         def _begin(connection: sa.Connection) -> None:
             read_only = connection.get_execution_options().get(READ_ONLY, False)
-            connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         super().__init__(url, engine)
 
