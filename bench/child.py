@@ -76,6 +76,8 @@ class _Run:
     count_pool: SessionPool
     notes: list[str] = field(default_factory=list)
     seeding_seconds: float = 0.0
+    # CPU time of this process, all threads (SQLite's included), over the timed section.
+    timed_cpu_seconds: float = 0.0
 
     async def seed(self, pool: SessionPool, uses_per_slot: int) -> None:
         began = time.perf_counter()
@@ -108,6 +110,7 @@ class _Run:
     async def timed(self) -> tuple[PassResult, int]:
         """The timed section, with the bytes probe around it."""
         self.probe.begin_bytes()
+        cpu = time.process_time()
         timed = await run_cycles(
             self.workload,
             self.pool,
@@ -115,6 +118,7 @@ class _Run:
             seconds=self.config.seconds,
             min_cycles=self.config.min_cycles,
         )
+        self.timed_cpu_seconds = time.process_time() - cpu
         written = self.probe.end_bytes()
         self.notes += self.probe.interference()
         if "sessions" in timed.stopped_by:
@@ -151,7 +155,9 @@ async def _measure(config: ChildConfig, workload: Workload, probe: StoreProbe) -
     finally:
         await workload.close()
     counted, rows = await run.count_rows()
+    cpu_ms = 1000 * run.timed_cpu_seconds / timed.cycles if timed.cycles else None
     return _figures(timed, counted, written, rows) | {
+        "cpu_ms_per_cycle": None if cpu_ms is None else round(cpu_ms, 3),
         "seeding_seconds": round(run.seeding_seconds, 3),
         "sessions": run.pool.size + run.count_pool.size,
         "cycles_per_session_limit": limit,

@@ -1,4 +1,5 @@
-"""The HTTP resume benchmark: ``python bench/http_bench.py --out http.json``.
+"""The HTTP resume benchmark: a step of ``python -m bench``, or alone as
+``python -m bench.http_bench --out http.json``.
 
 Measures what a front end sees when it answers pauses: the latency of
 ``POST /v1/resume`` (JSON variant, so the clock stops when the resumed turn
@@ -7,7 +8,12 @@ has published) and the resumes per second the service sustains, at 1, 16 and
 ``symfonic serve`` process (uvicorn, the scripted demo agent) on a loopback
 port; the clients are one httpx process. Every pause is created before the
 clock starts, so only resumes are timed. Bounded: at most ``--resumes`` per
-level and ``--time-limit`` seconds of resuming per level.
+level, and ``--time-limit`` seconds each for creating a level's pauses and for
+resuming them.
+
+CPU seconds are read around each level's resumes, for the server process
+(``/proc/<pid>/stat``) and for this client process, so the report can say
+whether the server or the shared cores were the bound.
 """
 
 from __future__ import annotations
@@ -16,13 +22,15 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -38,6 +46,20 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 MESSAGE = "Pay alice 42 EUR for the design work"
 APPROVE = {"decision": "approve"}
 JSON_ONLY = {"Accept": "application/json"}
+STORE_NAMES = {"sqlite": "sqlite", "postgres": "postgresql", "postgresql": "postgresql"}
+# The server's pool: enough connections that 16 clients never queue for one.
+SERVER_POOL_SIZE = 24
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    # None for a server this process did not start (``--url``): its CPU is not read.
+    pid: int | None
+
+
+def _server_cpu(server: Server) -> float | None:
+    return None if server.pid is None else process_cpu_seconds(server.pid)
 
 
 def _free_port() -> int:
@@ -46,11 +68,19 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) so far."""
+    # The command name (field 2) may hold spaces; the fields after its ')' are fixed.
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def serving(store: str, log: Path) -> Iterator[str]:
-    """A ``symfonic serve`` process on loopback; its base URL once healthy."""
+def serving(store: str, log: Path) -> Iterator[Server]:
+    """A ``symfonic serve`` process on loopback, once healthy."""
     port = _free_port()
-    env = {**os.environ, "SYMFONIC_API_KEYS": "", "SYMFONIC_POOL_SIZE": "24"}
+    env = {**os.environ, "SYMFONIC_API_KEYS": "", "SYMFONIC_POOL_SIZE": str(SERVER_POOL_SIZE)}
     command = [
         sys.executable,
         "-m",
@@ -70,16 +100,16 @@ def serving(store: str, log: Path) -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start:\n{log.read_text()}")
+                raise RuntimeError(f"the server did not start:\n{log.read_text()[-2000:]}")
             try:
                 if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
-        yield url
+        yield Server(url, process.pid)
     finally:
-        process.terminate()
+        process.terminate()  # our own child, by its handle
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
@@ -98,27 +128,44 @@ async def _pause(client: httpx.AsyncClient) -> str:
     return str(outcome["pause"]["token"])
 
 
-async def _gather_limited(count: int, width: int, make: Any) -> list[Any]:
+async def _gather_limited(
+    count: int, width: int, make: Callable[[], Awaitable[str]], until: float
+) -> list[str]:
+    """Up to ``count`` results of ``make()``, ``width`` at a time; none started after ``until``."""
     gate = asyncio.Semaphore(width)
+    made: list[str] = []
 
-    async def one() -> Any:
+    async def one() -> None:
         async with gate:
-            return await make()
+            if time.perf_counter() < until:
+                made.append(await make())
 
-    return list(await asyncio.gather(*(one() for _ in range(count))))
+    await asyncio.gather(*(one() for _ in range(count)))
+    return made
 
 
-async def measure_level(url: str, clients: int, resumes: int, time_limit: float) -> dict[str, Any]:
-    """Resume ``resumes`` fresh pauses with ``clients`` concurrent clients."""
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value * 1000, 2)
+
+
+async def measure_level(
+    server: Server, clients: int, resumes: int, time_limit: float
+) -> dict[str, Any]:
+    """Resume up to ``resumes`` fresh pauses with ``clients`` concurrent clients."""
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
     timeout = httpx.Timeout(60)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as client:
-        tokens = await _gather_limited(resumes, 16, lambda: _pause(client))
+    async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=timeout) as client:
+        began = time.perf_counter()
+        tokens = await _gather_limited(
+            resumes, 16, lambda: _pause(client), until=began + time_limit
+        )
+        setup = time.perf_counter() - began
         queue: asyncio.Queue[str] = asyncio.Queue()
         for token in tokens:
             queue.put_nowait(token)
         latencies: list[float] = []
         failures: list[str] = []
+        server_cpu, client_cpu = _server_cpu(server), time.process_time()
         started = time.perf_counter()
         stop_at = started + time_limit
 
@@ -141,128 +188,191 @@ async def measure_level(url: str, clients: int, resumes: int, time_limit: float)
 
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - started
+        server_after = _server_cpu(server)
+        client_cpu = time.process_time() - client_cpu
+    server_ms = None
+    if server_cpu is not None and server_after is not None and latencies:
+        server_ms = round(1000 * (server_after - server_cpu) / len(latencies), 2)
 
-    def ms(value: float | None) -> float | None:
-        return None if value is None else round(value * 1000, 2)
-
+    done = len(latencies)
     return {
         "clients": clients,
-        "resumes": len(latencies),
+        "requested": resumes,
+        "pauses": len(tokens),
+        "setup_s": round(setup, 3),
+        "resumes": done,
         "failures": len(failures),
         "failure_samples": failures[:3],
+        "stopped_by": "time limit" if done + len(failures) < len(tokens) else "resumes",
         "wall_s": round(wall, 3),
-        "resumes_per_s": round(len(latencies) / wall, 1) if wall > 0 else None,
-        "p50_ms": ms(percentile(latencies, 50)),
-        "p99_ms": ms(percentile(latencies, 99)),
+        "resumes_per_s": round(done / wall, 1) if wall > 0 else None,
+        "p50_ms": _ms(percentile(latencies, 50)),
+        "p99_ms": _ms(percentile(latencies, 99)),
+        "server_cpu_ms_per_resume": server_ms,
+        "client_cpu_ms_per_resume": round(1000 * client_cpu / done, 2) if done else None,
     }
 
 
 @contextmanager
-def postgres_database(admin_url: str) -> Iterator[str]:
-    """A fresh database for one run, dropped afterwards."""
-    import asyncpg
-
-    name = f"symfonic_bench_{uuid.uuid4().hex[:10]}"
-    dsn = admin_url.replace("postgresql+asyncpg://", "postgresql://")
-
-    async def run(statement: str) -> None:
-        conn = await asyncpg.connect(dsn)
+def store_for(kind: str, postgres_url: str, workdir: Path) -> Iterator[str]:
+    """A fresh store: a new SQLite file, or a new PostgreSQL database dropped afterwards."""
+    if kind == "sqlite":
+        path = workdir / "http-bench.db"
         try:
-            await conn.execute(statement)
+            yield f"sqlite:///{path}"
         finally:
-            await conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return
+    from bench.probes import pg_admin
 
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
+    name = f"symfonic_bench_http_{uuid.uuid4().hex[:10]}"
+    pg_admin.create_database(postgres_url, name)
     try:
-        yield f"{dsn.rpartition('/')[0]}/{name}"
+        yield pg_admin.database_url(postgres_url, name)
     finally:
-        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        pg_admin.drop_database(postgres_url, name)
+
+
+def _error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
 
 
 @contextmanager
-def store_for(kind: str, postgres_url: str, workdir: Path) -> Iterator[str]:
-    if kind == "sqlite":
-        yield f"sqlite:///{workdir / 'bench.db'}"
+def _server_on(kind: str, args: argparse.Namespace, workdir: Path) -> Iterator[Server]:
+    if args.url:
+        yield Server(args.url.rstrip("/"), None)
         return
-    with postgres_database(postgres_url) as url:
-        yield url
+    with (
+        store_for(kind, args.postgres_url, workdir) as store,
+        serving(store, workdir / "server.log") as server,
+    ):
+        yield server
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    results: list[dict[str, Any]] = []
-    with TemporaryDirectory(prefix="symfonic-http-bench-") as tmp:
-        for kind in args.stores:
-            workdir = Path(tmp) / kind
-            workdir.mkdir()
-            with (
-                store_for(kind, args.postgres_url, workdir) as store,
-                serving(store, workdir / "server.log") as url,
-            ):
-                for clients in args.clients:
-                    count = max(args.resumes, clients)
-                    level = asyncio.run(measure_level(url, clients, count, args.time_limit))
-                    level["store"] = kind
-                    results.append(level)
-                    print(_row(level), flush=True)
-    return {
+def run(args: argparse.Namespace, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Every store × level; ``save`` gets the report after each level, so a kill keeps it."""
+    report: dict[str, Any] = {
         "benchmark": "http_resume",
         "agent": "symfonic.demo:agent (scripted model)",
         "variant": "POST /v1/resume, Accept: application/json",
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
-        "results": results,
+        "options": {
+            "stores": args.stores,
+            "clients": args.clients,
+            "resumes": args.resumes,
+            "time_limit": args.time_limit,
+            "server_pool_size": SERVER_POOL_SIZE,
+            "url": args.url,
+        },
+        "results": [],
+        "errors": [],
     }
+    with TemporaryDirectory(prefix="symfonic-http-bench-") as tmp:
+        root = args.workdir or Path(tmp)
+        for kind in ["external"] if args.url else args.stores:
+            workdir = root / kind
+            workdir.mkdir(parents=True, exist_ok=True)
+            try:
+                with _server_on(kind, args, workdir) as server:
+                    for clients in args.clients:
+                        count = max(args.resumes, clients)
+                        level = asyncio.run(
+                            measure_level(server, clients, count, args.time_limit)
+                        )
+                        report["results"].append({"store": kind} | level)
+                        save(report)
+                        print(_row(kind, level), flush=True)
+            except Exception as error:  # one store failing must not lose the other's figures
+                report["errors"].append({"store": kind, "error": _error(error)})
+                save(report)
+                print(f"{kind}: {_error(error)}", file=sys.stderr, flush=True)
+    return report
 
 
-def _row(level: dict[str, Any]) -> str:
+def _row(store: str, level: dict[str, Any]) -> str:
     return (
-        f"{level['store']:<9} clients={level['clients']:<3} resumes={level['resumes']:<5} "
+        f"{store:<10} clients={level['clients']:<3} resumes={level['resumes']:<5} "
         f"failures={level['failures']:<3} p50={level['p50_ms']} ms  p99={level['p99_ms']} ms  "
         f"{level['resumes_per_s']} resumes/s"
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python bench/http_bench.py", description=__doc__)
-    parser.add_argument("--out", type=Path, required=True, help="write the results here (JSON)")
-    parser.add_argument(
+def _stores(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in STORE_NAMES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown store(s) {unknown}: use sqlite,postgresql")
+    return [STORE_NAMES[name] for name in names]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.http_bench", description=__doc__)
+    p.add_argument("--out", type=Path, required=True, help="write the results here (JSON)")
+    p.add_argument(
         "--stores",
-        type=lambda s: s.split(","),
-        default=["sqlite", "postgres"],
-        help="comma-separated: sqlite,postgres (default both)",
+        type=_stores,
+        default=["sqlite", "postgresql"],
+        help="comma-separated: sqlite,postgresql (default both)",
     )
-    parser.add_argument(
+    p.add_argument(
         "--clients",
-        type=lambda s: [int(p) for p in s.split(",")],
+        type=lambda s: [int(p) for p in s.split(",") if p.strip()],
         default=[1, 16, 64],
         help="concurrency levels (default 1,16,64)",
     )
-    parser.add_argument(
+    p.add_argument(
         "--resumes",
         type=int,
         default=200,
         help="resumes per level, at least one per client (default 200)",
     )
-    parser.add_argument(
+    p.add_argument(
         "--time-limit",
         type=float,
         default=30.0,
-        help="seconds of resuming per level at most (default 30)",
+        help="seconds at most per level for creating its pauses, and again for "
+        "resuming them (default 30)",
     )
-    parser.add_argument(
+    p.add_argument(
         "--postgres-url",
         default=os.environ.get("SYMFONIC_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL),
         help="a PostgreSQL URL whose user may CREATE DATABASE",
     )
-    return parser
+    p.add_argument(
+        "--url",
+        default=None,
+        help="measure this already running server (e.g. one started under a profiler) "
+        "instead of starting one per store; its CPU is then not read",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="keep each store's server.log here (default: a temporary directory)",
+    )
+    return p
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # SystemExit unwinds through the `finally` blocks that stop the server and drop
+    # the PostgreSQL database; SIGTERM's default would skip them.
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    report = run(args)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    args = parser().parse_args(argv)
+
+    def save(report: dict[str, Any]) -> None:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+    report = run(args, save)
+    save(report | {"complete": True})
     print(f"wrote {args.out}")
-    return 0 if all(r["failures"] == 0 for r in report["results"]) else 1
+    ok = not report["errors"] and all(r["failures"] == 0 for r in report["results"])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

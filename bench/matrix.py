@@ -61,7 +61,7 @@ def configurations(
                     )
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     env = dict(os.environ)
     # `python bench/run.py` puts bench/ first on sys.path; the child needs the root.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
@@ -92,7 +92,7 @@ def run_child(config: ChildConfig, workdir: Path, index: int, timeout: float) ->
         child = subprocess.Popen(
             [sys.executable, "-m", "bench.child", str(config_path), str(out_path)],
             cwd=ROOT,
-            env=_child_env(),
+            env=child_env(),
             stdout=log,
             stderr=subprocess.STDOUT,
         )

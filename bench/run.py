@@ -1,8 +1,10 @@
 """The one command: ``python -m bench`` (or ``python bench/run.py``).
 
-Runs the whole matrix in one run and one process tree, writes ``results.json``
-after every configuration (a crash keeps what was measured), then the Markdown
-report and its plots. ``--report-only`` rebuilds the report from an existing
+Runs, in one run and one process tree, the whole matrix (symfonic, LangGraph and
+the floor, one child process per configuration), then the HTTP step (resumes
+against a real ``symfonic serve``); writes ``results.json`` after every
+configuration (a crash keeps what was measured), then the Markdown report and
+its plots. ``--report-only`` rebuilds the report from an existing
 ``results.json`` without measuring anything.
 """
 
@@ -21,6 +23,7 @@ if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.config import ChildConfig
+from bench.http_step import HttpOptions, run_http_step
 from bench.machine import describe
 from bench.matrix import BUSY_THRESHOLD, ROOT, Store, configurations, run_configuration
 from bench.workloads import SYSTEMS, unavailable_reason
@@ -32,61 +35,150 @@ def _int_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
 
+EPILOG = """\
+examples:
+  python -m bench                                  the full run (8-10 min on 2 cores)
+  python -m bench --history 0 --concurrency 1 --seconds 1 --http-resumes 20 \\
+      --out /tmp/b --report /tmp/b/benchmarks.md  a smoke run (~30 s)
+  python -m bench --report-only                    redraw docs/benchmarks.md from results.json
+
+Every figure and how it is measured: bench/README.md.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument(
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    matrix = parser.add_argument_group(
+        "the matrix: symfonic, LangGraph and the floor, one child process per configuration"
+    )
+    matrix.add_argument(
         "--store",
         action="append",
         default=[],
         metavar="sqlite|postgresql://…",
-        help="repeatable; default: sqlite, plus PostgreSQL when it answers",
+        help="repeatable; default: sqlite, plus PostgreSQL at $BENCH_POSTGRES_URL (else "
+        f"$SYMFONIC_TEST_POSTGRES_URL, else {DEFAULT_POSTGRES_URL}) when it answers. "
+        "The HTTP step uses the same stores",
     )
-    parser.add_argument("--history", type=_int_list, default=[0, 100, 1000, 10000])
-    parser.add_argument("--concurrency", type=_int_list, default=[1, 16])
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument(
-        "--cycles",
-        type=int,
-        default=2000,
-        help="cap on timed cycles per configuration (all slots together)",
+    matrix.add_argument(
+        "--history",
+        type=_int_list,
+        default=[0, 100, 1000, 10000],
+        metavar="N,N,…",
+        help="messages of history each session holds (default: 0,100,1000,10000)",
     )
-    parser.add_argument(
+    matrix.add_argument(
+        "--concurrency",
+        type=_int_list,
+        default=[1, 16],
+        metavar="N,N,…",
+        help="sessions cycling at once in one process (default: 1,16)",
+    )
+    matrix.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        metavar="NAME,…",
+        help=f"systems to measure (default: {','.join(SYSTEMS)})",
+    )
+    timing = parser.add_argument_group("timing of each configuration")
+    timing.add_argument(
         "--seconds",
         type=float,
         default=3.0,
-        help="time box of the timed section; started cycles finish",
+        help="time box of the timed section; cycles already started finish (default: 3)",
     )
-    parser.add_argument(
+    timing.add_argument(
+        "--cycles",
+        type=int,
+        default=2000,
+        help="cap on timed cycles, all slots together (default: 2000)",
+    )
+    timing.add_argument(
         "--min-cycles",
         type=int,
         default=5,
-        help="the time box never stops the timed section before this many cycles",
+        help="the time box never stops the timed section before this many cycles (default: 5)",
     )
-    parser.add_argument("--warmup", type=int, default=1, help="untimed cycles per slot")
-    parser.add_argument(
-        "--count-cycles", type=int, default=4, help="cycles of the separate row-counting pass"
+    timing.add_argument(
+        "--warmup", type=int, default=1, help="untimed warm-up cycles per slot (default: 1)"
     )
-    parser.add_argument(
+    timing.add_argument(
+        "--count-cycles",
+        type=int,
+        default=4,
+        help="cycles of the separate row-counting pass (default: 4)",
+    )
+    timing.add_argument(
         "--sqlite-synchronous",
         default="NORMAL",
-        help="PRAGMA synchronous for the LangGraph saver and the floor "
-        "(symfonic's own is NORMAL); '' keeps each default",
+        help="PRAGMA synchronous for the LangGraph saver and the floor; symfonic's own is "
+        "NORMAL; '' keeps each default (default: NORMAL)",
     )
-    parser.add_argument("--timeout", type=float, default=900, help="seconds per configuration")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument(
+    timing.add_argument(
+        "--timeout",
+        type=float,
+        default=900,
+        help="seconds before a configuration's child is stopped (default: 900)",
+    )
+    http = parser.add_argument_group(
+        "the HTTP step: POST /v1/resume against a real `symfonic serve` on loopback, "
+        "after the matrix"
+    )
+    http.add_argument(
+        "--http",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the HTTP step (default: on)",
+    )
+    http.add_argument(
+        "--http-clients",
+        type=_int_list,
+        default=[1, 16, 64],
+        metavar="N,N,…",
+        help="concurrent clients, one level each (default: 1,16,64)",
+    )
+    http.add_argument(
+        "--http-resumes",
+        type=int,
+        default=300,
+        metavar="N",
+        help="resumes per level, at least one per client (default: 300)",
+    )
+    http.add_argument(
+        "--http-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="per level, the most seconds spent creating its pauses and again resuming "
+        "them; the whole step is stopped past a bound derived from it (default: 10)",
+    )
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "bench" / "results",
+        help="results.json and work/ (each child's config, result, log) go here "
+        "(default: bench/results)",
+    )
+    output.add_argument(
         "--report",
         type=Path,
         default=ROOT / "docs" / "benchmarks.md",
-        help="Markdown report; plots go beside it as bench_*.png",
+        help="the Markdown report; its plots go beside it as bench_*.png "
+        "(default: docs/benchmarks.md)",
     )
-    parser.add_argument("--no-report", action="store_true")
-    parser.add_argument(
+    output.add_argument("--no-report", action="store_true", help="measure, write no report")
+    output.add_argument(
         "--report-only",
         action="store_true",
         help="rebuild the report from OUT/results.json, measure nothing",
     )
-    parser.add_argument(
+    output.add_argument(
         "--keep-stores",
         action="store_true",
         help="keep each configuration's SQLite file / PostgreSQL database",
@@ -171,7 +263,8 @@ def _new_document(
 
 
 def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
-    """Run every configuration, one at a time; save results.json after each."""
+    """Run every configuration, one at a time, then the HTTP step; save results.json
+    after each."""
     stores, notes = _stores(args.store)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unavailable = {s: r for s in systems if (r := unavailable_reason(s)) is not None}
@@ -194,9 +287,23 @@ def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
         key = {k: getattr(config, k) for k in ("system", "store", "history", "concurrency")}
         document["results"].append(key | result)
         results_path.write_text(json.dumps(document, indent=1))
+    if args.http:
+        options = HttpOptions(args.http_clients, args.http_resumes, args.http_seconds)
+        _say(f"[http] POST /v1/resume at {args.http_clients} clients (bound "
+             f"{options.bound(len(stores)):.0f} s) …")
+        document["http"] = run_http_step(stores, options, workdir)
+        for row in document["http"]["results"]:
+            _say(f"    {_http_summary(row)}")
     document["meta"]["total_seconds"] = round(time.monotonic() - began, 1)
     results_path.write_text(json.dumps(document, indent=1))
     return document
+
+
+def _http_summary(row: dict[str, Any]) -> str:
+    return (
+        f"{row['store']}, {row['clients']} clients: {row['resumes_per_s']} resumes/s, "
+        f"p50 {row['p50_ms']} ms, p99 {row['p99_ms']} ms ({row['resumes']} resumes)"
+    )
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -210,6 +317,10 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "warmup",
         "count_cycles",
         "sqlite_synchronous",
+        "http",
+        "http_clients",
+        "http_resumes",
+        "http_seconds",
     )
     return {key: getattr(args, key) for key in keys}
 
@@ -243,7 +354,10 @@ def main(argv: list[str] | None = None) -> int:
             f"!! {row['system']}/{row['store']}/h{row['history']}/c{row['concurrency']} "
             f"failed: {row.get('error')}"
         )
-    return 1 if failed else 0
+    http = document.get("http", {})
+    for problem in http.get("problems", []):
+        _say(f"!! http: {problem}")
+    return 1 if failed or http.get("status") == "error" else 0
 
 
 if __name__ == "__main__":

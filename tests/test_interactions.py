@@ -184,8 +184,8 @@ async def test_cancelled_says_the_person_declined_and_the_turn_goes_on(
             await agent.aclose()
 
 
-async def test_ask_human_takes_a_string_answer(store_url: str, bank: Bank) -> None:
-    agent = await _agent(store_url, bank, call("ask_human", {"question": "Which bob?"}, id="q"))
+async def test_ask_human_takes_a_string_answer(sqlite_url: str, bank: Bank) -> None:
+    agent = await _agent(sqlite_url, bank, call("ask_human", {"question": "Which bob?"}, id="q"))
     try:
         paused = await agent.run("pay bob")
         assert paused.pause is not None
@@ -199,14 +199,14 @@ async def test_ask_human_takes_a_string_answer(store_url: str, bank: Bank) -> No
 
 
 async def test_a_form_is_answered_with_data_valid_against_its_schema(
-    store_url: str, bank: Bank
+    sqlite_url: str, bank: Bank
 ) -> None:
     class Address(BaseModel):
         street: str
         number: int = Field(ge=1)
 
     agent = await _agent(
-        store_url, bank, call("address", {"question": "Where to?"}, id="f"),
+        sqlite_url, bank, call("address", {"question": "Where to?"}, id="f"),
         interactions=[interaction("address", "Ask for a postal address.", Address)],
     )
     try:

@@ -64,7 +64,7 @@ def _assert_well_formed(result: TurnResult) -> None:
     assert terminals == [events[-1]]
 
 
-async def test_a_tool_that_raises_is_an_error_observation(store_url: str) -> None:
+async def test_a_tool_that_raises_is_an_error_observation(sqlite_url: str) -> None:
     def explode(q: str) -> str:
         """Always fails."""
         raise ValueError(f"no such thing as {q}")
@@ -78,7 +78,7 @@ async def test_a_tool_that_raises_is_an_error_observation(store_url: str) -> Non
         return reply("recovered")
 
     async with SymfonicAgent(
-        model=ScriptedChatModel(respond=respond), tools=[explode], store=store_url
+        model=ScriptedChatModel(respond=respond), tools=[explode], store=sqlite_url
     ) as agent:
         result = await agent.run("try")
     assert (result.status, result.answer, result.revision) == ("complete", "recovered", 1)
@@ -125,7 +125,7 @@ async def test_an_empty_final_answer_fails_and_publishes_nothing(store_url: str)
             assert await _revision(agent, result.session_id) == 0
 
 
-async def test_max_model_calls_stops_with_budget_exhausted(store_url: str) -> None:
+async def test_max_model_calls_stops_with_budget_exhausted(sqlite_url: str) -> None:
     made: list[int] = []
 
     def respond(messages: list[BaseMessage]) -> Any:
@@ -134,7 +134,7 @@ async def test_max_model_calls_stops_with_budget_exhausted(store_url: str) -> No
 
     async with SymfonicAgent(
         model=ScriptedChatModel(respond=respond), tools=[lookup],
-        limits=Limits(max_model_calls=3, max_tool_rounds=50), store=store_url,
+        limits=Limits(max_model_calls=3, max_tool_rounds=50), store=sqlite_url,
     ) as agent:
         result = await agent.run("go")
         assert result.status == "failed" and result.error is not None
@@ -143,7 +143,7 @@ async def test_max_model_calls_stops_with_budget_exhausted(store_url: str) -> No
         assert await _revision(agent, result.session_id) == 0
 
 
-async def test_max_tool_calls_stops_the_turn_before_any_call_runs(store_url: str) -> None:
+async def test_max_tool_calls_stops_the_turn_before_any_call_runs(sqlite_url: str) -> None:
     ran: list[str] = []
 
     def note(text: str) -> str:
@@ -155,7 +155,7 @@ async def test_max_tool_calls_stops_the_turn_before_any_call_runs(store_url: str
         model=ScriptedChatModel.from_script(
             [calls(*((("note", {"text": str(i)}, f"c{i}")) for i in range(3))), reply("x")]
         ),
-        tools=[note], limits=Limits(max_tool_calls=2), store=store_url,
+        tools=[note], limits=Limits(max_tool_calls=2), store=sqlite_url,
     ) as agent:
         result = await agent.run("go")
         assert result.status == "failed" and result.error is not None
@@ -225,11 +225,11 @@ async def test_the_idempotency_key_is_stable_across_a_resume(store_url: str) -> 
     assert idempotency_key("s", "c") == idempotency_key("s", "c")
 
 
-async def test_text_deltas_are_streamed(store_url: str) -> None:
+async def test_text_deltas_are_streamed(sqlite_url: str) -> None:
     model = ScriptedChatModel.from_script(
         [call("lookup", {"q": "x"}), reply("the answer is forty two")]
     )
-    async with SymfonicAgent(model=model, tools=[lookup], store=store_url) as agent:
+    async with SymfonicAgent(model=model, tools=[lookup], store=sqlite_url) as agent:
         events = [e async for e in agent.stream("what is it?")]
     deltas = [e.text for e in events if isinstance(e, TextDeltaEvent)]
     assert len(deltas) == 5
@@ -322,7 +322,7 @@ async def test_a_model_that_fails_fails_the_turn_and_publishes_nothing(store_url
         assert session is not None and not session.running
 
 
-async def test_async_and_sync_tools_both_run(store_url: str) -> None:
+async def test_async_and_sync_tools_both_run(sqlite_url: str) -> None:
     async def fetch(url: str) -> dict[str, str]:
         """Fetch a page."""
         return {"url": url, "body": "hello"}
@@ -330,15 +330,15 @@ async def test_async_and_sync_tools_both_run(store_url: str) -> None:
     model = ScriptedChatModel.from_script(
         [calls(("fetch", {"url": "u"}, "a"), ("lookup", {"q": "v"}, "b")), reply("ok")]
     )
-    async with SymfonicAgent(model=model, tools=[fetch, lookup], store=store_url) as agent:
+    async with SymfonicAgent(model=model, tools=[fetch, lookup], store=sqlite_url) as agent:
         result = await agent.run("go")
     contents = {e.tool_call_id: e.content for e in result.events if isinstance(e, ToolResultEvent)}
     assert contents == {"a": '{"url": "u", "body": "hello"}', "b": "found v"}
 
 
-async def test_a_paused_first_turn_says_so_in_order(store_url: str) -> None:
+async def test_a_paused_first_turn_says_so_in_order(sqlite_url: str) -> None:
     model = ScriptedChatModel.from_script([call("ask_human", {"question": "?"}), reply("x")])
-    async with SymfonicAgent(model=model, store=store_url) as agent:
+    async with SymfonicAgent(model=model, store=sqlite_url) as agent:
         result = await agent.run("go")
     _assert_well_formed(result)
     assert isinstance(result.events[-1], TurnPausedEvent)

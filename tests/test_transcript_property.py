@@ -186,7 +186,7 @@ async def _example(url: str, plan: list[Round], data: st.DataObject) -> None:
 
 
 @settings(
-    max_examples=40,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

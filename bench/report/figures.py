@@ -47,6 +47,13 @@ FIGURES = (
     Figure("pause_p99_ms", "Pause latency p99, ms", False, _ms),
     Figure("resume_p50_ms", "Resume latency p50, ms", False, _ms),
     Figure("resume_p99_ms", "Resume latency p99, ms", False, _ms),
+    Figure(
+        "cpu_ms_per_cycle",
+        "CPU per cycle, ms: the benchmark process, all threads (a PostgreSQL server's not "
+        "included)",
+        False,
+        _ms,
+    ),
     Figure("bytes_per_cycle", "Bytes written per cycle", False, _bytes),
     Figure("rows_per_cycle", "Rows written per cycle", False, _number),
     Figure("peak_rss_bytes", "Peak memory, RSS of the configuration's process", False, _bytes),
@@ -55,11 +62,14 @@ FIGURES = (
 
 
 class Results:
-    """Index over results.json's rows by (system, store, history, concurrency)."""
+    """Index over results.json's rows by (system, store, history, concurrency), plus the
+    HTTP step's section."""
 
     def __init__(self, document: dict[str, Any]) -> None:
         self.meta: dict[str, Any] = document.get("meta", {})
         self.rows: list[dict[str, Any]] = document.get("results", [])
+        # The HTTP step's section (bench/http_step.py), absent when it did not run.
+        self.http: dict[str, Any] | None = document.get("http")
         self._index = {
             (r["system"], r["store"], r["history"], r["concurrency"]): r for r in self.rows
         }

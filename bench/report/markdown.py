@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from bench.report.bounds import render_bounds
 from bench.report.figures import FIGURES, STORE_TITLES, SYSTEM_TITLES, Figure, Results, ratio_text
+from bench.report.http import render_http
 from bench.report.targets import check_targets
 
 RATIOS = (("symfonic", "langgraph"), ("symfonic", "floor"))
@@ -115,6 +117,8 @@ def _problems(results: Results) -> list[str]:
         for note in row.get("notes", []):
             if "busy with other work" not in note:
                 lines.append(f"- {_label(row)}: {note}")
+    http = results.http or {}
+    lines += [f"- HTTP step: {item}" for item in http.get("problems", []) + http.get("notes", [])]
     return ["## Problems in this run", "", *lines, ""] if lines else []
 
 
@@ -133,9 +137,15 @@ def render(results: Results, plots: list[str]) -> str:
         "Ratios are symfonic's figure divided by the other system's, in the same row.",
         "",
     ]
-    lines += _problems(results) + _targets(results) + _machine(results.meta)
+    if results.http:
+        lines[-1:-1] = [
+            "The HTTP section at the end resumes pauses through a real `symfonic serve` process."
+        ]
+    lines += _problems(results) + _targets(results) + render_bounds(results)
+    lines += _machine(results.meta)
     for name in plots:
         lines += [f"![{name}]({name})", ""]
     for store in results.axis("store"):
         lines += _store_section(results, store)
+    lines += render_http(results)
     return "\n".join(lines).rstrip() + "\n"

@@ -13,6 +13,8 @@ the exception, and SQLAlchemy's asyncpg adapter copies it to the wrapped error.
 
 from __future__ import annotations
 
+import sqlite3
+
 import sqlalchemy as sa
 
 # SQLSTATE classes that are about the server or the connection, not the statement:
@@ -33,8 +35,9 @@ def _sqlstate(error: BaseException) -> str | None:
 
 def is_unavailable(error: BaseException) -> bool:
     """Whether ``error`` means the database could not complete the work, for now."""
-    if isinstance(error, sa.exc.TimeoutError | OSError):
-        # The pool's checkout timeout; refused or reset connections; timeouts.
+    if isinstance(error, sa.exc.TimeoutError | OSError | sqlite3.OperationalError):
+        # The pool's checkout timeout; refused or reset connections; timeouts;
+        # SQLite's locked, unreadable or missing file before SQLAlchemy wraps it.
         return True
     if isinstance(error, sa.exc.DBAPIError):
         if error.connection_invalidated:

@@ -30,6 +30,11 @@ from symfonic.storage.sql_store import SqlStore
 # An arbitrary constant shared by every symfonic worker: the advisory lock that
 # makes concurrent start-ups run the migrations once.
 MIGRATION_LOCK = 0x5F4D_1C01
+DEFAULT_POOL_SIZE = 10
+DEFAULT_POOL_TIMEOUT = 10.0
+# asyncpg waits 60 s for a new connection by default; a server that is out of
+# reach should fail the turn about as quickly as an exhausted pool does.
+CONNECT_TIMEOUT = 10.0
 
 
 def _async_url(url: str) -> str:
@@ -37,10 +42,6 @@ def _async_url(url: str) -> str:
     if scheme not in {"postgresql", "postgres", "postgresql+asyncpg"}:
         raise ValueError(f"not a PostgreSQL store URL: {url!r}")
     return f"postgresql+asyncpg://{rest}"
-
-
-DEFAULT_POOL_SIZE = 10
-DEFAULT_POOL_TIMEOUT = 10.0
 
 
 class PostgresStore(SqlStore):
@@ -67,9 +68,7 @@ class PostgresStore(SqlStore):
             pool_timeout=timeout,
             pool_pre_ping=True,
             isolation_level="READ COMMITTED",
-            # asyncpg waits 60 s for a connection by default; a server that is
-            # down should fail the turn as quickly as an exhausted pool does.
-            connect_args={"timeout": timeout},
+            connect_args={"timeout": CONNECT_TIMEOUT},
         )
         super().__init__(url, engine)
 

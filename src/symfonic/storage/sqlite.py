@@ -9,14 +9,22 @@ PostgreSQL: a claim or publish that loses a race sees the winner's commit.
 
 Reads begin deferred (plain ``BEGIN``), so under WAL they go on while one writer
 holds the lock. ``synchronous=NORMAL`` under WAL survives a crash of any
-process; only a power cut can lose the last commits. Workers opening a fresh
-file at the same moment queue on the same lock to migrate it once.
+process; only a power cut can lose the last commits.
+
+WAL is a property of the file, switched on once when a store opens, before its
+pool connects: the switch needs the file to itself and, unlike a write, answers
+"database is locked" at once instead of waiting, so workers opening a fresh file
+at the same moment retry it until one has switched it. They then queue on the
+write lock to migrate it once.
 """
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from typing import Any
 
+import anyio
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -47,7 +55,6 @@ class SqliteStore(SqlStore):
             # Take transaction control from the driver so "begin" below decides.
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
             cursor.close()
@@ -55,9 +62,31 @@ class SqliteStore(SqlStore):
         @event.listens_for(engine.sync_engine, "begin")
         def _begin(connection: sa.Connection) -> None:
             read_only = connection.get_execution_options().get(READ_ONLY, False)
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         super().__init__(url, engine)
+        self._path = sa.engine.make_url(_async_url(url)).database
+
+    async def _prepare(self) -> None:
+        if self._path and self._path != ":memory:":
+            await anyio.to_thread.run_sync(_use_wal, self._path)
 
     def _insert_ignore(self, table: sa.Table, keys: list[str]) -> Any:
         return sqlite_insert(table).on_conflict_do_nothing(index_elements=keys)
+
+
+def _use_wal(path: str) -> None:
+    """Switch the file to WAL, retrying while another opener holds it."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    try:
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+    finally:
+        connection.close()

@@ -51,6 +51,7 @@ class SqlTransactions:
 
     async def __aenter__(self) -> Self:
         try:
+            await self._prepared()
             async with self._write() as conn:
                 await self._lock_for_migrations(conn)
                 await conn.run_sync(migrate.upgrade)
@@ -59,8 +60,19 @@ class SqlTransactions:
             raise
         return self
 
+    async def _prepared(self) -> None:
+        try:
+            await self._prepare()
+        except Exception as error:
+            if is_unavailable(error):
+                raise StoreUnavailable(f"the store cannot be opened: {_reason(error)}") from error
+            raise
+
     async def __aexit__(self, *exc: object) -> None:
         await self._engine.dispose()
+
+    async def _prepare(self) -> None:
+        """Whatever the database file needs before the pool connects; nothing by default."""
 
     async def _lock_for_migrations(self, conn: AsyncConnection) -> None:
         """Serialise concurrent migrations; the adapter's write lock suffices by default."""
