@@ -91,6 +91,12 @@ class PostgresStore(SqlStore):
         async with self._reader.connect() as conn:
             return await conn.run_sync(work)
 
+    async def _run_one(self, statement: sa.Executable) -> int:
+        # A single statement is atomic by itself: autocommit spares the
+        # BEGIN and COMMIT round trips around it.
+        async with self._reader.connect() as conn:
+            return int((await conn.execute(statement)).rowcount)
+
     async def _dispose(self) -> None:
         await self._engine.dispose()
 

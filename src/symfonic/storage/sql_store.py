@@ -128,7 +128,7 @@ class SqlStore(SqlTransactions):
             metadata=session.metadata,
             created_at=session.created_at,
         )
-        await self._write(lambda conn: conn.execute(insert))
+        await self._write_one(insert)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def read(conn: sa.Connection) -> SessionRecord | None:
@@ -157,7 +157,7 @@ class SqlStore(SqlTransactions):
             )
             .values(run_id=run_id, run_lease=lease_until)
         )
-        return await self._write(lambda conn: conn.execute(update).rowcount == 1)
+        return await self._write_one(update) == 1
 
     async def end_run(self, session_id: str, run_id: str) -> None:
         """Clear this run's marker (only this run's); retried like every cleanup."""
@@ -260,7 +260,7 @@ class SqlStore(SqlTransactions):
                 answer_status=claim.status,
             )
         )
-        return await self._write(lambda conn: conn.execute(update).rowcount == 1)
+        return await self._write_one(update) == 1
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
         return await self._read(
@@ -271,7 +271,7 @@ class SqlStore(SqlTransactions):
 
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
         update = _claimed_by(session_id, claim_id).values(lease_until=lease_until)
-        return await self._write(lambda conn: conn.execute(update).rowcount == 1)
+        return await self._write_one(update) == 1
 
     async def publish_resume(
         self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str
@@ -312,7 +312,7 @@ class SqlStore(SqlTransactions):
             .where(pauses.c.session_id == session_id, pauses.c.state == PENDING)
             .values(state=PauseState.ABANDONED.value)
         )
-        return await self._write(lambda conn: int(conn.execute(update).rowcount))
+        return await self._write_one(update)
 
     async def open_pause(self, session_id: str) -> PauseRecord | None:
         query = (

@@ -56,6 +56,14 @@ class SqlTransactions:
         """Run ``work`` in one transaction (``write``) or one read."""
         raise NotImplementedError
 
+    async def _run_one(self, statement: sa.Executable) -> int:
+        """Run one writing statement, which is a transaction by itself; its row count.
+
+        By default it is a unit of work like any other; an adapter may skip the
+        explicit ``BEGIN``/``COMMIT`` around it.
+        """
+        return await self._run(lambda conn: _rowcount(conn, statement), write=True)
+
     async def _dispose(self) -> None:
         raise NotImplementedError
 
@@ -94,6 +102,17 @@ class SqlTransactions:
                 ) from error
             raise
 
+    async def _write_one(self, statement: sa.Executable) -> int:
+        """One statement that is its own transaction (a conditional update); its row count."""
+        try:
+            return await self._run_one(statement)
+        except Exception as error:
+            if is_unavailable(error):
+                raise StoreUnavailable(
+                    f"the store could not complete a write: {_reason(error)}"
+                ) from error
+            raise
+
     async def _read(self, work: Work[T]) -> T:
         try:
             return await self._run(work, write=False)
@@ -115,13 +134,10 @@ class SqlTransactions:
         Returns the row count.
         """
 
-        def run(conn: sa.Connection) -> int:
-            return int(conn.execute(statement).rowcount)
-
         deadline = anyio.current_time() + CLEANUP_SECONDS
         for delay in (*CLEANUP_RETRY_DELAYS, None):
             try:
-                return await self._write(run)
+                return await self._write_one(statement)
             except StoreUnavailable:
                 if delay is None or anyio.current_time() + delay > deadline:
                     raise
@@ -152,6 +168,10 @@ class SqlTransactions:
 
         self._secret = await self._write(create_or_read)
         return self._secret
+
+
+def _rowcount(conn: sa.Connection, statement: sa.Executable) -> int:
+    return int(conn.execute(statement).rowcount)
 
 
 def _reason(error: BaseException) -> str:
