@@ -32,7 +32,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
 from symfonic.core.contracts.store import (
@@ -52,113 +51,124 @@ CLAIMED = PauseState.CLAIMED.value
 PENDING = PauseState.PENDING.value
 
 
+def _claimed_by(session_id: str, claim_id: str) -> Any:
+    """The one row this claim holds, while it still holds it."""
+    return pauses.update().where(
+        pauses.c.session_id == session_id,
+        pauses.c.claim_id == claim_id,
+        pauses.c.state == CLAIMED,
+    )
+
+
+def _run_cleared(session_id: str, run_id: str) -> Any:
+    return (
+        sessions.update()
+        .where(sessions.c.session_id == session_id, sessions.c.run_id == run_id)
+        .values(run_id=None, run_lease=None)
+    )
+
+
+def _append(
+    conn: sa.Connection,
+    session_id: str,
+    base_revision: int,
+    bodies: Sequence[MessageBody],
+    *,
+    run_id: str | None = None,
+) -> int:
+    """Move the revision on from ``base_revision`` and append; the caller's transaction."""
+    values: dict[str, Any] = {
+        "revision": sessions.c.revision + 1,
+        "message_count": sessions.c.message_count + len(bodies),
+    }
+    if run_id is not None:
+        values.update(run_id=None, run_lease=None)
+    row = conn.execute(
+        sessions.update()
+        .where(sessions.c.session_id == session_id, sessions.c.revision == base_revision)
+        .values(**values)
+        .returning(sessions.c.revision, sessions.c.message_count)
+    ).first()
+    if row is None:
+        raise RevisionConflict(
+            f"session {session_id} is no longer at revision {base_revision}; "
+            "another turn was published first",
+            base_revision=base_revision,
+        )
+    revision, count = row
+    start = count - len(bodies)
+    if bodies:
+        conn.execute(
+            messages.insert(),
+            [
+                {"session_id": session_id, "seq": start + i, "revision": revision, "body": body}
+                for i, body in enumerate(bodies)
+            ],
+        )
+    return int(revision)
+
+
+def _one_pause(conn: sa.Connection, *where: Any) -> PauseRecord | None:
+    row = conn.execute(pauses.select().where(*where)).first()
+    return None if row is None else pause_of(row)
+
+
 class SqlStore(SqlTransactions):
-    """A ``Store`` over an async SQLAlchemy engine; adapters supply the engine."""
+    """A ``Store`` over SQLAlchemy Core; adapters supply how units of work run."""
 
     # sessions and history -------------------------------------------------
 
     async def create_session(self, session: SessionRecord) -> None:
-        async with self._write() as conn:
-            await conn.execute(
-                sessions.insert().values(
-                    session_id=session.session_id,
-                    principal=session.principal,
-                    agent=session.agent,
-                    revision=session.revision,
-                    message_count=0,
-                    metadata=session.metadata,
-                    created_at=session.created_at,
-                )
-            )
+        insert = sessions.insert().values(
+            session_id=session.session_id,
+            principal=session.principal,
+            agent=session.agent,
+            revision=session.revision,
+            message_count=0,
+            metadata=session.metadata,
+            created_at=session.created_at,
+        )
+        await self._write_one(insert)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        async with self._read() as conn:
-            row = (
-                await conn.execute(sessions.select().where(sessions.c.session_id == session_id))
-            ).first()
-        return None if row is None else session_of(row, now=datetime.now(UTC))
+        def read(conn: sa.Connection) -> SessionRecord | None:
+            query = sessions.select().where(sessions.c.session_id == session_id)
+            row = conn.execute(query).first()
+            return None if row is None else session_of(row, now=datetime.now(UTC))
+
+        return await self._read(read)
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
-        async with self._read() as conn:
-            rows = await conn.execute(
-                sa.select(messages.c.body)
-                .where(messages.c.session_id == session_id, messages.c.revision <= up_to_revision)
-                .order_by(messages.c.seq)
-            )
-            return [row[0] for row in rows]
+        query = (
+            sa.select(messages.c.body)
+            .where(messages.c.session_id == session_id, messages.c.revision <= up_to_revision)
+            .order_by(messages.c.seq)
+        )
+        return await self._read(lambda conn: [row[0] for row in conn.execute(query)])
 
     async def begin_run(
         self, session_id: str, run_id: str, *, now: datetime, lease_until: datetime
     ) -> bool:
-        async with self._write() as conn:
-            result = await conn.execute(
-                sessions.update()
-                .where(
-                    sessions.c.session_id == session_id,
-                    sa.or_(sessions.c.run_id.is_(None), sessions.c.run_lease < now),
-                )
-                .values(run_id=run_id, run_lease=lease_until)
+        update = (
+            sessions.update()
+            .where(
+                sessions.c.session_id == session_id,
+                sa.or_(sessions.c.run_id.is_(None), sessions.c.run_lease < now),
             )
-            return result.rowcount == 1
+            .values(run_id=run_id, run_lease=lease_until)
+        )
+        return await self._write_one(update) == 1
 
     async def end_run(self, session_id: str, run_id: str) -> None:
         """Clear this run's marker (only this run's); retried like every cleanup."""
-        await self._cleanup(self._run_cleared(session_id, run_id))
-
-    def _run_cleared(self, session_id: str, run_id: str) -> Any:
-        return (
-            sessions.update()
-            .where(sessions.c.session_id == session_id, sessions.c.run_id == run_id)
-            .values(run_id=None, run_lease=None)
-        )
-
-    async def _append(
-        self,
-        conn: AsyncConnection,
-        session_id: str,
-        base_revision: int,
-        bodies: Sequence[MessageBody],
-        *,
-        run_id: str | None = None,
-    ) -> int:
-        """Move the revision on from ``base_revision`` and append; the caller's transaction."""
-        values: dict[str, Any] = {
-            "revision": sessions.c.revision + 1,
-            "message_count": sessions.c.message_count + len(bodies),
-        }
-        if run_id is not None:
-            values.update(run_id=None, run_lease=None)
-        row = (
-            await conn.execute(
-                sessions.update()
-                .where(sessions.c.session_id == session_id, sessions.c.revision == base_revision)
-                .values(**values)
-                .returning(sessions.c.revision, sessions.c.message_count)
-            )
-        ).first()
-        if row is None:
-            raise RevisionConflict(
-                f"session {session_id} is no longer at revision {base_revision}; "
-                "another turn was published first",
-                base_revision=base_revision,
-            )
-        revision, count = row
-        start = count - len(bodies)
-        if bodies:
-            await conn.execute(
-                messages.insert(),
-                [
-                    {"session_id": session_id, "seq": start + i, "revision": revision, "body": body}
-                    for i, body in enumerate(bodies)
-                ],
-            )
-        return int(revision)
+        await self._cleanup(_run_cleared(session_id, run_id))
 
     async def publish_turn(
         self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str
     ) -> int:
-        async with self._write() as conn:
-            return await self._append(conn, session_id, base_revision, messages, run_id=run_id)
+        return await self._write(
+            lambda conn: _append(conn, session_id, base_revision, messages, run_id=run_id)
+        )
 
     # pauses and checkpoints ----------------------------------------------
 
@@ -170,18 +180,16 @@ class SqlStore(SqlTransactions):
         supersedes: str | None = None,
         run_id: str | None = None,
     ) -> None:
-        async with self._write() as conn:
+        def record(conn: sa.Connection) -> None:
             replaced: str | None = None
             if supersedes is not None:
-                replaced = (
-                    await conn.execute(
-                        self._claimed_by(pause.session_id, supersedes)
-                        .values(
-                            state=PauseState.SUPERSEDED.value,
-                            outcome={"status": "paused", "pause_id": pause.pause_id},
-                        )
-                        .returning(pauses.c.pause_id)
+                replaced = conn.execute(
+                    _claimed_by(pause.session_id, supersedes)
+                    .values(
+                        state=PauseState.SUPERSEDED.value,
+                        outcome={"status": "paused", "pause_id": pause.pause_id},
                     )
+                    .returning(pauses.c.pause_id)
                 ).scalar()
                 if replaced is None:
                     raise PauseAbandoned(
@@ -189,8 +197,8 @@ class SqlStore(SqlTransactions):
                         "could be recorded",
                         claim_id=supersedes,
                     )
-                await conn.execute(checkpoints.delete().where(checkpoints.c.pause_id == replaced))
-            await conn.execute(
+                conn.execute(checkpoints.delete().where(checkpoints.c.pause_id == replaced))
+            conn.execute(
                 checkpoints.insert().values(
                     pause_id=checkpoint.pause_id,
                     session_id=checkpoint.session_id,
@@ -199,7 +207,7 @@ class SqlStore(SqlTransactions):
                     body=checkpoint.body,
                 )
             )
-            await conn.execute(
+            conn.execute(
                 pauses.insert().values(
                     pause_id=pause.pause_id,
                     session_id=pause.session_id,
@@ -219,80 +227,63 @@ class SqlStore(SqlTransactions):
                 )
             )
             if run_id is not None:
-                await conn.execute(self._run_cleared(pause.session_id, run_id))
+                conn.execute(_run_cleared(pause.session_id, run_id))
+
+        await self._write(record)
 
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
-        async with self._read() as conn:
-            row = (await conn.execute(pauses.select().where(pauses.c.pause_id == pause_id))).first()
-        return None if row is None else pause_of(row)
+        return await self._read(lambda conn: _one_pause(conn, pauses.c.pause_id == pause_id))
 
     async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None:
-        async with self._read() as conn:
-            row = (
-                await conn.execute(checkpoints.select().where(checkpoints.c.pause_id == pause_id))
-            ).first()
-        return None if row is None else checkpoint_of(row)
+        def read(conn: sa.Connection) -> CheckpointRecord | None:
+            query = checkpoints.select().where(checkpoints.c.pause_id == pause_id)
+            row = conn.execute(query).first()
+            return None if row is None else checkpoint_of(row)
+
+        return await self._read(read)
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> bool:
-        async with self._write() as conn:
-            result = await conn.execute(
-                pauses.update()
-                .where(
-                    pauses.c.pause_id == claim.pause_id,
-                    pauses.c.state == PENDING,
-                    pauses.c.expires_at > now,
-                )
-                .values(
-                    state=CLAIMED,
-                    claim_id=claim.claim_id,
-                    lease_until=claim.lease_until,
-                    answered_by=claim.principal,
-                    answered_at=claim.at,
-                    answer=claim.answer,
-                    answer_status=claim.status,
-                )
+        update = (
+            pauses.update()
+            .where(
+                pauses.c.pause_id == claim.pause_id,
+                pauses.c.state == PENDING,
+                pauses.c.expires_at > now,
             )
-            return result.rowcount == 1
-
-    def _claimed_by(self, session_id: str, claim_id: str) -> Any:
-        """The one row this claim holds, while it still holds it."""
-        return pauses.update().where(
-            pauses.c.session_id == session_id,
-            pauses.c.claim_id == claim_id,
-            pauses.c.state == CLAIMED,
+            .values(
+                state=CLAIMED,
+                claim_id=claim.claim_id,
+                lease_until=claim.lease_until,
+                answered_by=claim.principal,
+                answered_at=claim.at,
+                answer=claim.answer,
+                answer_status=claim.status,
+            )
         )
+        return await self._write_one(update) == 1
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
-        async with self._read() as conn:
-            row = (
-                await conn.execute(
-                    pauses.select().where(
-                        pauses.c.session_id == session_id, pauses.c.claim_id == claim_id
-                    )
-                )
-            ).first()
-        return None if row is None else pause_of(row)
+        return await self._read(
+            lambda conn: _one_pause(
+                conn, pauses.c.session_id == session_id, pauses.c.claim_id == claim_id
+            )
+        )
 
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
-        async with self._write() as conn:
-            result = await conn.execute(
-                self._claimed_by(session_id, claim_id).values(lease_until=lease_until)
-            )
-            return result.rowcount == 1
+        update = _claimed_by(session_id, claim_id).values(lease_until=lease_until)
+        return await self._write_one(update) == 1
 
     async def publish_resume(
         self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str
     ) -> int:
-        async with self._write() as conn:
-            row = (
-                await conn.execute(
-                    self._claimed_by(session_id, claim_id)
-                    .values(
-                        state=PauseState.PUBLISHED.value,
-                        outcome={"status": "complete", "answer": answer},
-                    )
-                    .returning(pauses.c.pause_id, pauses.c.base_revision)
+        def publish(conn: sa.Connection) -> int:
+            row = conn.execute(
+                _claimed_by(session_id, claim_id)
+                .values(
+                    state=PauseState.PUBLISHED.value,
+                    outcome={"status": "complete", "answer": answer},
                 )
+                .returning(pauses.c.pause_id, pauses.c.base_revision)
             ).first()
             if row is None:
                 raise PauseAbandoned(
@@ -300,9 +291,11 @@ class SqlStore(SqlTransactions):
                 )
             pause_id, base_revision = row
             # A revision conflict raised here rolls the pause update back with it.
-            revision = await self._append(conn, session_id, base_revision, messages)
-            await conn.execute(checkpoints.delete().where(checkpoints.c.pause_id == pause_id))
+            revision = _append(conn, session_id, base_revision, messages)
+            conn.execute(checkpoints.delete().where(checkpoints.c.pause_id == pause_id))
             return revision
+
+        return await self._write(publish)
 
     async def abandon_claim(self, session_id: str, claim_id: str) -> bool:
         """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
@@ -310,41 +303,36 @@ class SqlStore(SqlTransactions):
         A failed turn's cleanup: retried while the store is unavailable, then
         left to the sweeper and the lease.
         """
-        abandoned = self._claimed_by(session_id, claim_id).values(state=PauseState.ABANDONED.value)
+        abandoned = _claimed_by(session_id, claim_id).values(state=PauseState.ABANDONED.value)
         return await self._cleanup(abandoned) == 1
 
     async def abandon_pending(self, session_id: str) -> int:
-        async with self._write() as conn:
-            result = await conn.execute(
-                pauses.update()
-                .where(pauses.c.session_id == session_id, pauses.c.state == PENDING)
-                .values(state=PauseState.ABANDONED.value)
-            )
-            return int(result.rowcount)
+        update = (
+            pauses.update()
+            .where(pauses.c.session_id == session_id, pauses.c.state == PENDING)
+            .values(state=PauseState.ABANDONED.value)
+        )
+        return await self._write_one(update)
 
     async def open_pause(self, session_id: str) -> PauseRecord | None:
-        async with self._read() as conn:
-            row = (
-                await conn.execute(
-                    pauses.select()
-                    .where(
-                        pauses.c.session_id == session_id,
-                        pauses.c.state.in_([PENDING, CLAIMED]),
-                    )
-                    .order_by(pauses.c.created_at.desc())
-                    .limit(1)
-                )
-            ).first()
-        return None if row is None else pause_of(row)
+        query = (
+            pauses.select()
+            .where(pauses.c.session_id == session_id, pauses.c.state.in_([PENDING, CLAIMED]))
+            .order_by(pauses.c.created_at.desc())
+            .limit(1)
+        )
+
+        def read(conn: sa.Connection) -> PauseRecord | None:
+            row = conn.execute(query).first()
+            return None if row is None else pause_of(row)
+
+        return await self._read(read)
 
     async def session_pauses(self, session_id: str) -> list[PauseRecord]:
-        async with self._read() as conn:
-            rows = await conn.execute(
-                pauses.select()
-                .where(pauses.c.session_id == session_id)
-                .order_by(pauses.c.created_at)
-            )
-            return [pause_of(row) for row in rows]
+        query = (
+            pauses.select().where(pauses.c.session_id == session_id).order_by(pauses.c.created_at)
+        )
+        return await self._read(lambda conn: [pause_of(row) for row in conn.execute(query)])
 
     async def list_pauses(
         self,
@@ -363,9 +351,8 @@ class SqlStore(SqlTransactions):
                     pauses.c.audience.in_(sorted(scopes)),
                 )
             )
-        async with self._read() as conn:
-            rows = await conn.execute(query.order_by(pauses.c.created_at).limit(limit))
-            return [pause_of(row) for row in rows]
+        query = query.order_by(pauses.c.created_at).limit(limit)
+        return await self._read(lambda conn: [pause_of(row) for row in conn.execute(query)])
 
     async def sweep(self, now: datetime) -> SweepReport:
         """Expire stale pending pauses and abandon claims whose lease ran out.
@@ -380,15 +367,15 @@ class SqlStore(SqlTransactions):
             locked = sa.select(pauses.c.pause_id).where(*where).with_for_update(skip_locked=True)
             return pauses.update().where(pauses.c.pause_id.in_(locked), *where)
 
-        async with self._write() as conn:
-            expired = await conn.execute(
-                stale(pauses.c.state == PENDING, pauses.c.expires_at <= now).values(
-                    state=PauseState.EXPIRED.value
-                )
-            )
-            abandoned = await conn.execute(
-                stale(pauses.c.state == CLAIMED, pauses.c.lease_until <= now).values(
-                    state=PauseState.ABANDONED.value
-                )
-            )
-            return SweepReport(expired=int(expired.rowcount), abandoned=int(abandoned.rowcount))
+        expire = stale(pauses.c.state == PENDING, pauses.c.expires_at <= now).values(
+            state=PauseState.EXPIRED.value
+        )
+        abandon = stale(pauses.c.state == CLAIMED, pauses.c.lease_until <= now).values(
+            state=PauseState.ABANDONED.value
+        )
+
+        def sweep(conn: sa.Connection) -> SweepReport:
+            expired = int(conn.execute(expire).rowcount)
+            return SweepReport(expired=expired, abandoned=int(conn.execute(abandon).rowcount))
+
+        return await self._write(sweep)

@@ -7,9 +7,15 @@ therefore serialised against every other, across processes too, which is the
 SQLite equivalent of the conditional updates' READ COMMITTED re-check on
 PostgreSQL: a claim or publish that loses a race sees the winner's commit.
 
-Reads begin deferred (plain ``BEGIN``), so under WAL they go on while one writer
-holds the lock. ``synchronous=NORMAL`` under WAL survives a crash of any
-process; only a power cut can lose the last commits.
+Each unit of work runs whole on a worker thread, so a transaction costs one
+hand-off from the event loop however many statements it has, and the loop never
+waits on the file lock. Writers of one process take an in-process lock first, so
+they queue on the event loop instead of polling SQLite's busy handler; only
+writers in other processes meet ``busy_timeout``. Reads begin deferred (plain
+``BEGIN``), so under WAL they go on while one writer holds the lock.
+
+``synchronous=NORMAL`` under WAL survives a crash of any process; only a power
+cut can lose the last commits.
 
 WAL is a property of the file, switched on once when a store opens, before its
 pool connects: the switch needs the file to itself and, unlike a write, answers
@@ -22,35 +28,39 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.transactions import READ_ONLY
+from symfonic.storage.transactions import Work
 
 BUSY_TIMEOUT_SECONDS = 30
+# Execution option marking a connection that only reads (it begins deferred).
+READ_ONLY = "symfonic_read_only"
+
+T = TypeVar("T")
 
 
-def _async_url(url: str) -> str:
-    if url.startswith("sqlite+aiosqlite:"):
-        return url
-    if url.startswith("sqlite:"):
-        return "sqlite+aiosqlite:" + url[len("sqlite:") :]
+def _sync_url(url: str) -> str:
+    for prefix in ("sqlite+aiosqlite:", "sqlite+pysqlite:", "sqlite:"):
+        if url.startswith(prefix):
+            return "sqlite+pysqlite:" + url[len(prefix) :]
     raise ValueError(f"not a SQLite store URL: {url!r}")
 
 
 class SqliteStore(SqlStore):
     def __init__(self, url: str) -> None:
-        engine = create_async_engine(
-            _async_url(url), connect_args={"timeout": BUSY_TIMEOUT_SECONDS}
+        super().__init__(url)
+        engine = sa.create_engine(
+            _sync_url(url),
+            connect_args={"timeout": BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
         )
 
-        @event.listens_for(engine.sync_engine, "connect")
+        @event.listens_for(engine, "connect")
         def _connect(dbapi_connection: Any, _record: Any) -> None:
             # Take transaction control from the driver so "begin" below decides.
             dbapi_connection.isolation_level = None
@@ -59,17 +69,33 @@ class SqliteStore(SqlStore):
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
             cursor.close()
 
-        @event.listens_for(engine.sync_engine, "begin")
+        @event.listens_for(engine, "begin")
         def _begin(connection: sa.Connection) -> None:
             read_only = connection.get_execution_options().get(READ_ONLY, False)
             connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
-        super().__init__(url, engine)
-        self._path = sa.engine.make_url(_async_url(url)).database
+        self._engine = engine
+        self._reader = engine.execution_options(**{READ_ONLY: True})
+        self._writer = anyio.Lock()
+        self._path = engine.url.database
 
     async def _prepare(self) -> None:
         if self._path and self._path != ":memory:":
             await anyio.to_thread.run_sync(_use_wal, self._path)
+
+    async def _run(self, work: Work[T], *, write: bool) -> T:
+        if not write:
+            return await anyio.to_thread.run_sync(self._in_transaction, self._reader, work)
+        async with self._writer:
+            return await anyio.to_thread.run_sync(self._in_transaction, self._engine, work)
+
+    @staticmethod
+    def _in_transaction(engine: sa.Engine, work: Work[T]) -> T:
+        with engine.begin() as conn:
+            return work(conn)
+
+    async def _dispose(self) -> None:
+        await anyio.to_thread.run_sync(self._engine.dispose)
 
     def _insert_ignore(self, table: sa.Table, keys: list[str]) -> Any:
         return sqlite_insert(table).on_conflict_do_nothing(index_elements=keys)

@@ -1,13 +1,18 @@
 """One database connection discipline for both adapters: transactions, failures, start-up.
 
-Every port method runs inside exactly one ``_write`` (a transaction, committed
-whole or rolled back) or one ``_read``. A driver failure inside either is mapped
-once, here, to :class:`StoreUnavailable` (see :mod:`symfonic.storage.failures`)
-after the rollback, so a method that failed has written nothing and the caller
-sees one error type whatever the driver. Connections come from the engine's
-pool and go back to it at the end of the method; no method holds one while it
-waits for another, so a pool of size N serves any number of concurrent turns,
-queueing them, and never deadlocks on itself.
+Every port method is one unit of work: a plain function of a synchronous
+SQLAlchemy connection, run whole by ``_write`` (one transaction, committed whole
+or rolled back) or ``_read``. The adapter decides how a unit runs -- on a worker
+thread for SQLite, on the event loop through SQLAlchemy's greenlet bridge for
+PostgreSQL -- so a transaction costs one hand-off, not one per statement.
+
+A driver failure inside either is mapped once, here, to
+:class:`StoreUnavailable` (see :mod:`symfonic.storage.failures`) after the
+rollback, so a method that failed has written nothing and the caller sees one
+error type whatever the driver. Connections come from the engine's pool and go
+back to it at the end of the method; no method holds one while it waits for
+another, so a pool of size N serves any number of concurrent turns, queueing
+them, and never deadlocks on itself.
 
 Opening the store brings the schema to head under the adapter's migration lock
 and reads (or creates) the database's token secret the same way on every worker.
@@ -16,13 +21,11 @@ and reads (or creates) the database's token secret the same way on every worker.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, Self
+from collections.abc import Callable
+from typing import Any, Self, TypeVar
 
 import anyio
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.storage import migrate
@@ -34,29 +37,51 @@ SECRET_KEY = "pause_token_secret"
 # CLEANUP_SECONDS it is given up and left to the sweeper and the lease.
 CLEANUP_RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 CLEANUP_SECONDS = 5.0
-# Execution option marking a connection that only reads (SQLite begins it deferred).
-READ_ONLY = "symfonic_read_only"
+
+T = TypeVar("T")
+Work = Callable[[sa.Connection], T]
+"""One unit of work: everything a port method does, on one connection."""
 
 
 class SqlTransactions:
-    """The engine, its transactions, and the schema and secret every worker shares."""
+    """How units of work run, the failures they map, and the schema and secret."""
 
-    def __init__(self, url: str, engine: AsyncEngine) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url
-        self._engine = engine
-        self._reader = engine.execution_options(**{READ_ONLY: True})
         self._secret: bytes | None = None
+
+    # what an adapter provides -------------------------------------------------
+
+    async def _run(self, work: Work[T], *, write: bool) -> T:
+        """Run ``work`` in one transaction (``write``) or one read."""
+        raise NotImplementedError
+
+    async def _run_one(self, statement: sa.Executable) -> int:
+        """Run one writing statement, which is a transaction by itself; its row count.
+
+        By default it is a unit of work like any other; an adapter may skip the
+        explicit ``BEGIN``/``COMMIT`` around it.
+        """
+        return await self._run(lambda conn: _rowcount(conn, statement), write=True)
+
+    async def _dispose(self) -> None:
+        raise NotImplementedError
+
+    def _lock_for_migrations(self, conn: sa.Connection) -> None:
+        """Serialise concurrent migrations; the adapter's write lock suffices by default."""
+
+    def _insert_ignore(self, table: sa.Table, keys: list[str]) -> Any:
+        """``INSERT … ON CONFLICT DO NOTHING`` in the adapter's dialect."""
+        raise NotImplementedError
 
     # lifecycle ------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         try:
             await self._prepared()
-            async with self._write() as conn:
-                await self._lock_for_migrations(conn)
-                await conn.run_sync(migrate.upgrade)
+            await self._write(self._migrate)
         except BaseException:
-            await self._engine.dispose()
+            await self._dispose()
             raise
         return self
 
@@ -68,21 +93,20 @@ class SqlTransactions:
                 raise StoreUnavailable(f"the store cannot be opened: {_reason(error)}") from error
             raise
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self._engine.dispose()
-
     async def _prepare(self) -> None:
         """Whatever the database file needs before the pool connects; nothing by default."""
 
-    async def _lock_for_migrations(self, conn: AsyncConnection) -> None:
-        """Serialise concurrent migrations; the adapter's write lock suffices by default."""
+    async def __aexit__(self, *exc: object) -> None:
+        await self._dispose()
 
-    @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
+    def _migrate(self, conn: sa.Connection) -> None:
+        self._lock_for_migrations(conn)
+        migrate.upgrade(conn)
+
+    async def _write(self, work: Work[T]) -> T:
         """One write transaction: committed whole, or rolled back and explained."""
         try:
-            async with self._engine.begin() as conn:
-                yield conn
+            return await self._run(work, write=True)
         except Exception as error:
             if is_unavailable(error):
                 raise StoreUnavailable(
@@ -90,11 +114,20 @@ class SqlTransactions:
                 ) from error
             raise
 
-    @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
+    async def _write_one(self, statement: sa.Executable) -> int:
+        """One statement that is its own transaction (a conditional update); its row count."""
         try:
-            async with self._reader.connect() as conn:
-                yield conn
+            return await self._run_one(statement)
+        except Exception as error:
+            if is_unavailable(error):
+                raise StoreUnavailable(
+                    f"the store could not complete a write: {_reason(error)}"
+                ) from error
+            raise
+
+    async def _read(self, work: Work[T]) -> T:
+        try:
+            return await self._run(work, write=False)
         except Exception as error:
             if is_unavailable(error):
                 raise StoreUnavailable(
@@ -112,11 +145,11 @@ class SqlTransactions:
         caller's own claim or run id, so running it twice is running it once.
         Returns the row count.
         """
+
         deadline = anyio.current_time() + CLEANUP_SECONDS
         for delay in (*CLEANUP_RETRY_DELAYS, None):
             try:
-                async with self._write() as conn:
-                    return int((await conn.execute(statement)).rowcount)
+                return await self._write_one(statement)
             except StoreUnavailable:
                 if delay is None or anyio.current_time() + delay > deadline:
                     raise
@@ -124,8 +157,7 @@ class SqlTransactions:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def ping(self) -> None:
-        async with self._read() as conn:
-            await conn.execute(sa.text("SELECT 1"))
+        await self._read(lambda conn: conn.execute(sa.text("SELECT 1")).scalar())
 
     async def signing_secret(self) -> bytes:
         """The database's secret: the first worker's insert wins, everyone reads it back.
@@ -136,21 +168,22 @@ class SqlTransactions:
         """
         if self._secret is not None:
             return self._secret
-        async with self._write() as conn:
-            await conn.execute(
+
+        def create_or_read(conn: sa.Connection) -> bytes:
+            conn.execute(
                 self._insert_ignore(meta, ["key"]).values(
                     key=SECRET_KEY, value=secrets.token_bytes(32)
                 )
             )
-            value = (
-                await conn.execute(sa.select(meta.c.value).where(meta.c.key == SECRET_KEY))
-            ).scalar_one()
-        self._secret = bytes(value)
+            query = sa.select(meta.c.value).where(meta.c.key == SECRET_KEY)
+            return bytes(conn.execute(query).scalar_one())
+
+        self._secret = await self._write(create_or_read)
         return self._secret
 
-    def _insert_ignore(self, table: sa.Table, keys: list[str]) -> Any:
-        """``INSERT … ON CONFLICT DO NOTHING`` in the adapter's dialect."""
-        raise NotImplementedError
+
+def _rowcount(conn: sa.Connection, statement: sa.Executable) -> int:
+    return int(conn.execute(statement).rowcount)
 
 
 def _reason(error: BaseException) -> str:
