@@ -110,6 +110,49 @@ async def test_an_exhausted_pool_refuses_before_the_claim_and_recovers(
         assert (done.status, done.answer) == ("complete", "done: blue")
 
 
+async def test_a_pool_exhausted_mid_turn_fails_the_turn_and_abandons_its_claim(
+    postgres_url: str, admin: asyncpg.Connection
+) -> None:
+    async with PostgresStore(postgres_url, pool_size=1, pool_timeout=0.3) as store:
+        async with anyio.create_task_group() as hogs:
+            lock = admin.transaction()
+            exhausted = anyio.Event()
+
+            async def slow_work(note: str) -> str:
+                """Work that, while it runs, lets a slow read take the only connection."""
+                await lock.start()
+                await admin.execute("LOCK TABLE symfonic_messages IN ACCESS EXCLUSIVE MODE")
+                hogs.start_soon(store.history, session_id, 0)
+                await blocked_backend(admin)
+                exhausted.set()
+                return f"worked on {note}"
+
+            async def outage_of_one_second() -> None:
+                await exhausted.wait()
+                await anyio.sleep(1)
+                await lock.rollback()
+
+            agent = SymfonicAgent(
+                model=ScriptedChatModel(respond=respond), tools=[slow_work],
+                approval={"slow_work"}, store=store,
+            )
+            paused = await agent.run("work on the report")
+            assert paused.pause is not None
+            session_id = paused.session_id
+            hogs.start_soon(outage_of_one_second)
+            with anyio.fail_after(20):
+                # The publish cannot get a connection: the turn fails, publishing nothing.
+                failed = await agent.resume(paused.pause.token, {"decision": "approve"})
+        assert failed.status == "failed"
+        # Its own cleanup (retried through the outage) abandoned the claim: the
+        # pause is not left claimed for a sweeper to find after the lease.
+        pause = await store.get_pause(paused.pause.pause_id)
+        assert pause is not None and pause.state is PauseState.ABANDONED
+        assert await store.history(session_id, 99) == []
+        again = await agent.run("hello", session_id)
+        assert (again.status, again.revision) == ("complete", 1)
+
+
 async def test_terminated_connections_under_load_lose_and_duplicate_nothing(
     postgres_url: str, admin: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:

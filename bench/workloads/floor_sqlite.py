@@ -1,6 +1,6 @@
 """The SQLite floor: the three commits of a cycle on the raw driver, nothing else.
 
-One aiosqlite connection (the driver symfonic uses), WAL, the spec's
+One aiosqlite connection (an async driver, as an async service would use), WAL, the spec's
 ``synchronous`` (NORMAL, as symfonic), ``BEGIN IMMEDIATE`` transactions serialised
 by an asyncio lock. SQLite admits one writer at a time, so one connection with a
 queue in front is the fastest arrangement it allows; more connections would only

@@ -31,10 +31,6 @@ class Worker:
         assert process.stdout is not None
         self._lines = BufferedByteReceiveStream(process.stdout)
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
     def _failure(self, why: str) -> AssertionError:
         tail = self._log.read_text()[-3000:] if self._log.exists() else ""
         return AssertionError(f"worker {self.name} {why}; its stderr ends:\n{tail}")

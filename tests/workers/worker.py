@@ -3,7 +3,7 @@
 Run as ``python worker.py STORE_URL``; it prints ``{"ready": true}`` once
 imported, and opens its agent (store, pool, migrations, secret) only when told
 to, so a test can start several workers and open them at the same moment.
-Commands: ``open``, ``pause``, ``resume``, ``race``, ``sweep``, ``run``.
+Commands: ``open``, ``pause``, ``resume``, ``race``.
 """
 
 from __future__ import annotations
@@ -74,18 +74,10 @@ async def handle(agent: SymfonicAgent, command: dict[str, Any]) -> dict[str, Any
         return {"secret": hashlib.sha256(secret).hexdigest()}
     if op == "pause":
         return {"results": [outcome(await agent.run(text)) for text in command["texts"]]}
-    if op == "run":
-        try:
-            return outcome(await agent.run(command["text"], command.get("session_id")))
-        except SymfonicError as refused:
-            return {"status": "refused", "error": refused.code}
     if op == "resume":
         return await resume(agent, command["token"], command["answer"])
     if op == "race":
         return await race(agent, command["tokens"], command["racers"], command["tag"])
-    if op == "sweep":
-        report = await agent.sweep()
-        return {"expired": report.expired, "abandoned": report.abandoned}
     raise ValueError(f"unknown op {op!r}")
 
 

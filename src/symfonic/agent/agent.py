@@ -31,7 +31,7 @@ from symfonic.core.contracts.store import PauseRecord, SessionRecord, Store, Swe
 from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.loop import Kernel
+from symfonic.kernel.loop import Heartbeat, Kernel
 from symfonic.kernel.toolbox import Approval, ToolBox
 from symfonic.kernel.tools import ToolLike
 from symfonic.platform.guarded import GuardedConversation
@@ -151,8 +151,13 @@ class SymfonicAgent:
 
     # pieces the turn flows use --------------------------------------------
 
-    def kernel(self, session_id: str, plan: Limits | None = None) -> Kernel:
-        return Kernel(self.model, self.toolbox, plan or self.limits, session_id)
+    def kernel(
+        self, session_id: str, plan: Limits | None = None, *, heartbeat: Heartbeat | None = None
+    ) -> Kernel:
+        interval = self.claim_lease / 3
+        return Kernel(
+            self.model, self.toolbox, plan or self.limits, session_id, heartbeat, interval
+        )
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:
         """What the model sees before the turn: the instructions, then the history."""

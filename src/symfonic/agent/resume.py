@@ -188,7 +188,7 @@ async def resume_turn(
                 interrupt_id=pause.interrupt_id,
                 status=status,
             )
-            kernel = agent.kernel(pause.session_id, admitted.plan)
+            kernel = agent.kernel(pause.session_id, admitted.plan, heartbeat=lease.beat)
             async for raw in kernel_resume(kernel, outcome, agent.context(history)):
                 admitted.observe(raw)
                 if isinstance(raw, KernelDone):

@@ -10,9 +10,11 @@ right after it, so the transcript is one a strict provider accepts.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
+import anyio
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
@@ -34,6 +36,8 @@ from symfonic.kernel.limits import Limits
 from symfonic.kernel.toolbox import ToolBox
 from symfonic.kernel.tools import idempotency_key
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class Counters:
@@ -44,14 +48,24 @@ class Counters:
     tokens: int = 0
 
 
+Heartbeat = Callable[[], Awaitable[None]]
+
+
 @dataclass
 class Kernel:
-    """Live handles for one turn: the model bound to its tools, the tools, the limits."""
+    """Live handles for one turn: the model bound to its tools, the tools, the limits.
+
+    ``heartbeat``, if given, is awaited every ``heartbeat_interval`` seconds while a
+    tool runs: a tool can run far longer than anything else in a turn and yields
+    no events meanwhile, and whoever holds a lease on the turn must renew it.
+    """
 
     model: BaseChatModel
     toolbox: ToolBox
     limits: Limits
     session_id: str
+    heartbeat: Heartbeat | None = None
+    heartbeat_interval: float = 30.0
     _bound: Runnable[Sequence[BaseMessage], BaseMessage] | None = field(default=None, repr=False)
 
     @property
@@ -67,7 +81,7 @@ class Kernel:
             content, ok = f"error: there is no tool named {call['name']!r}", False
         else:
             key = idempotency_key(self.session_id, str(call["id"]))
-            observation = await tool.call(call["args"], key)
+            observation = await self._beating(tool.call(call["args"], key))
             content, ok = observation.content, observation.ok
         call_id = str(call["id"])
         message = ToolMessage(
@@ -83,6 +97,25 @@ class Kernel:
             status="ok" if ok else "error",
         )
         return message, event
+
+    async def _beating(self, work: Awaitable[T]) -> T:
+        """Await ``work`` while the heartbeat keeps time beside it."""
+        heartbeat = self.heartbeat
+        if heartbeat is None:
+            return await work
+
+        async def beat() -> None:
+            while True:
+                await anyio.sleep(self.heartbeat_interval)
+                await heartbeat()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(beat)
+            try:
+                result = await work
+            finally:
+                tasks.cancel_scope.cancel()
+        return result
 
     async def run(
         self,

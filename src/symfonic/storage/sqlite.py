@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 
 def _sync_url(url: str) -> str:
-    for prefix in ("sqlite+aiosqlite:", "sqlite+pysqlite:", "sqlite:"):
+    for prefix in ("sqlite+pysqlite:", "sqlite:"):
         if url.startswith(prefix):
             return "sqlite+pysqlite:" + url[len(prefix) :]
     raise ValueError(f"not a SQLite store URL: {url!r}")

@@ -21,7 +21,8 @@ and reads (or creates) the database's token secret the same way on every worker.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 
 import anyio
@@ -86,12 +87,8 @@ class SqlTransactions:
         return self
 
     async def _prepared(self) -> None:
-        try:
+        with _explained("cannot be opened"):
             await self._prepare()
-        except Exception as error:
-            if is_unavailable(error):
-                raise StoreUnavailable(f"the store cannot be opened: {_reason(error)}") from error
-            raise
 
     async def _prepare(self) -> None:
         """Whatever the database file needs before the pool connects; nothing by default."""
@@ -105,35 +102,17 @@ class SqlTransactions:
 
     async def _write(self, work: Work[T]) -> T:
         """One write transaction: committed whole, or rolled back and explained."""
-        try:
+        with _explained("could not complete a write"):
             return await self._run(work, write=True)
-        except Exception as error:
-            if is_unavailable(error):
-                raise StoreUnavailable(
-                    f"the store could not complete a write: {_reason(error)}"
-                ) from error
-            raise
 
     async def _write_one(self, statement: sa.Executable) -> int:
         """One statement that is its own transaction (a conditional update); its row count."""
-        try:
+        with _explained("could not complete a write"):
             return await self._run_one(statement)
-        except Exception as error:
-            if is_unavailable(error):
-                raise StoreUnavailable(
-                    f"the store could not complete a write: {_reason(error)}"
-                ) from error
-            raise
 
     async def _read(self, work: Work[T]) -> T:
-        try:
+        with _explained("could not answer a read"):
             return await self._run(work, write=False)
-        except Exception as error:
-            if is_unavailable(error):
-                raise StoreUnavailable(
-                    f"the store could not answer a read: {_reason(error)}"
-                ) from error
-            raise
 
     async def _cleanup(self, statement: sa.Executable) -> int:
         """Run one idempotent cleanup statement, retried while the store is unavailable.
@@ -184,6 +163,17 @@ class SqlTransactions:
 
 def _rowcount(conn: sa.Connection, statement: sa.Executable) -> int:
     return int(conn.execute(statement).rowcount)
+
+
+@contextmanager
+def _explained(failure: str) -> Iterator[None]:
+    """Map a driver failure that means "out of reach" to ``StoreUnavailable``, once."""
+    try:
+        yield
+    except Exception as error:
+        if is_unavailable(error):
+            raise StoreUnavailable(f"the store {failure}: {_reason(error)}") from error
+        raise
 
 
 def _reason(error: BaseException) -> str:

@@ -1,0 +1,64 @@
+"""Writing a stream of frames while watching for the client to go away.
+
+The frames and the client's ``http.disconnect`` race in one task group, watched
+on the ASGI ``receive`` channel for the whole stream -- not only noticed at the
+next write, since a turn waiting on a slow tool writes nothing for as long as
+the tool runs. When the client leaves, the task group is cancelled, which stops
+the frames mid-``await``; the caller closes its generator (``aclosing``), which
+is what runs a turn's shielded cleanup *now*, not when the garbage collector
+finds it. A keep-alive comment goes out every ``ping_interval`` seconds so
+proxies do not cut a quiet stream; it shares the body lock with the frames so
+the two never interleave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import suppress
+from typing import Any
+
+import anyio
+from starlette.types import Receive, Send
+
+
+async def stream_until_disconnect(
+    send: Send,
+    receive: Receive,
+    *,
+    status: int,
+    headers: Sequence[tuple[bytes, bytes]],
+    frames: AsyncIterator[bytes],
+    ping: bytes,
+    ping_interval: float,
+) -> None:
+    """Send ``frames`` as one response body, until they end or the client leaves."""
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_cancel_on_disconnect, receive, tasks.cancel_scope)
+        lock = anyio.Lock()
+
+        async def body(chunk: bytes, *, more: bool = True) -> None:
+            async with lock:
+                await send({"type": "http.response.body", "body": chunk, "more_body": more})
+
+        async def keep_alive() -> None:
+            while True:
+                await anyio.sleep(ping_interval)
+                await body(ping)
+
+        # OSError: the server could not write, so the client is gone; closing
+        # the caller's generator is all that is left to do.
+        with suppress(OSError):
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            tasks.start_soon(keep_alive)
+            async for frame in frames:
+                await body(frame)
+            await body(b"", more=False)
+        tasks.cancel_scope.cancel()
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while True:
+        message: dict[str, Any] = dict(await receive())
+        if message.get("type") == "http.disconnect":
+            scope.cancel()
+            return

@@ -1,0 +1,74 @@
+"""A claim stays held while a long tool runs, and a lost claim stops the turn."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from symfonic import SymfonicAgent
+from symfonic.core.contracts.types import PauseState
+from symfonic.testing import ScriptedChatModel, call, reply
+
+pytestmark = pytest.mark.anyio
+
+LEASE = 0.6
+
+
+def slow_agent(store_url: str, seconds: float) -> SymfonicAgent:
+    async def transfer(amount: int) -> str:
+        """Move money; takes a while."""
+        await anyio.sleep(seconds)
+        return f"moved {amount}"
+
+    model = ScriptedChatModel.from_script([call("transfer", {"amount": 9}), reply("Moved.")])
+    return SymfonicAgent(
+        model=model, tools=[transfer], approval={"transfer"}, store=store_url, claim_lease=LEASE
+    )
+
+
+async def test_a_tool_longer_than_the_lease_keeps_its_claim_against_the_sweeper(
+    store_url: str,
+) -> None:
+    async with slow_agent(store_url, seconds=LEASE * 3) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        swept = 0
+
+        async def sweeper() -> None:
+            nonlocal swept
+            while True:
+                swept += (await agent.sweep()).abandoned
+                await anyio.sleep(LEASE / 6)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(sweeper)
+            done = await agent.resume(paused.pause.token, {"decision": "approve"})
+            tasks.cancel_scope.cancel()
+        assert (done.status, done.answer) == ("complete", "Moved.")
+        assert swept == 0
+        row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.PUBLISHED
+
+
+async def test_a_claim_lost_while_the_tool_ran_publishes_nothing(store_url: str) -> None:
+    async with slow_agent(store_url, seconds=LEASE) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+
+        async def take_the_claim_away() -> None:
+            while True:
+                row = await agent.store.get_pause(paused.pause.pause_id)  # type: ignore[union-attr]
+                if row is not None and row.state is PauseState.CLAIMED:
+                    assert row.claim_id is not None
+                    await agent.store.abandon_claim(row.session_id, row.claim_id)
+                    return
+                await anyio.sleep(0.01)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(take_the_claim_away)
+            done = await agent.resume(paused.pause.token, {"decision": "approve"})
+        assert done.status == "failed"
+        session = await agent.get_session(paused.session_id)
+        assert session.revision == 0
+        row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.ABANDONED
