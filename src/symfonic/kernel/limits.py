@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-turn limits. Counters live in the checkpoint, so a pause resets nothing.
+    """Per-turn limits.
 
     ``max_tool_rounds``: rounds of tool calls before the turn stops at the tool
     limit (and publishes nothing). ``max_model_calls`` and
-    ``max_tokens_per_turn`` stop it with the ``budget`` reason.
-    ``max_tool_calls`` is enforced by the event guard on every tool call event.
+    ``max_tokens_per_turn`` stop it with the ``budget`` reason. These three count
+    the whole turn: their counters live in the checkpoint, so a pause resets
+    nothing. ``max_tool_calls`` is the event guard's plan for one admitted run --
+    the first run, or each resume -- and stops a run that asks for more calls.
     """
 
     max_tool_rounds: int = 8
