@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import anyio
 import pytest
 
 from symfonic import SymfonicAgent
+from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.store import Claim
 from symfonic.core.contracts.types import PauseState
 from symfonic.testing import ScriptedChatModel, call, reply
 
@@ -71,4 +75,24 @@ async def test_a_claim_lost_while_the_tool_ran_publishes_nothing(store_url: str)
         session = await agent.get_session(paused.session_id)
         assert session.revision == 0
         row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.ABANDONED
+
+
+async def test_a_claim_whose_reply_was_lost_is_abandoned_not_left_claimed(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with slow_agent(store_url, seconds=0) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        store = agent.store
+        claim_for_real = store.claim_pause
+
+        async def committed_then_connection_lost(claim: Claim, *, now: datetime) -> bool:
+            assert await claim_for_real(claim, now=now)
+            raise StoreUnavailable("the connection dropped before the reply")
+
+        monkeypatch.setattr(store, "claim_pause", committed_then_connection_lost)
+        with pytest.raises(StoreUnavailable):
+            await agent.resume(paused.pause.token, {"decision": "approve"})
+        row = await store.get_pause(paused.pause.pause_id)
         assert row is not None and row.state is PauseState.ABANDONED

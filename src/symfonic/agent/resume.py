@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncGenerator
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from symfonic.agent.cutover.kernel_resume import kernel_resume
 from symfonic.agent.fastapi.shared_resume_turn import ResumedTurn
@@ -28,9 +31,10 @@ from symfonic.core.contracts.errors import (
     PauseForbidden,
     PauseNotFound,
     RequestError,
+    StoreUnavailable,
 )
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import Claim, PauseRecord
+from symfonic.core.contracts.store import Claim, PauseRecord, Store
 from symfonic.core.contracts.types import (
     AnswerStatus,
     Event,
@@ -124,6 +128,18 @@ async def _replay(agent: SymfonicAgent, pause: PauseRecord) -> list[Event]:
     ]
 
 
+async def _claim(store: Store, claim: Claim, session_id: str, *, now: datetime) -> bool:
+    """The single-use claim. A claim whose reply was lost may still have committed:
+    abandon it (a no-op if it did not) rather than leave the pause ``claimed``."""
+    try:
+        return await store.claim_pause(claim, now=now)
+    except StoreUnavailable:
+        # If even that fails, the lease lapses and the sweeper abandons it.
+        with anyio.CancelScope(shield=True), suppress(StoreUnavailable):
+            await store.abandon_claim(session_id, claim.claim_id)
+        raise
+
+
 async def resume_turn(
     agent: SymfonicAgent,
     token: object,
@@ -156,7 +172,7 @@ async def resume_turn(
         at=now,
         lease_until=lease.until(),
     )
-    if not await store.claim_pause(claim, now=now):
+    if not await _claim(store, claim, pause.session_id, now=now):
         # Lost the race. If the winner has already settled with this very
         # answer, this request is an identical replay and gets its outcome.
         latest = await store.get_pause(pause.pause_id) or pause

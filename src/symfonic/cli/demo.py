@@ -41,8 +41,8 @@ def register(sub: Any) -> None:
 
 
 def _say(who: str, text: str) -> None:
-    body = textwrap.indent(textwrap.fill(text, 70), " " * 20).lstrip()
-    print(f"  {who:<17} {body}")
+    body = textwrap.indent(textwrap.fill(text, 68), " " * 22).lstrip()
+    print(f"  {who:<19} {body}")
 
 
 async def _pause_step(url: str, message: str) -> dict[str, Any]:
