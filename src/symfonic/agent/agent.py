@@ -31,7 +31,7 @@ from symfonic.core.contracts.store import PauseRecord, SessionRecord, Store, Swe
 from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.loop import Heartbeat, Kernel
+from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools
 from symfonic.kernel.toolbox import Approval, ToolBox
 from symfonic.kernel.tools import ToolLike
 from symfonic.platform.guarded import GuardedConversation
@@ -94,6 +94,7 @@ class SymfonicAgent:
         self._guarded: GuardedConversation | None = None
         self._owns_store = False
         self._open_lock = anyio.Lock()
+        self._bound_model: BoundModel | None = None
 
     def __repr__(self) -> str:
         return f"SymfonicAgent(name={self.name!r}, tools={sorted(self.toolbox.tools)!r})"
@@ -154,9 +155,16 @@ class SymfonicAgent:
     def kernel(
         self, session_id: str, plan: Limits | None = None, *, heartbeat: Heartbeat | None = None
     ) -> Kernel:
-        interval = self.claim_lease / 3
+        if self._bound_model is None:
+            self._bound_model = bind_tools(self.model, self.toolbox)
         return Kernel(
-            self.model, self.toolbox, plan or self.limits, session_id, heartbeat, interval
+            self.model,
+            self.toolbox,
+            plan or self.limits,
+            session_id,
+            heartbeat,
+            heartbeat_interval=self.claim_lease / 3,
+            bound_model=self._bound_model,
         )
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:

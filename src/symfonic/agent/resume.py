@@ -117,7 +117,7 @@ async def _replay(agent: SymfonicAgent, pause: PauseRecord) -> list[Event]:
         started,
         TurnPausedEvent(
             pause_id=follow.pause_id,
-            pause_token=agent.guarded.signer.mint(follow.pause_id),
+            pause_token=agent.token_for(follow),
             interrupt_id=follow.interrupt_id,
             tool_call_id=follow.tool_call_id,
             kind=follow.kind,

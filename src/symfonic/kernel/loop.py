@@ -49,15 +49,23 @@ class Counters:
 
 
 Heartbeat = Callable[[], Awaitable[None]]
+BoundModel = Runnable[Sequence[BaseMessage], BaseMessage]
+
+
+def bind_tools(model: BaseChatModel, toolbox: ToolBox) -> BoundModel:
+    """The model with every tool and interaction of ``toolbox`` bound to it."""
+    return model.bind_tools(toolbox.bindings())
 
 
 @dataclass
 class Kernel:
     """Live handles for one turn: the model bound to its tools, the tools, the limits.
 
-    ``heartbeat``, if given, is awaited every ``heartbeat_interval`` seconds while a
-    tool runs: a tool can run far longer than anything else in a turn and yields
-    no events meanwhile, and whoever holds a lease on the turn must renew it.
+    ``bound_model`` is ``model`` already bound to the tools, so an agent binds once
+    rather than once a turn. ``heartbeat``, if given, is awaited every
+    ``heartbeat_interval`` seconds while a tool runs: a tool can run far longer
+    than anything else in a turn and yields no events meanwhile, and whoever
+    holds a lease on the turn must renew it.
     """
 
     model: BaseChatModel
@@ -66,13 +74,14 @@ class Kernel:
     session_id: str
     heartbeat: Heartbeat | None = None
     heartbeat_interval: float = 30.0
-    _bound: Runnable[Sequence[BaseMessage], BaseMessage] | None = field(default=None, repr=False)
+    bound_model: BoundModel | None = field(default=None, repr=False)
 
     @property
-    def bound(self) -> Runnable[Sequence[BaseMessage], BaseMessage]:
-        if self._bound is None:
-            self._bound = self.model.bind_tools(self.toolbox.bindings())
-        return self._bound
+    def bound(self) -> BoundModel:
+        """The model bound to the tools: as given (an agent binds once), else bound now."""
+        if self.bound_model is None:
+            self.bound_model = bind_tools(self.model, self.toolbox)
+        return self.bound_model
 
     async def dispatch(self, call: ToolCall) -> tuple[ToolMessage, ToolResultEvent]:
         """Run one ordinary call; an unknown tool is an error observation."""

@@ -79,16 +79,13 @@ class SqlTransactions:
 
     async def __aenter__(self) -> Self:
         try:
-            await self._prepared()
+            with _explained("cannot be opened"):
+                await self._prepare()
             await self._write(self._migrate)
         except BaseException:
             await self._dispose()
             raise
         return self
-
-    async def _prepared(self) -> None:
-        with _explained("cannot be opened"):
-            await self._prepare()
 
     async def _prepare(self) -> None:
         """Whatever the database file needs before the pool connects; nothing by default."""
