@@ -12,7 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from symfonic import Limits, RevisionConflict, SymfonicAgent
 from symfonic.core.contracts.types import (
@@ -241,6 +243,41 @@ async def test_text_deltas_are_streamed(sqlite_url: str) -> None:
     assert kinds[:3] == [TurnStartedEvent, ToolCallEvent, ToolResultEvent]
     # Deltas come before the completion, never after.
     assert kinds.index(ResponseCompleteEvent) == len(kinds) - 1
+
+
+class WholeReplyModel(BaseChatModel):
+    """A model with no streaming of its own: langchain hands its whole AIMessage on."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "whole-reply"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> WholeReplyModel:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        if _rounds(messages) == 0:
+            message = AIMessage(
+                content="", tool_calls=[{"name": "lookup", "args": {"q": "x"}, "id": "c1"}]
+            )
+        else:
+            message = AIMessage(content="found it")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+async def test_a_model_that_cannot_stream_still_answers(sqlite_url: str) -> None:
+    async with SymfonicAgent(
+        model=WholeReplyModel(), tools=[lookup], store=sqlite_url
+    ) as agent:
+        events = [e async for e in agent.stream("what is it?")]
+    deltas = [e.text for e in events if isinstance(e, TextDeltaEvent)]
+    assert deltas == ["found it"]
+    results = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert [r.tool_call_id for r in results] == ["c1"]
+    complete = events[-1]
+    assert isinstance(complete, ResponseCompleteEvent) and complete.answer == "found it"
 
 
 async def test_a_second_pause_supersedes_and_the_turn_is_published_once(

@@ -1,4 +1,4 @@
-"""A zero-cost scripted chat model for the LangGraph side of the benchmark.
+"""A zero-cost scripted chat model, the same one on both sides of the benchmark.
 
 langchain-core's fake models do not emit tool calls reliably, so this is the
 smallest ``BaseChatModel`` that does: the first model call of a turn asks for the

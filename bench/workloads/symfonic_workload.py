@@ -5,8 +5,10 @@ The same cycle as LangGraph's, through symfonic's public API::
     agent.run(message=…)                     → status "paused", r.pause.token
     agent.resume(token, {"decision": "approve"}) → the tool runs → status "complete"
 
-The model is symfonic's own ``ScriptedChatModel`` (shipped for tests and
-benchmarks) scripted with the same two replies as the LangGraph side. History is
+The model is the very class the LangGraph side uses
+(:class:`bench.workloads.scripted_model.ScriptedToolModel`), so both systems get
+the same two replies from the same code: one tool call, then the final answer,
+each delivered whole. History is
 seeded with ``agent.seed_history`` in one commit per session before any timing.
 
 The PostgreSQL pool is sized to the concurrency (``SYMFONIC_POOL_SIZE``) unless the
@@ -19,8 +21,9 @@ import os
 from contextlib import AsyncExitStack
 from typing import Any
 
-from bench.history import FINAL_ANSWER, TOOL_ARGS, TOOL_NAME, TOOL_RESULT, USER_MESSAGE
+from bench.history import TOOL_NAME, TOOL_RESULT, USER_MESSAGE
 from bench.workloads.base import Workload, WorkloadError, package_version
+from bench.workloads.scripted_model import ScriptedToolModel
 
 PRINCIPAL = "bench"
 
@@ -40,17 +43,13 @@ class SymfonicWorkload(Workload):
         # Imported here, not at module level, so a symfonic that does not import yet
         # fails this workload alone (the registry reports it) and not the harness.
         from symfonic import SymfonicAgent
-        from symfonic.testing import ScriptedChatModel, call, reply
 
         if self.spec.store == "postgresql":
             os.environ.setdefault("SYMFONIC_POOL_SIZE", str(max(1, self.spec.concurrency)))
-        model = ScriptedChatModel.from_script(
-            [call(TOOL_NAME, dict(TOOL_ARGS)), reply(FINAL_ANSWER)]
-        )
         store = self.spec.sqlite_url if self.spec.store == "sqlite" else self.spec.location
         agent = SymfonicAgent(
             name="bench",
-            model=model,
+            model=ScriptedToolModel(),
             tools=[send_payment],
             approval={TOOL_NAME},
             store=store,

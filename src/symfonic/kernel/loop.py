@@ -17,6 +17,7 @@ from typing import TypeVar
 import anyio
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.messages.tool import ToolCall
 from langchain_core.runnables import Runnable
 
@@ -55,6 +56,22 @@ BoundModel = Runnable[Sequence[BaseMessage], BaseMessage]
 def bind_tools(model: BaseChatModel, toolbox: ToolBox) -> BoundModel:
     """The model with every tool and interaction of ``toolbox`` bound to it."""
     return model.bind_tools(toolbox.bindings())
+
+
+def _merged(parts: Sequence[AIMessage]) -> AIMessage:
+    """One reply from what a model call streamed.
+
+    Merged once at the end: adding chunks one by one re-merges the growing
+    message every time, quadratic in the number of chunks a reply streams.
+    """
+    if not parts:
+        raise ModelError("the model returned nothing")
+    if len(parts) == 1:
+        return parts[0]
+    chunks = [part for part in parts if isinstance(part, AIMessageChunk)]
+    if len(chunks) != len(parts):
+        raise ModelError("the model streamed a whole message among its chunks")
+    return add_ai_message_chunks(*chunks)
 
 
 @dataclass
@@ -186,19 +203,20 @@ class Kernel:
         self, messages: Sequence[BaseMessage]
     ) -> AsyncIterator[TextDeltaEvent | AIMessage]:
         """Stream one model call; yields text deltas, then the whole reply."""
-        whole: AIMessageChunk | None = None
+        parts: list[AIMessage] = []
         try:
-            async for chunk in self.bound.astream(messages):
-                if not isinstance(chunk, AIMessageChunk):
+            async for part in self.bound.astream(messages):
+                # A streaming model sends AIMessageChunks; one that cannot stream
+                # sends its whole AIMessage once.
+                if not isinstance(part, AIMessage):
                     continue
-                text = text_of(chunk)
+                text = text_of(part)
                 if text:
                     yield TextDeltaEvent(text=text)
-                whole = chunk if whole is None else whole + chunk
+                parts.append(part)
         except Exception as error:
             raise ModelError(f"the model call failed: {type(error).__name__}: {error}") from error
-        if whole is None:
-            raise ModelError("the model returned nothing")
+        whole = _merged(parts)
         calls = [
             {**call, "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}"}
             for call in whole.tool_calls

@@ -8,7 +8,12 @@ become :class:`~symfonic.core.contracts.errors.StoreUnavailable`. Anything else
 (a constraint violated, a bad statement) is a bug and propagates as it is.
 
 PostgreSQL says which kind of failure it was in the SQLSTATE; asyncpg puts it on
-the exception, and SQLAlchemy's asyncpg adapter copies it to the wrapped error.
+the exception (and SQLAlchemy, which runs the migrations, copies it to the error
+it wraps). asyncpg reports a connection it already knows is closed, and a pool
+that is closing, as an ``InterfaceError`` with no SQLSTATE; a connection the
+server dropped while the driver was still reading an earlier reply refuses its
+next statement with an ``InternalClientError`` ("another operation is in
+progress"), before sending anything.
 """
 
 from __future__ import annotations
@@ -16,6 +21,12 @@ from __future__ import annotations
 import sqlite3
 
 import sqlalchemy as sa
+
+try:
+    from asyncpg import InterfaceError as AsyncpgInterfaceError
+    from asyncpg import InternalClientError as AsyncpgInternalClientError
+except ImportError:  # PostgreSQL support not installed: no asyncpg error can occur.
+    AsyncpgInterfaceError = AsyncpgInternalClientError = sa.exc.InterfaceError
 
 # SQLSTATE classes that are about the server or the connection, not the statement:
 # 08 connection exception, 40 transaction rollback (serialisation failure,
@@ -35,9 +46,17 @@ def _sqlstate(error: BaseException) -> str | None:
 
 def is_unavailable(error: BaseException) -> bool:
     """Whether ``error`` means the database could not complete the work, for now."""
-    if isinstance(error, sa.exc.TimeoutError | OSError | sqlite3.OperationalError):
-        # The pool's checkout timeout; refused or reset connections; timeouts;
-        # SQLite's locked, unreadable or missing file before SQLAlchemy wraps it.
+    if isinstance(
+        error,
+        sa.exc.TimeoutError
+        | OSError
+        | sqlite3.OperationalError
+        | AsyncpgInterfaceError
+        | AsyncpgInternalClientError,
+    ):
+        # A pool's checkout timeout; refused or reset connections; timeouts;
+        # SQLite's locked, unreadable or missing file; asyncpg's closed or
+        # half-closed connection.
         return True
     if isinstance(error, sa.exc.DBAPIError):
         if error.connection_invalidated:

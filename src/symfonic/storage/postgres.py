@@ -1,32 +1,43 @@
 """The PostgreSQL adapter: many workers on many hosts, one service.
 
-asyncpg under a SQLAlchemy pool. The isolation level is READ COMMITTED, set on
-every connection rather than trusted to the server's default, and it is enough:
-every race goes through one conditional ``UPDATE`` (see
-:mod:`symfonic.storage.sql_store`), which re-evaluates its ``WHERE`` on the
+asyncpg, straight: each statement is one round trip on a pooled connection, its
+plan prepared once per connection. The isolation level is READ COMMITTED, set
+on every connection and every transaction rather than trusted to the server's
+default, and it is enough: every race goes through one conditional ``UPDATE``
+(see :mod:`symfonic.storage.sql_store`), which re-evaluates its ``WHERE`` on the
 newest version of the row it locks, so of N concurrent claims exactly one sees
-``pending``.
+``pending``. A unit of one statement runs without ``BEGIN``/``COMMIT``: it is
+atomic by itself.
 
-The pool is bounded (``pool_size``, no overflow): a worker never opens more than
-that many connections, whatever its concurrency, and a turn that waits longer
-than ``pool_timeout`` for one fails with ``StoreUnavailable``. Connections are
-checked before use (``pool_pre_ping``), so after a dropped connection or a
-server restart the next checkout reconnects: the restart costs the turns that
-were in flight, not the worker.
+The pool is bounded (``pool_size``): a worker never opens more than that many
+connections, whatever its concurrency, and a turn that waits longer than
+``pool_timeout`` for one fails with ``StoreUnavailable``. A connection the
+server dropped (terminated backend, restart) is noticed when its socket closes
+and replaced at the next checkout, so a restart costs the turns that were in
+flight, not the worker.
+
+The schema is migrated through SQLAlchemy and Alembic on a connection of its
+own, under an advisory lock, before the pool opens.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
-from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
+from symfonic.storage import migrate
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.transactions import Work
+from symfonic.storage.statements import Query, Result, Unit, one
+
+if TYPE_CHECKING:
+    import asyncpg
 
 T = TypeVar("T")
 
@@ -38,18 +49,21 @@ DEFAULT_POOL_TIMEOUT = 10.0
 # asyncpg waits 60 s for a new connection by default; a server that is out of
 # reach should fail the turn about as quickly as an exhausted pool does.
 CONNECT_TIMEOUT = 10.0
+ISOLATION = "read_committed"
 
 
-def _async_url(url: str) -> str:
+def _scheme_and_rest(url: str) -> str:
     scheme, _, rest = url.partition("://")
     if scheme not in {"postgresql", "postgres", "postgresql+asyncpg"}:
         raise ValueError(f"not a PostgreSQL store URL: {url!r}")
-    return f"postgresql+asyncpg://{rest}"
+    return rest
 
 
 class PostgresStore(SqlStore):
     """``pool_size`` / ``pool_timeout`` default to ``SYMFONIC_POOL_SIZE`` /
     ``SYMFONIC_POOL_TIMEOUT`` (seconds), else 10 and 10."""
+
+    LOCK_FOR_SWEEP = " FOR UPDATE SKIP LOCKED"
 
     def __init__(
         self, url: str, *, pool_size: int | None = None, pool_timeout: float | None = None
@@ -60,47 +74,121 @@ class PostgresStore(SqlStore):
             raise ConfigurationError(
                 "the PostgreSQL store needs asyncpg: pip install 'symfonic[postgres]'"
             ) from error
-        size = pool_size or int(os.environ.get("SYMFONIC_POOL_SIZE", DEFAULT_POOL_SIZE))
-        timeout = pool_timeout or float(
+        rest = _scheme_and_rest(url)
+        super().__init__(url)
+        self._dsn = f"postgresql://{rest}"
+        self._migration_url = f"postgresql+asyncpg://{rest}"
+        self._size = pool_size or int(os.environ.get("SYMFONIC_POOL_SIZE", DEFAULT_POOL_SIZE))
+        self._timeout = pool_timeout or float(
             os.environ.get("SYMFONIC_POOL_TIMEOUT", DEFAULT_POOL_TIMEOUT)
         )
+        self._pool: asyncpg.Pool | None = None
+
+    async def _migrate(self) -> None:
         engine = create_async_engine(
-            _async_url(url),
-            pool_size=size,
-            max_overflow=0,
-            pool_timeout=timeout,
-            # One round trip per checkout (about a third of a turn's time on a
-            # local server) buys surviving a restart without failing a turn;
-            # SYMFONIC_POOL_PRE_PING=0 trades that for speed on a stable network.
-            pool_pre_ping=os.environ.get("SYMFONIC_POOL_PRE_PING", "1") != "0",
-            isolation_level="READ COMMITTED",
-            connect_args={"timeout": CONNECT_TIMEOUT},
+            self._migration_url, poolclass=NullPool, connect_args={"timeout": CONNECT_TIMEOUT}
         )
-        super().__init__(url)
-        self._engine = engine
-        # Reads need no transaction of their own: each statement sees committed
-        # data, and skipping BEGIN/ROLLBACK saves two round trips per read.
-        self._reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            async with engine.begin() as connection:
+                await connection.run_sync(_migrate_locked)
+        finally:
+            await engine.dispose()
 
-    async def _run(self, work: Work[T], *, write: bool) -> T:
-        # run_sync drives the synchronous unit over asyncpg on this event loop.
-        if write:
-            async with self._engine.begin() as conn:
-                return await conn.run_sync(work)
-        async with self._reader.connect() as conn:
-            return await conn.run_sync(work)
+    async def _connect(self) -> None:
+        import asyncpg
 
-    async def _run_one(self, statement: sa.Executable) -> int:
-        # A single statement is atomic by itself: autocommit spares the
-        # BEGIN and COMMIT round trips around it.
-        async with self._reader.connect() as conn:
-            return int((await conn.execute(statement)).rowcount)
+        self._pool = await asyncpg.create_pool(
+            self._dsn,
+            min_size=0,
+            max_size=self._size,
+            timeout=CONNECT_TIMEOUT,
+            server_settings={"default_transaction_isolation": "read committed"},
+            reset=_reset,
+        )
+
+    async def _run(self, unit: Unit[T], *, write: bool) -> T:
+        async with self._connection() as connection:
+            if not write:
+                return await _drive(connection, unit)
+            async with connection.transaction(isolation=ISOLATION):
+                return await _drive(connection, unit)
+
+    async def _run_one(self, query: Query) -> int:
+        async with self._connection() as connection:
+            return await _drive(connection, one(query))
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection; one that failed under a statement is never reused.
+
+        A unit's own refusals (a lost revision, a lapsed claim) leave the
+        connection clean. Anything else came from the driver or the server, and a
+        connection that saw it -- dropped mid-statement, interrupted, confused
+        about which operation is in progress -- is closed rather than handed to
+        the next turn; the pool opens a fresh one.
+        """
+        if self._pool is None:
+            raise RuntimeError("the PostgreSQL store is not open: enter it with `async with`")
+        async with self._pool.acquire(timeout=self._timeout) as connection:
+            try:
+                yield connection
+            except BaseException as error:
+                if not isinstance(error, SymfonicError):
+                    _discard(connection)
+                raise
 
     async def _dispose(self) -> None:
-        await self._engine.dispose()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
 
-    def _lock_for_migrations(self, conn: sa.Connection) -> None:
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
 
-    def _insert_ignore(self, table: sa.Table, keys: list[str]) -> Any:
-        return pg_insert(table).on_conflict_do_nothing(index_elements=keys)
+def _discard(connection: asyncpg.Connection) -> None:
+    """Close a connection for good; one the driver already closed is left as it is."""
+    import asyncpg
+
+    # A connection whose socket closed has gone back to the pool by itself, and
+    # its proxy refuses every call.
+    with suppress(asyncpg.InterfaceError):
+        connection.terminate()
+
+
+async def _reset(connection: asyncpg.Connection) -> None:
+    """Back to the pool: only a connection left inside a transaction needs a round trip.
+
+    asyncpg's own reset (``RESET ALL``, ``UNLISTEN *``, …) costs a round trip on
+    every release, for state this adapter never sets.
+    """
+    if connection.is_in_transaction():
+        await connection.execute("ROLLBACK")
+
+
+async def _drive(connection: asyncpg.Connection, unit: Unit[T]) -> T:
+    try:
+        query = next(unit)
+        while True:
+            query = unit.send(await _execute(connection, query))
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+    finally:
+        unit.close()
+
+
+async def _execute(connection: asyncpg.Connection, query: Query) -> Result:
+    statement = query.statement
+    if query.many is not None:
+        rows = [query.positional(params) for params in query.many]
+        await connection.executemany(statement.positional, rows)
+        return Result((), len(rows))
+    if statement.fetches:
+        records = await connection.fetch(statement.positional, *query.positional())
+        return Result(records, len(records))
+    status = await connection.execute(statement.positional, *query.positional())
+    # "UPDATE 3", "INSERT 0 1", "DELETE 0": the count is the last word.
+    return Result((), int(status.rsplit(" ", 1)[-1]))
+
+
+def _migrate_locked(connection: sa.Connection) -> None:
+    connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+    migrate.upgrade(connection)

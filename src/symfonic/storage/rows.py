@@ -1,82 +1,88 @@
 """From table rows to the port's records, with every timestamp in UTC.
 
-SQLite hands timestamps back naive (it stores the text it was given); PostgreSQL
-hands them back aware. Records leave here aware, so callers compare them with
-``datetime.now(UTC)`` the same way on both stores.
+Both drivers hand rows over as mappings. SQLite gives timestamps back as the
+text they were stored as (UTC, no offset) and PostgreSQL as aware datetimes;
+JSON columns come back as text from both. Records leave here typed and aware,
+so callers compare them with ``datetime.now(UTC)`` the same way on both stores.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
-
-import sqlalchemy as sa
 
 from symfonic.core.contracts.store import CheckpointRecord, PauseRecord, SessionRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.storage.statements import Row, json_value
+
+PAUSE_COLUMNS = (
+    "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
+    " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
+    " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome"
+)
+SESSION_COLUMNS = "session_id, principal, agent, revision, metadata, created_at, run_id, run_lease"
+CHECKPOINT_COLUMNS = "pause_id, session_id, format_version, base_revision, body"
 
 
-def aware(value: datetime | None) -> datetime | None:
+def aware(value: datetime | str | None) -> datetime | None:
     """``value`` as an aware UTC datetime (``None`` stays ``None``)."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def _required(value: datetime | None) -> datetime:
+def _required(value: datetime | str | None) -> datetime:
     stamped = aware(value)
     assert stamped is not None
     return stamped
 
 
-def pause_of(row: sa.Row[Any]) -> PauseRecord:
-    m = row._mapping
+def pause_of(row: Row) -> PauseRecord:
     return PauseRecord(
-        pause_id=m["pause_id"],
-        session_id=m["session_id"],
-        principal=m["principal"],
-        agent=m["agent"],
-        audience=m["audience"],
-        kind=InteractionKind(m["kind"]),
-        query=m["query"],
-        response_schema=m["response_schema"],
-        tool_call_id=m["tool_call_id"],
-        interrupt_id=m["interrupt_id"],
-        base_revision=m["base_revision"],
-        state=PauseState(m["state"]),
-        created_at=_required(m["created_at"]),
-        expires_at=_required(m["expires_at"]),
-        supersedes=m["supersedes"],
-        claim_id=m["claim_id"],
-        lease_until=aware(m["lease_until"]),
-        answered_by=m["answered_by"],
-        answered_at=aware(m["answered_at"]),
-        answer=m["answer"],
-        answer_status=m["answer_status"],
-        outcome=m["outcome"],
+        pause_id=row["pause_id"],
+        session_id=row["session_id"],
+        principal=row["principal"],
+        agent=row["agent"],
+        audience=row["audience"],
+        kind=InteractionKind(row["kind"]),
+        query=row["query"],
+        response_schema=json_value(row["response_schema"]),
+        tool_call_id=row["tool_call_id"],
+        interrupt_id=row["interrupt_id"],
+        base_revision=row["base_revision"],
+        state=PauseState(row["state"]),
+        created_at=_required(row["created_at"]),
+        expires_at=_required(row["expires_at"]),
+        supersedes=row["supersedes"],
+        claim_id=row["claim_id"],
+        lease_until=aware(row["lease_until"]),
+        answered_by=row["answered_by"],
+        answered_at=aware(row["answered_at"]),
+        answer=json_value(row["answer"]),
+        answer_status=row["answer_status"],
+        outcome=json_value(row["outcome"]),
     )
 
 
-def session_of(row: sa.Row[Any], *, now: datetime) -> SessionRecord:
-    m = row._mapping
-    lease = aware(m["run_lease"])
+def session_of(row: Row, *, now: datetime) -> SessionRecord:
+    lease = aware(row["run_lease"])
     return SessionRecord(
-        session_id=m["session_id"],
-        principal=m["principal"],
-        agent=m["agent"],
-        revision=m["revision"],
-        metadata=m["metadata"],
-        created_at=_required(m["created_at"]),
-        running=m["run_id"] is not None and lease is not None and lease > now,
+        session_id=row["session_id"],
+        principal=row["principal"],
+        agent=row["agent"],
+        revision=row["revision"],
+        metadata=json_value(row["metadata"]),
+        created_at=_required(row["created_at"]),
+        running=row["run_id"] is not None and lease is not None and lease > now,
     )
 
 
-def checkpoint_of(row: sa.Row[Any]) -> CheckpointRecord:
-    m = row._mapping
+def checkpoint_of(row: Row) -> CheckpointRecord:
     return CheckpointRecord(
-        pause_id=m["pause_id"],
-        session_id=m["session_id"],
-        format_version=m["format_version"],
-        base_revision=m["base_revision"],
-        body=m["body"],
+        pause_id=row["pause_id"],
+        session_id=row["session_id"],
+        format_version=row["format_version"],
+        base_revision=row["base_revision"],
+        body=json_value(row["body"]),
     )

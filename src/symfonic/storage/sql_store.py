@@ -1,4 +1,4 @@
-"""The storage port over SQLAlchemy Core, shared by the SQLite and PostgreSQL adapters.
+"""The storage port in SQL, shared by the SQLite and PostgreSQL adapters.
 
 Each public method is one transaction (``_write``) or one read (``_read``). Every
 transition a race can reach is a single conditional ``UPDATE`` whose row count
@@ -21,17 +21,17 @@ level would turn those losers into serialisation failures instead of a clean
 "not mine". SQLite serialises every writer on its database lock (see
 :mod:`symfonic.storage.sqlite`), which gives the same outcome.
 
-Transactions, driver failures and start-up are in
-:mod:`symfonic.storage.transactions`.
+The statements are plain SQL that both databases accept; the one difference, row
+locks for the sweep, is the adapter's ``LOCK_FOR_SWEEP``. How units of work run,
+driver failures and start-up are in :mod:`symfonic.storage.transactions`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
-
-import sqlalchemy as sa
+from functools import cache
+from typing import Any, ClassVar
 
 from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
 from symfonic.core.contracts.store import (
@@ -43,51 +43,133 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import MessageBody
-from symfonic.storage.rows import checkpoint_of, pause_of, session_of
-from symfonic.storage.schema import checkpoints, messages, pauses, sessions
+from symfonic.storage.rows import (
+    CHECKPOINT_COLUMNS,
+    PAUSE_COLUMNS,
+    SESSION_COLUMNS,
+    checkpoint_of,
+    pause_of,
+    session_of,
+)
+from symfonic.storage.statements import Result, Statement, Unit, json_text, json_value
 from symfonic.storage.transactions import SqlTransactions
 
-CLAIMED = PauseState.CLAIMED.value
-PENDING = PauseState.PENDING.value
+CREATE_SESSION = Statement(
+    "INSERT INTO symfonic_sessions"
+    " (session_id, principal, agent, revision, message_count, metadata, created_at)"
+    " VALUES (:session_id, :principal, :agent, :revision, 0, :metadata, :created_at)"
+)
+GET_SESSION = Statement(
+    f"SELECT {SESSION_COLUMNS} FROM symfonic_sessions WHERE session_id = :session_id"
+)
+HISTORY = Statement(
+    "SELECT body FROM symfonic_messages"
+    " WHERE session_id = :session_id AND revision <= :revision ORDER BY seq"
+)
+BEGIN_RUN = Statement(
+    "UPDATE symfonic_sessions SET run_id = :run_id, run_lease = :lease_until"
+    " WHERE session_id = :session_id AND (run_id IS NULL OR run_lease < :now)"
+)
+END_RUN = Statement(
+    "UPDATE symfonic_sessions SET run_id = NULL, run_lease = NULL"
+    " WHERE session_id = :session_id AND run_id = :run_id"
+)
+_NEXT_REVISION = (
+    "UPDATE symfonic_sessions"
+    " SET revision = revision + 1, message_count = message_count + :added{end_run}"
+    " WHERE session_id = :session_id AND revision = :base_revision"
+    " RETURNING revision, message_count"
+)
+NEXT_REVISION = Statement(_NEXT_REVISION.format(end_run=""))
+NEXT_REVISION_ENDING_RUN = Statement(
+    _NEXT_REVISION.format(end_run=", run_id = NULL, run_lease = NULL")
+)
+INSERT_MESSAGE = Statement(
+    "INSERT INTO symfonic_messages (session_id, seq, revision, body)"
+    " VALUES (:session_id, :seq, :revision, :body)"
+)
+
+# Every transition of a claimed pause: only the claim that holds it may make it.
+_CLAIMED_BY = "WHERE session_id = :session_id AND claim_id = :claim_id AND state = 'claimed'"
+SUPERSEDE = Statement(
+    f"UPDATE symfonic_pauses SET state = 'superseded', outcome = :outcome {_CLAIMED_BY}"
+    " RETURNING pause_id"
+)
+PUBLISH_PAUSE = Statement(
+    f"UPDATE symfonic_pauses SET state = 'published', outcome = :outcome {_CLAIMED_BY}"
+    " RETURNING pause_id, base_revision"
+)
+RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {_CLAIMED_BY}")
+ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {_CLAIMED_BY}")
+CLAIM = Statement(
+    "UPDATE symfonic_pauses SET state = 'claimed', claim_id = :claim_id,"
+    " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
+    " answer = :answer, answer_status = :status"
+    " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :now"
+)
+ABANDON_PENDING = Statement(
+    "UPDATE symfonic_pauses SET state = 'abandoned'"
+    " WHERE session_id = :session_id AND state = 'pending'"
+)
+INSERT_PAUSE = Statement(
+    "INSERT INTO symfonic_pauses (pause_id, session_id, principal, agent, audience, kind,"
+    " query, response_schema, tool_call_id, interrupt_id, base_revision, state, created_at,"
+    " expires_at, supersedes)"
+    " VALUES (:pause_id, :session_id, :principal, :agent, :audience, :kind, :query,"
+    " :response_schema, :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at,"
+    " :expires_at, :supersedes)"
+)
+INSERT_CHECKPOINT = Statement(
+    f"INSERT INTO symfonic_checkpoints ({CHECKPOINT_COLUMNS})"
+    " VALUES (:pause_id, :session_id, :format_version, :base_revision, :body)"
+)
+DELETE_CHECKPOINT = Statement("DELETE FROM symfonic_checkpoints WHERE pause_id = :pause_id")
+LOAD_CHECKPOINT = Statement(
+    f"SELECT {CHECKPOINT_COLUMNS} FROM symfonic_checkpoints WHERE pause_id = :pause_id"
+)
+GET_PAUSE = Statement(f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id")
+CLAIMED_PAUSE = Statement(
+    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
+    " WHERE session_id = :session_id AND claim_id = :claim_id"
+)
+OPEN_PAUSE = Statement(
+    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
+    " WHERE session_id = :session_id AND state IN ('pending', 'claimed')"
+    " ORDER BY created_at DESC LIMIT 1"
+)
+SESSION_PAUSES = Statement(
+    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
+    " WHERE session_id = :session_id ORDER BY created_at"
+)
 
 
-def _claimed_by(session_id: str, claim_id: str) -> Any:
-    """The one row this claim holds, while it still holds it."""
-    return pauses.update().where(
-        pauses.c.session_id == session_id,
-        pauses.c.claim_id == claim_id,
-        pauses.c.state == CLAIMED,
-    )
+@cache
+def sweep_statements(lock: str) -> tuple[Statement, Statement]:
+    """Expire and abandon, each over the stale rows no other transaction holds."""
 
+    def stale(new_state: str, where: str) -> Statement:
+        return Statement(
+            f"UPDATE symfonic_pauses SET state = '{new_state}' WHERE pause_id IN"
+            f" (SELECT pause_id FROM symfonic_pauses WHERE {where}{lock}) AND {where}"
+        )
 
-def _run_cleared(session_id: str, run_id: str) -> Any:
     return (
-        sessions.update()
-        .where(sessions.c.session_id == session_id, sessions.c.run_id == run_id)
-        .values(run_id=None, run_lease=None)
+        stale("expired", "state = 'pending' AND expires_at <= :now"),
+        stale("abandoned", "state = 'claimed' AND lease_until <= :now"),
     )
 
 
 def _append(
-    conn: sa.Connection,
     session_id: str,
     base_revision: int,
     bodies: Sequence[MessageBody],
     *,
-    run_id: str | None = None,
-) -> int:
-    """Move the revision on from ``base_revision`` and append; the caller's transaction."""
-    values: dict[str, Any] = {
-        "revision": sessions.c.revision + 1,
-        "message_count": sessions.c.message_count + len(bodies),
-    }
-    if run_id is not None:
-        values.update(run_id=None, run_lease=None)
-    row = conn.execute(
-        sessions.update()
-        .where(sessions.c.session_id == session_id, sessions.c.revision == base_revision)
-        .values(**values)
-        .returning(sessions.c.revision, sessions.c.message_count)
+    ending_run: bool = False,
+) -> Unit[int]:
+    """Move the revision on from ``base_revision`` and append; part of the caller's unit."""
+    bump = NEXT_REVISION_ENDING_RUN if ending_run else NEXT_REVISION
+    row = (
+        yield bump(session_id=session_id, base_revision=base_revision, added=len(bodies))
     ).first()
     if row is None:
         raise RevisionConflict(
@@ -95,80 +177,77 @@ def _append(
             "another turn was published first",
             base_revision=base_revision,
         )
-    revision, count = row
-    start = count - len(bodies)
+    revision, start = int(row["revision"]), int(row["message_count"]) - len(bodies)
     if bodies:
-        conn.execute(
-            messages.insert(),
+        yield INSERT_MESSAGE.many(
             [
-                {"session_id": session_id, "seq": start + i, "revision": revision, "body": body}
+                {
+                    "session_id": session_id,
+                    "seq": start + i,
+                    "revision": revision,
+                    "body": json_text(body),
+                }
                 for i, body in enumerate(bodies)
-            ],
+            ]
         )
-    return int(revision)
+    return revision
 
 
-def _one_pause(conn: sa.Connection, *where: Any) -> PauseRecord | None:
-    row = conn.execute(pauses.select().where(*where)).first()
+def _pause_or_none(result: Result) -> PauseRecord | None:
+    row = result.first()
     return None if row is None else pause_of(row)
 
 
 class SqlStore(SqlTransactions):
-    """A ``Store`` over SQLAlchemy Core; adapters supply how units of work run."""
+    """A ``Store`` in SQL; adapters supply how units of work run."""
+
+    # Row locks for the sweep's inner SELECT, in the adapter's dialect.
+    LOCK_FOR_SWEEP: ClassVar[str] = ""
 
     # sessions and history -------------------------------------------------
 
     async def create_session(self, session: SessionRecord) -> None:
-        insert = sessions.insert().values(
-            session_id=session.session_id,
-            principal=session.principal,
-            agent=session.agent,
-            revision=session.revision,
-            message_count=0,
-            metadata=session.metadata,
-            created_at=session.created_at,
+        await self._write_one(
+            CREATE_SESSION(
+                session_id=session.session_id,
+                principal=session.principal,
+                agent=session.agent,
+                revision=session.revision,
+                metadata=json_text(session.metadata),
+                created_at=session.created_at,
+            )
         )
-        await self._write_one(insert)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        def read(conn: sa.Connection) -> SessionRecord | None:
-            query = sessions.select().where(sessions.c.session_id == session_id)
-            row = conn.execute(query).first()
+        def read() -> Unit[SessionRecord | None]:
+            row = (yield GET_SESSION(session_id=session_id)).first()
             return None if row is None else session_of(row, now=datetime.now(UTC))
 
-        return await self._read(read)
+        return await self._read(read())
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
-        query = (
-            sa.select(messages.c.body)
-            .where(messages.c.session_id == session_id, messages.c.revision <= up_to_revision)
-            .order_by(messages.c.seq)
-        )
-        return await self._read(lambda conn: [row[0] for row in conn.execute(query)])
+        def read() -> Unit[list[MessageBody]]:
+            result = yield HISTORY(session_id=session_id, revision=up_to_revision)
+            return [json_value(row["body"]) for row in result.rows]
+
+        return await self._read(read())
 
     async def begin_run(
         self, session_id: str, run_id: str, *, now: datetime, lease_until: datetime
     ) -> bool:
-        update = (
-            sessions.update()
-            .where(
-                sessions.c.session_id == session_id,
-                sa.or_(sessions.c.run_id.is_(None), sessions.c.run_lease < now),
-            )
-            .values(run_id=run_id, run_lease=lease_until)
-        )
-        return await self._write_one(update) == 1
+        begin = BEGIN_RUN(session_id=session_id, run_id=run_id, now=now, lease_until=lease_until)
+        return await self._write_one(begin) == 1
 
     async def end_run(self, session_id: str, run_id: str) -> None:
         """Clear this run's marker (only this run's); retried like every cleanup."""
-        await self._cleanup(_run_cleared(session_id, run_id))
+        await self._cleanup(END_RUN(session_id=session_id, run_id=run_id))
 
     async def publish_turn(
         self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str
     ) -> int:
-        return await self._write(
-            lambda conn: _append(conn, session_id, base_revision, messages, run_id=run_id)
-        )
+        # The revision bump clears the run marker in the same statement: only the
+        # run that holds it (``run_id``) gets this far.
+        return await self._write(_append(session_id, base_revision, messages, ending_run=True))
 
     # pauses and checkpoints ----------------------------------------------
 
@@ -180,122 +259,107 @@ class SqlStore(SqlTransactions):
         supersedes: str | None = None,
         run_id: str | None = None,
     ) -> None:
-        def record(conn: sa.Connection) -> None:
+        def record() -> Unit[None]:
             replaced: str | None = None
             if supersedes is not None:
-                replaced = conn.execute(
-                    _claimed_by(pause.session_id, supersedes)
-                    .values(
-                        state=PauseState.SUPERSEDED.value,
-                        outcome={"status": "paused", "pause_id": pause.pause_id},
+                outcome = {"status": "paused", "pause_id": pause.pause_id}
+                row = (
+                    yield SUPERSEDE(
+                        session_id=pause.session_id,
+                        claim_id=supersedes,
+                        outcome=json_text(outcome),
                     )
-                    .returning(pauses.c.pause_id)
-                ).scalar()
-                if replaced is None:
+                ).first()
+                if row is None:
                     raise PauseAbandoned(
                         "the claim this turn resumed was lost before its second pause "
                         "could be recorded",
                         claim_id=supersedes,
                     )
-                conn.execute(checkpoints.delete().where(checkpoints.c.pause_id == replaced))
-            conn.execute(
-                checkpoints.insert().values(
-                    pause_id=checkpoint.pause_id,
-                    session_id=checkpoint.session_id,
-                    format_version=checkpoint.format_version,
-                    base_revision=checkpoint.base_revision,
-                    body=checkpoint.body,
-                )
+                replaced = row["pause_id"]
+                yield DELETE_CHECKPOINT(pause_id=replaced)
+            yield INSERT_CHECKPOINT(
+                pause_id=checkpoint.pause_id,
+                session_id=checkpoint.session_id,
+                format_version=checkpoint.format_version,
+                base_revision=checkpoint.base_revision,
+                body=json_text(checkpoint.body),
             )
-            conn.execute(
-                pauses.insert().values(
-                    pause_id=pause.pause_id,
-                    session_id=pause.session_id,
-                    principal=pause.principal,
-                    agent=pause.agent,
-                    audience=pause.audience,
-                    kind=pause.kind.value,
-                    query=pause.query,
-                    response_schema=pause.response_schema,
-                    tool_call_id=pause.tool_call_id,
-                    interrupt_id=pause.interrupt_id,
-                    base_revision=pause.base_revision,
-                    state=PENDING,
-                    created_at=pause.created_at,
-                    expires_at=pause.expires_at,
-                    supersedes=replaced,
-                )
+            yield INSERT_PAUSE(
+                pause_id=pause.pause_id,
+                session_id=pause.session_id,
+                principal=pause.principal,
+                agent=pause.agent,
+                audience=pause.audience,
+                kind=pause.kind.value,
+                query=pause.query,
+                response_schema=json_text(pause.response_schema),
+                tool_call_id=pause.tool_call_id,
+                interrupt_id=pause.interrupt_id,
+                base_revision=pause.base_revision,
+                created_at=pause.created_at,
+                expires_at=pause.expires_at,
+                supersedes=replaced,
             )
             if run_id is not None:
-                conn.execute(_run_cleared(pause.session_id, run_id))
+                yield END_RUN(session_id=pause.session_id, run_id=run_id)
 
-        await self._write(record)
+        await self._write(record())
 
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
-        return await self._read(lambda conn: _one_pause(conn, pauses.c.pause_id == pause_id))
+        def read() -> Unit[PauseRecord | None]:
+            return _pause_or_none((yield GET_PAUSE(pause_id=pause_id)))
+
+        return await self._read(read())
 
     async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None:
-        def read(conn: sa.Connection) -> CheckpointRecord | None:
-            query = checkpoints.select().where(checkpoints.c.pause_id == pause_id)
-            row = conn.execute(query).first()
+        def read() -> Unit[CheckpointRecord | None]:
+            row = (yield LOAD_CHECKPOINT(pause_id=pause_id)).first()
             return None if row is None else checkpoint_of(row)
 
-        return await self._read(read)
+        return await self._read(read())
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> bool:
-        update = (
-            pauses.update()
-            .where(
-                pauses.c.pause_id == claim.pause_id,
-                pauses.c.state == PENDING,
-                pauses.c.expires_at > now,
-            )
-            .values(
-                state=CLAIMED,
-                claim_id=claim.claim_id,
-                lease_until=claim.lease_until,
-                answered_by=claim.principal,
-                answered_at=claim.at,
-                answer=claim.answer,
-                answer_status=claim.status,
-            )
+        update = CLAIM(
+            pause_id=claim.pause_id,
+            claim_id=claim.claim_id,
+            lease_until=claim.lease_until,
+            principal=claim.principal,
+            at=claim.at,
+            answer=json_text(claim.answer),
+            status=claim.status,
+            now=now,
         )
         return await self._write_one(update) == 1
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
-        return await self._read(
-            lambda conn: _one_pause(
-                conn, pauses.c.session_id == session_id, pauses.c.claim_id == claim_id
-            )
-        )
+        def read() -> Unit[PauseRecord | None]:
+            return _pause_or_none((yield CLAIMED_PAUSE(session_id=session_id, claim_id=claim_id)))
+
+        return await self._read(read())
 
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
-        update = _claimed_by(session_id, claim_id).values(lease_until=lease_until)
-        return await self._write_one(update) == 1
+        renew = RENEW_CLAIM(session_id=session_id, claim_id=claim_id, lease_until=lease_until)
+        return await self._write_one(renew) == 1
 
     async def publish_resume(
         self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str
     ) -> int:
-        def publish(conn: sa.Connection) -> int:
-            row = conn.execute(
-                _claimed_by(session_id, claim_id)
-                .values(
-                    state=PauseState.PUBLISHED.value,
-                    outcome={"status": "complete", "answer": answer},
-                )
-                .returning(pauses.c.pause_id, pauses.c.base_revision)
+        def publish() -> Unit[int]:
+            outcome = json_text({"status": "complete", "answer": answer})
+            row = (
+                yield PUBLISH_PAUSE(session_id=session_id, claim_id=claim_id, outcome=outcome)
             ).first()
             if row is None:
                 raise PauseAbandoned(
                     "this resume's claim lapsed before it could publish", claim_id=claim_id
                 )
-            pause_id, base_revision = row
             # A revision conflict raised here rolls the pause update back with it.
-            revision = _append(conn, session_id, base_revision, messages)
-            conn.execute(checkpoints.delete().where(checkpoints.c.pause_id == pause_id))
+            revision = yield from _append(session_id, int(row["base_revision"]), messages)
+            yield DELETE_CHECKPOINT(pause_id=row["pause_id"])
             return revision
 
-        return await self._write(publish)
+        return await self._write(publish())
 
     async def abandon_claim(self, session_id: str, claim_id: str) -> bool:
         """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
@@ -303,36 +367,23 @@ class SqlStore(SqlTransactions):
         A failed turn's cleanup: retried while the store is unavailable, then
         left to the sweeper and the lease.
         """
-        abandoned = _claimed_by(session_id, claim_id).values(state=PauseState.ABANDONED.value)
-        return await self._cleanup(abandoned) == 1
+        return await self._cleanup(ABANDON_CLAIM(session_id=session_id, claim_id=claim_id)) == 1
 
     async def abandon_pending(self, session_id: str) -> int:
-        update = (
-            pauses.update()
-            .where(pauses.c.session_id == session_id, pauses.c.state == PENDING)
-            .values(state=PauseState.ABANDONED.value)
-        )
-        return await self._write_one(update)
+        return await self._write_one(ABANDON_PENDING(session_id=session_id))
 
     async def open_pause(self, session_id: str) -> PauseRecord | None:
-        query = (
-            pauses.select()
-            .where(pauses.c.session_id == session_id, pauses.c.state.in_([PENDING, CLAIMED]))
-            .order_by(pauses.c.created_at.desc())
-            .limit(1)
-        )
+        def read() -> Unit[PauseRecord | None]:
+            return _pause_or_none((yield OPEN_PAUSE(session_id=session_id)))
 
-        def read(conn: sa.Connection) -> PauseRecord | None:
-            row = conn.execute(query).first()
-            return None if row is None else pause_of(row)
-
-        return await self._read(read)
+        return await self._read(read())
 
     async def session_pauses(self, session_id: str) -> list[PauseRecord]:
-        query = (
-            pauses.select().where(pauses.c.session_id == session_id).order_by(pauses.c.created_at)
-        )
-        return await self._read(lambda conn: [pause_of(row) for row in conn.execute(query)])
+        def read() -> Unit[list[PauseRecord]]:
+            result = yield SESSION_PAUSES(session_id=session_id)
+            return [pause_of(row) for row in result.rows]
+
+        return await self._read(read())
 
     async def list_pauses(
         self,
@@ -343,39 +394,40 @@ class SqlStore(SqlTransactions):
         limit: int = 100,
     ) -> list[PauseRecord]:
         """Pauses in ``state`` that ``principal`` may answer, oldest first."""
-        query = pauses.select().where(pauses.c.state == state.value)
+        params: dict[str, Any] = {"state": state.value, "limit": limit}
+        where = "state = :state"
         if "*" not in scopes:
-            query = query.where(
-                sa.or_(
-                    sa.and_(pauses.c.audience.is_(None), pauses.c.principal == principal),
-                    pauses.c.audience.in_(sorted(scopes)),
-                )
-            )
-        query = query.order_by(pauses.c.created_at).limit(limit)
-        return await self._read(lambda conn: [pause_of(row) for row in conn.execute(query)])
+            mine = "(audience IS NULL AND principal = :principal)"
+            params["principal"] = principal
+            names = [f"scope_{i}" for i in range(len(scopes))]
+            params.update(zip(names, sorted(scopes), strict=True))
+            if names:
+                mine += f" OR audience IN ({', '.join(':' + n for n in names)})"
+            where += f" AND ({mine})"
+        query = Statement(
+            f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE {where}"
+            " ORDER BY created_at LIMIT :limit"
+        )
+
+        def read() -> Unit[list[PauseRecord]]:
+            result = yield query(**params)
+            return [pause_of(row) for row in result.rows]
+
+        return await self._read(read())
 
     async def sweep(self, now: datetime) -> SweepReport:
         """Expire stale pending pauses and abandon claims whose lease ran out.
 
         Rows another transaction holds (a claim being won, a lease being renewed,
-        a publish) are skipped rather than waited for (``SKIP LOCKED``, ignored by
-        SQLite, whose writers never overlap): a sweep never blocks a turn, and
-        sweepers on many workers never deadlock on each other.
+        a publish) are skipped rather than waited for (``SKIP LOCKED`` on
+        PostgreSQL; SQLite's writers never overlap): a sweep never blocks a turn,
+        and sweepers on many workers never deadlock on each other.
         """
+        expire, abandon = sweep_statements(self.LOCK_FOR_SWEEP)
 
-        def stale(*where: Any) -> Any:
-            locked = sa.select(pauses.c.pause_id).where(*where).with_for_update(skip_locked=True)
-            return pauses.update().where(pauses.c.pause_id.in_(locked), *where)
+        def sweep() -> Unit[SweepReport]:
+            expired = (yield expire(now=now)).rowcount
+            abandoned = (yield abandon(now=now)).rowcount
+            return SweepReport(expired=expired, abandoned=abandoned)
 
-        expire = stale(pauses.c.state == PENDING, pauses.c.expires_at <= now).values(
-            state=PauseState.EXPIRED.value
-        )
-        abandon = stale(pauses.c.state == CLAIMED, pauses.c.lease_until <= now).values(
-            state=PauseState.ABANDONED.value
-        )
-
-        def sweep(conn: sa.Connection) -> SweepReport:
-            expired = int(conn.execute(expire).rowcount)
-            return SweepReport(expired=expired, abandoned=int(conn.execute(abandon).rowcount))
-
-        return await self._write(sweep)
+        return await self._write(sweep())

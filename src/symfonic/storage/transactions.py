@@ -1,37 +1,37 @@
-"""One database connection discipline for both adapters: transactions, failures, start-up.
+"""One connection discipline for both adapters: transactions, failures, start-up.
 
-Every port method is one unit of work: a plain function of a synchronous
-SQLAlchemy connection, run whole by ``_write`` (one transaction, committed whole
-or rolled back) or ``_read``. The adapter decides how a unit runs -- on a worker
-thread for SQLite, on the event loop through SQLAlchemy's greenlet bridge for
-PostgreSQL -- so a transaction costs one hand-off, not one per statement.
+Every port method is one unit of work (see :mod:`symfonic.storage.statements`),
+run whole by ``_write`` (one transaction, committed whole or rolled back) or
+``_read``. The adapter decides how a unit runs -- on a worker thread over
+``sqlite3``, on the event loop over ``asyncpg`` -- so a SQLite transaction costs
+one hand-off, not one per statement, and a PostgreSQL one a round trip per
+statement and nothing more.
 
 A driver failure inside either is mapped once, here, to
 :class:`StoreUnavailable` (see :mod:`symfonic.storage.failures`) after the
 rollback, so a method that failed has written nothing and the caller sees one
-error type whatever the driver. Connections come from the engine's pool and go
-back to it at the end of the method; no method holds one while it waits for
-another, so a pool of size N serves any number of concurrent turns, queueing
-them, and never deadlocks on itself.
+error type whatever the driver. Connections go back to the adapter at the end of
+the method; no method holds one while it waits for another, so a pool of size N
+serves any number of concurrent turns, queueing them, and never deadlocks on
+itself.
 
 Opening the store brings the schema to head under the adapter's migration lock
-and reads (or creates) the database's token secret the same way on every worker.
+(through SQLAlchemy and Alembic, on a connection used for nothing else) and
+reads (or creates) the database's token secret the same way on every worker.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 import anyio
-import sqlalchemy as sa
 
 from symfonic.core.contracts.errors import StoreUnavailable
-from symfonic.storage import migrate
 from symfonic.storage.failures import is_unavailable
-from symfonic.storage.schema import meta
+from symfonic.storage.statements import Query, Statement, Unit, one
 
 SECRET_KEY = "pause_token_secret"
 # Delays between attempts of a cleanup while the store is unavailable; after
@@ -39,9 +39,13 @@ SECRET_KEY = "pause_token_secret"
 CLEANUP_RETRY_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 CLEANUP_SECONDS = 5.0
 
+CREATE_SECRET = Statement(
+    "INSERT INTO symfonic_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING"
+)
+READ_SECRET = Statement("SELECT value FROM symfonic_meta WHERE key = :key")
+PING = Statement("SELECT 1 AS one")
+
 T = TypeVar("T")
-Work = Callable[[sa.Connection], T]
-"""One unit of work: everything a port method does, on one connection."""
 
 
 class SqlTransactions:
@@ -53,26 +57,26 @@ class SqlTransactions:
 
     # what an adapter provides -------------------------------------------------
 
-    async def _run(self, work: Work[T], *, write: bool) -> T:
-        """Run ``work`` in one transaction (``write``) or one read."""
+    async def _run(self, unit: Unit[T], *, write: bool) -> T:
+        """Run ``unit`` in one transaction (``write``) or one read."""
         raise NotImplementedError
 
-    async def _run_one(self, statement: sa.Executable) -> int:
+    async def _run_one(self, query: Query) -> int:
         """Run one writing statement, which is a transaction by itself; its row count.
 
         By default it is a unit of work like any other; an adapter may skip the
         explicit ``BEGIN``/``COMMIT`` around it.
         """
-        return await self._run(lambda conn: _rowcount(conn, statement), write=True)
+        return await self._run(one(query), write=True)
 
-    async def _dispose(self) -> None:
+    async def _migrate(self) -> None:
+        """Bring the schema to head, once however many workers open at the same moment."""
         raise NotImplementedError
 
-    def _lock_for_migrations(self, conn: sa.Connection) -> None:
-        """Serialise concurrent migrations; the adapter's write lock suffices by default."""
+    async def _connect(self) -> None:
+        """Whatever the adapter does before its first unit of work; nothing by default."""
 
-    def _insert_ignore(self, table: sa.Table, keys: list[str]) -> Any:
-        """``INSERT … ON CONFLICT DO NOTHING`` in the adapter's dialect."""
+    async def _dispose(self) -> None:
         raise NotImplementedError
 
     # lifecycle ------------------------------------------------------------
@@ -80,38 +84,31 @@ class SqlTransactions:
     async def __aenter__(self) -> Self:
         try:
             with _explained("cannot be opened"):
-                await self._prepare()
-            await self._write(self._migrate)
+                await self._migrate()
+                await self._connect()
         except BaseException:
             await self._dispose()
             raise
         return self
 
-    async def _prepare(self) -> None:
-        """Whatever the database file needs before the pool connects; nothing by default."""
-
     async def __aexit__(self, *exc: object) -> None:
         await self._dispose()
 
-    def _migrate(self, conn: sa.Connection) -> None:
-        self._lock_for_migrations(conn)
-        migrate.upgrade(conn)
-
-    async def _write(self, work: Work[T]) -> T:
+    async def _write(self, unit: Unit[T]) -> T:
         """One write transaction: committed whole, or rolled back and explained."""
         with _explained("could not complete a write"):
-            return await self._run(work, write=True)
+            return await self._run(unit, write=True)
 
-    async def _write_one(self, statement: sa.Executable) -> int:
+    async def _write_one(self, query: Query) -> int:
         """One statement that is its own transaction (a conditional update); its row count."""
         with _explained("could not complete a write"):
-            return await self._run_one(statement)
+            return await self._run_one(query)
 
-    async def _read(self, work: Work[T]) -> T:
+    async def _read(self, unit: Unit[T]) -> T:
         with _explained("could not answer a read"):
-            return await self._run(work, write=False)
+            return await self._run(unit, write=False)
 
-    async def _cleanup(self, statement: sa.Executable) -> int:
+    async def _cleanup(self, query: Query) -> int:
         """Run one idempotent cleanup statement, retried while the store is unavailable.
 
         Cleanups (abandoning a failed turn's claim, clearing its run marker) run
@@ -125,7 +122,7 @@ class SqlTransactions:
         deadline = anyio.current_time() + CLEANUP_SECONDS
         for delay in (*CLEANUP_RETRY_DELAYS, None):
             try:
-                return await self._write_one(statement)
+                return await self._write_one(query)
             except StoreUnavailable:
                 if delay is None or anyio.current_time() + delay > deadline:
                     raise
@@ -133,7 +130,7 @@ class SqlTransactions:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def ping(self) -> None:
-        await self._read(lambda conn: conn.execute(sa.text("SELECT 1")).scalar())
+        await self._read(one(PING()))
 
     async def signing_secret(self) -> bytes:
         """The database's secret: the first worker's insert wins, everyone reads it back.
@@ -145,21 +142,14 @@ class SqlTransactions:
         if self._secret is not None:
             return self._secret
 
-        def create_or_read(conn: sa.Connection) -> bytes:
-            conn.execute(
-                self._insert_ignore(meta, ["key"]).values(
-                    key=SECRET_KEY, value=secrets.token_bytes(32)
-                )
-            )
-            query = sa.select(meta.c.value).where(meta.c.key == SECRET_KEY)
-            return bytes(conn.execute(query).scalar_one())
+        def create_or_read() -> Unit[bytes]:
+            yield CREATE_SECRET(key=SECRET_KEY, value=secrets.token_bytes(32))
+            row = (yield READ_SECRET(key=SECRET_KEY)).first()
+            assert row is not None
+            return bytes(row["value"])
 
-        self._secret = await self._write(create_or_read)
+        self._secret = await self._write(create_or_read())
         return self._secret
-
-
-def _rowcount(conn: sa.Connection, statement: sa.Executable) -> int:
-    return int(conn.execute(statement).rowcount)
 
 
 @contextmanager
