@@ -10,6 +10,7 @@ that call -- never from anything the pausing process kept.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from symfonic.capabilities.human.turnstate import (
     TurnCheckpoint,
     TurnCheckpointStore,
 )
+from symfonic.core.contracts.store import Claim
 from symfonic.core.contracts.types import InteractionKind, PendingInteraction
 from symfonic.core.messages import body_of
 from symfonic.kernel.loop import Counters
@@ -226,22 +228,23 @@ async def test_resume_reads_the_turn_from_the_checkpoint_port_on_this_call(
             paused = await agent.run("pick one")
             assert paused.pause is not None
             loads: list[str] = []
-            real_load = store.load_checkpoint
+            real_claim = store.claim_pause
 
-            async def spy(pause_id: str) -> Any:
-                loads.append(pause_id)
-                record = await real_load(pause_id)
-                assert record is not None
+            async def spy(claim: Claim, *, now: datetime) -> Any:
+                loads.append(claim.pause_id)
+                claimed = await real_claim(claim, now=now)
+                assert claimed is not None and claimed.checkpoint is not None
                 # What the port returns is what the model is sent: alter the
                 # recorded user message and the resumed turn must carry it.
+                record = claimed.checkpoint
                 body = dict(record.body)
                 body["messages"] = [
                     {"role": "human", "content": "recorded on the port"},
                     *body["messages"][1:],
                 ]
-                return replace(record, body=body)
+                return replace(claimed, checkpoint=replace(record, body=body))
 
-            store.load_checkpoint = spy  # type: ignore[method-assign]
+            store.claim_pause = spy  # type: ignore[method-assign]
             done = await agent.resume(paused.pause.token, "green")
     assert loads == [paused.pause.pause_id]
     assert done.answer == "you said green"
@@ -265,10 +268,14 @@ async def test_a_missing_checkpoint_fails_the_resume_and_abandons_the_pause(
             paused = await agent.run("pick one")
             assert paused.pause is not None
 
-            async def gone(pause_id: str) -> None:
-                return None
+            real_claim = store.claim_pause
 
-            store.load_checkpoint = gone  # type: ignore[method-assign]
+            async def gone(claim: Claim, *, now: datetime) -> Any:
+                claimed = await real_claim(claim, now=now)
+                assert claimed is not None
+                return replace(claimed, checkpoint=None)
+
+            store.claim_pause = gone  # type: ignore[method-assign]
             failed = await agent.resume(paused.pause.token, "green")
             assert failed.status == "failed" and failed.error is not None
             assert failed.error.code == "configuration"

@@ -347,3 +347,49 @@ async def test_list_pauses_shows_each_principal_what_it_may_answer(store: Store)
     assert await store.list_pauses(
         PauseState.CLAIMED, principal="ann", scopes=frozenset({"*"})
     ) == []
+
+
+async def test_a_run_is_refused_by_whatever_would_refuse_its_turn(store: Store) -> None:
+    session_id = await new_session(store)
+    await store.publish_turn(session_id, 0, TURN, "seed")
+    now = T0 + timedelta(minutes=1)
+
+    async def begin(run_id: str, **conditions: Any) -> Any:
+        return await store.begin_run(
+            session_id, run_id, now=now, lease_until=now + HOUR, **conditions
+        )
+
+    assert await begin("r", principal="mallory") is None
+    assert await begin("r", principal="ann", base_revision=0) is None
+    assert await store.begin_run("nope", "r", now=now, lease_until=now + HOUR) is None
+    start = await begin("r", principal="ann", base_revision=1, refuse_pending=True)
+    assert start is not None and start.history == TURN and not start.pending_pause
+    assert (start.session.revision, start.session.running) == (1, True)
+    await store.end_run(session_id, "r")
+    # A pause waiting for an answer refuses a turn only when asked to.
+    pause = await paused(store, session_id, base_revision=1)
+    assert await begin("r", refuse_pending=True) is None
+    start = await begin("r")
+    assert start is not None and start.pending_pause
+    await store.end_run(session_id, "r")
+    # Past its expiry it is no longer waiting; being answered, it always refuses.
+    later = pause.expires_at + timedelta(seconds=1)
+    assert await store.begin_run(session_id, "r", now=later, lease_until=later + HOUR,
+                                 refuse_pending=True) is not None
+    await store.end_run(session_id, "r")
+    assert await store.claim_pause(claim_of(pause), now=now) is not None
+    assert await begin("r") is None
+
+
+async def test_the_winning_claim_reads_the_turn_and_its_history(store: Store) -> None:
+    session_id = await new_session(store)
+    await store.publish_turn(session_id, 0, TURN, "seed")
+    later_turn = [{"role": "human", "content": "later"}]
+    pause = await paused(store, session_id, base_revision=1)
+    # History published after the pause's base revision is not the pause's history.
+    await store.publish_turn(session_id, 1, later_turn, "other")
+    won = await store.claim_pause(claim_of(pause), now=T0)
+    assert won is not None
+    assert won.checkpoint == checkpoint_of(pause)
+    assert won.history == TURN
+    assert await store.claim_pause(claim_of(pause), now=T0) is None

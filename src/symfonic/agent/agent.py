@@ -31,7 +31,7 @@ from symfonic.core.contracts.store import PauseRecord, SessionRecord, Store, Swe
 from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools
+from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools, streams_natively
 from symfonic.kernel.toolbox import Approval, ToolBox
 from symfonic.kernel.tools import ToolLike
 from symfonic.platform.guarded import GuardedConversation
@@ -95,6 +95,7 @@ class SymfonicAgent:
         self._owns_store = False
         self._open_lock = anyio.Lock()
         self._bound_model: BoundModel | None = None
+        self._streaming = streams_natively(self.model)
 
     def __repr__(self) -> str:
         return f"SymfonicAgent(name={self.name!r}, tools={sorted(self.toolbox.tools)!r})"
@@ -165,6 +166,7 @@ class SymfonicAgent:
             heartbeat,
             heartbeat_interval=self.claim_lease / 3,
             bound_model=self._bound_model,
+            streaming=self._streaming,
         )
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator
-from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 import anyio
 from langchain_core.messages import HumanMessage
@@ -57,6 +57,35 @@ async def owned_session(
     return session
 
 
+async def _refuse(
+    agent: SymfonicAgent,
+    session_id: str,
+    principal: Principal,
+    *,
+    base_revision: int | None,
+    on_pending_pause: OnPendingPause,
+    now: datetime,
+) -> NoReturn:
+    """Say why the run marker was refused, from the session as it is now."""
+    session = await owned_session(agent, session_id, principal)
+    open_pause = await agent.store.open_pause(session_id)
+    if open_pause is not None and open_pause.state is PauseState.CLAIMED:
+        raise SessionBusy("a resumed turn is running on this session", session_id=session_id)
+    if open_pause is not None and open_pause.expires_at > now and on_pending_pause == "reject":
+        raise SessionPaused(
+            "this session is waiting for an answer to a pause; answer it, or send the "
+            "turn with on_pending_pause=abandon",
+            session_id=session_id,
+            pause_id=open_pause.pause_id,
+        )
+    if base_revision is not None and base_revision != session.revision:
+        raise RevisionConflict(
+            f"the session is at revision {session.revision}, not {base_revision}",
+            revision=session.revision,
+        )
+    raise SessionBusy("another turn is running on this session", session_id=session_id)
+
+
 async def first_turn(
     agent: SymfonicAgent,
     principal: Principal,
@@ -69,39 +98,40 @@ async def first_turn(
     store = agent.store
     if session_id is None:
         session_id = await agent.create_session(principal)
-    session = await owned_session(agent, session_id, principal)
     now = agent.clock()
-    open_pause = await store.open_pause(session_id)
-    if open_pause is not None and open_pause.state is PauseState.CLAIMED:
-        raise SessionBusy("a resumed turn is running on this session", session_id=session_id)
-    pending = open_pause is not None and open_pause.expires_at > now
-    if pending and on_pending_pause == "reject":
-        assert open_pause is not None
-        raise SessionPaused(
-            "this session is waiting for an answer to a pause; answer it, or send the "
-            "turn with on_pending_pause=abandon",
-            session_id=session_id,
-            pause_id=open_pause.pause_id,
-        )
-    if base_revision is not None and base_revision != session.revision:
-        raise RevisionConflict(
-            f"the session is at revision {session.revision}, not {base_revision}",
-            revision=session.revision,
-        )
-    scope = IssuerScope(session.principal, agent.name)
-    budget = admit_resume_budget(agent, scope)
     run_id = uuid.uuid4().hex
-    if not await store.begin_run(session_id, run_id, now=now, lease_until=now + RUN_LEASE):
-        raise SessionBusy("another turn is running on this session", session_id=session_id)
+    # Every check that can refuse the turn is in the statement that marks it
+    # running, so the turn that may go on costs one write; a refused one reads why.
+    start = await store.begin_run(
+        session_id,
+        run_id,
+        now=now,
+        lease_until=now + RUN_LEASE,
+        principal=None if "*" in principal.scopes else principal.name,
+        base_revision=base_revision,
+        refuse_pending=on_pending_pause == "reject",
+    )
+    if start is None:
+        await _refuse(
+            agent,
+            session_id,
+            principal,
+            base_revision=base_revision,
+            on_pending_pause=on_pending_pause,
+            now=now,
+        )
+    session = start.session
     # Publishing or recording the pause ends the run in the same transaction;
     # only a turn that did neither has a run marker left to clear.
     ended = False
     try:
+        scope = IssuerScope(session.principal, agent.name)
+        budget = admit_resume_budget(agent, scope)
         # Abandoned only once nothing can refuse the turn any more, so a refused
         # turn leaves the pending pause answerable.
-        if pending:
+        if start.pending_pause:
             await store.abandon_pending(session_id)
-        history = messages_of(await store.history(session_id, session.revision))
+        history = messages_of(start.history)
         yield TurnStartedEvent(
             session_id=session_id,
             run_id=run_id,

@@ -23,7 +23,7 @@ from symfonic.agent.fastapi.shared_resume_turn import ResumedTurn
 from symfonic.agent.lease import ClaimLease
 from symfonic.agent.outcomes import error_event
 from symfonic.capabilities.human.answers import validate_answer
-from symfonic.capabilities.human.turnstate import ResumeOutcome, TurnCheckpointStore
+from symfonic.capabilities.human.turnstate import ClaimedTurn, ResumeOutcome, TurnCheckpointStore
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
     PauseAlreadyClaimed,
@@ -128,11 +128,13 @@ async def _replay(agent: SymfonicAgent, pause: PauseRecord) -> list[Event]:
     ]
 
 
-async def _claim(store: Store, claim: Claim, session_id: str, *, now: datetime) -> bool:
+async def _claim(
+    store: Store, claim: Claim, session_id: str, *, now: datetime
+) -> ClaimedTurn | None:
     """The single-use claim. A claim whose reply was lost may still have committed:
     abandon it (a no-op if it did not) rather than leave the pause ``claimed``."""
     try:
-        return await store.claim_pause(claim, now=now)
+        return await TurnCheckpointStore(store).claim(claim, now=now)
     except StoreUnavailable:
         # If even that fails, the lease lapses and the sweeper abandons it.
         with anyio.CancelScope(shield=True), suppress(StoreUnavailable):
@@ -172,7 +174,8 @@ async def resume_turn(
         at=now,
         lease_until=lease.until(),
     )
-    if not await _claim(store, claim, pause.session_id, now=now):
+    claimed = await _claim(store, claim, pause.session_id, now=now)
+    if claimed is None:
         # Lost the race. If the winner has already settled with this very
         # answer, this request is an identical replay and gets its outcome.
         latest = await store.get_pause(pause.pause_id) or pause
@@ -184,8 +187,7 @@ async def resume_turn(
     turn.claimed = True
     try:
         try:
-            checkpoint = await TurnCheckpointStore(store).load(pause.pause_id)
-            history = messages_of(await store.history(pause.session_id, pause.base_revision))
+            history = messages_of(claimed.history)
             yield TurnStartedEvent(
                 session_id=pause.session_id,
                 run_id=turn.claim_id,
@@ -198,7 +200,7 @@ async def resume_turn(
             # gated call must not run for a claim the sweeper has taken back.
             await lease.keep()
             outcome = ResumeOutcome(
-                turn=checkpoint,
+                turn=claimed.turn,
                 response=answer,
                 tool_call_id=pause.tool_call_id,
                 interrupt_id=pause.interrupt_id,

@@ -9,10 +9,11 @@ right after it, so the transcript is one a strict provider accepts.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from langchain_core.language_models import BaseChatModel
@@ -58,6 +59,16 @@ def bind_tools(model: BaseChatModel, toolbox: ToolBox) -> BoundModel:
     return model.bind_tools(toolbox.bindings())
 
 
+def streams_natively(model: BaseChatModel) -> bool:
+    """Whether ``model`` implements streaming itself.
+
+    langchain's ``astream`` of a model that does not is ``ainvoke`` with a
+    generator around it: the kernel calls ``ainvoke`` directly instead.
+    """
+    kind = type(model)
+    return kind._astream is not BaseChatModel._astream or kind._stream is not BaseChatModel._stream
+
+
 def _merged(parts: Sequence[AIMessage]) -> AIMessage:
     """One reply from what a model call streamed.
 
@@ -79,7 +90,8 @@ class Kernel:
     """Live handles for one turn: the model bound to its tools, the tools, the limits.
 
     ``bound_model`` is ``model`` already bound to the tools, so an agent binds once
-    rather than once a turn. ``heartbeat``, if given, is awaited every
+    rather than once a turn; ``streaming`` says whether to stream its replies
+    (see :func:`streams_natively`). ``heartbeat``, if given, is awaited every
     ``heartbeat_interval`` seconds while a tool runs: a tool can run far longer
     than anything else in a turn and yields no events meanwhile, and whoever
     holds a lease on the turn must renew it.
@@ -92,6 +104,7 @@ class Kernel:
     heartbeat: Heartbeat | None = None
     heartbeat_interval: float = 30.0
     bound_model: BoundModel | None = field(default=None, repr=False)
+    streaming: bool = True
 
     @property
     def bound(self) -> BoundModel:
@@ -124,24 +137,29 @@ class Kernel:
         )
         return message, event
 
-    async def _beating(self, work: Awaitable[T]) -> T:
-        """Await ``work`` while the heartbeat keeps time beside it."""
+    async def _beating(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await ``work`` while the heartbeat keeps time beside it.
+
+        One task and a timed wait rather than a task group: almost every tool
+        returns long before the first beat, and a task group costs about five
+        times as much, on every call.
+        """
         heartbeat = self.heartbeat
         if heartbeat is None:
             return await work
-
-        async def beat() -> None:
+        task = asyncio.ensure_future(work)
+        try:
             while True:
-                await anyio.sleep(self.heartbeat_interval)
+                done, _ = await asyncio.wait((task,), timeout=self.heartbeat_interval)
+                if done:
+                    return task.result()
                 await heartbeat()
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(beat)
-            try:
-                result = await work
-            finally:
-                tasks.cancel_scope.cancel()
-        return result
+        finally:
+            if not task.done():
+                task.cancel()
+                # The tool is not left running behind a turn that has stopped.
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait((task,))
 
     async def run(
         self,
@@ -199,13 +217,21 @@ class Kernel:
                 return pending
         return None
 
+    async def _parts(self, messages: Sequence[BaseMessage]) -> AsyncIterator[BaseMessage]:
+        """What one model call sends: its chunks if it streams, else its whole reply."""
+        if self.streaming:
+            async for part in self.bound.astream(messages):
+                yield part
+        else:
+            yield await self.bound.ainvoke(messages)
+
     async def _call_model(
         self, messages: Sequence[BaseMessage]
     ) -> AsyncIterator[TextDeltaEvent | AIMessage]:
         """Stream one model call; yields text deltas, then the whole reply."""
         parts: list[AIMessage] = []
         try:
-            async for part in self.bound.astream(messages):
+            async for part in self._parts(messages):
                 # A streaming model sends AIMessageChunks; one that cannot stream
                 # sends its whole AIMessage once.
                 if not isinstance(part, AIMessage):

@@ -69,11 +69,13 @@ class Tool:
         else:
             raise TypeError(f"a tool must be a function or a langchain BaseTool, not {tool!r}")
         self.name = self.binding.name
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        """The JSON Schema of the tool's arguments, as the model sees it."""
-        return dict(convert_to_openai_tool(self.binding)["function"].get("parameters") or {})
+        # The JSON Schema of the tool's arguments, as the model sees it.
+        self.parameters: dict[str, Any] = dict(
+            convert_to_openai_tool(self.binding)["function"].get("parameters") or {}
+        )
+        self._takes_key = self._function is not None and (
+            IDEMPOTENCY_PARAMETER in inspect.signature(self._function).parameters
+        )
 
     async def call(self, args: Mapping[str, Any], key: str) -> Observation:
         try:
@@ -88,7 +90,7 @@ class Tool:
         schema = self.binding.args_schema
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             args = schema.model_validate(args).model_dump()
-        if IDEMPOTENCY_PARAMETER in inspect.signature(self._function).parameters:
+        if self._takes_key:
             args[IDEMPOTENCY_PARAMETER] = key
         if inspect.iscoroutinefunction(self._function):
             return await self._function(**args)

@@ -33,8 +33,8 @@ from sqlalchemy.pool import NullPool
 
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
 from symfonic.storage import migrate
-from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.statements import Query, Result, Unit, one
+from symfonic.storage.postgres_writes import SingleStatementWrites
+from symfonic.storage.statements import Query, Result, Unit
 
 if TYPE_CHECKING:
     import asyncpg
@@ -59,7 +59,7 @@ def _scheme_and_rest(url: str) -> str:
     return rest
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(SingleStatementWrites):
     """``pool_size`` / ``pool_timeout`` default to ``SYMFONIC_POOL_SIZE`` /
     ``SYMFONIC_POOL_TIMEOUT`` (seconds), else 10 and 10."""
 
@@ -113,9 +113,9 @@ class PostgresStore(SqlStore):
             async with connection.transaction(isolation=ISOLATION):
                 return await _drive(connection, unit)
 
-    async def _run_one(self, query: Query) -> int:
+    async def _run_one(self, query: Query, *, write: bool) -> Result:
         async with self._connection() as connection:
-            return await _drive(connection, one(query))
+            return await _execute(connection, query)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[asyncpg.Connection]:

@@ -37,7 +37,9 @@ from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
+    ClaimedPause,
     PauseRecord,
+    RunStart,
     SessionRecord,
     SweepReport,
 )
@@ -66,9 +68,17 @@ HISTORY = Statement(
     "SELECT body FROM symfonic_messages"
     " WHERE session_id = :session_id AND revision <= :revision ORDER BY seq"
 )
+_WAITING = "state = 'pending' AND expires_at > :now"
 BEGIN_RUN = Statement(
     "UPDATE symfonic_sessions SET run_id = :run_id, run_lease = :lease_until"
     " WHERE session_id = :session_id AND (run_id IS NULL OR run_lease < :now)"
+    # The casts name the parameters' types where PostgreSQL cannot infer them.
+    " AND (CAST(:principal AS TEXT) IS NULL OR principal = :principal)"
+    " AND (CAST(:base_revision AS INTEGER) IS NULL OR revision = :base_revision)"
+    " AND NOT EXISTS (SELECT 1 FROM symfonic_pauses WHERE session_id = :session_id"
+    f" AND (state = 'claimed' OR (CAST(:refuse_pending AS BOOLEAN) AND {_WAITING})))"
+    f" RETURNING {SESSION_COLUMNS}, (SELECT count(*) FROM symfonic_pauses"
+    f" WHERE session_id = :session_id AND {_WAITING}) AS pending"
 )
 END_RUN = Statement(
     "UPDATE symfonic_sessions SET run_id = NULL, run_lease = NULL"
@@ -106,6 +116,7 @@ CLAIM = Statement(
     " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
     " answer = :answer, answer_status = :status"
     " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :now"
+    " RETURNING session_id, base_revision"
 )
 ABANDON_PENDING = Statement(
     "UPDATE symfonic_pauses SET state = 'abandoned'"
@@ -159,6 +170,14 @@ def sweep_statements(lock: str) -> tuple[Statement, Statement]:
     )
 
 
+def revision_conflict(session_id: str, base_revision: int) -> RevisionConflict:
+    return RevisionConflict(
+        f"session {session_id} is no longer at revision {base_revision}; "
+        "another turn was published first",
+        base_revision=base_revision,
+    )
+
+
 def _append(
     session_id: str,
     base_revision: int,
@@ -172,11 +191,7 @@ def _append(
         yield bump(session_id=session_id, base_revision=base_revision, added=len(bodies))
     ).first()
     if row is None:
-        raise RevisionConflict(
-            f"session {session_id} is no longer at revision {base_revision}; "
-            "another turn was published first",
-            base_revision=base_revision,
-        )
+        raise revision_conflict(session_id, base_revision)
     revision, start = int(row["revision"]), int(row["message_count"]) - len(bodies)
     if bodies:
         yield INSERT_MESSAGE.many(
@@ -191,6 +206,60 @@ def _append(
             ]
         )
     return revision
+
+
+def checkpoint_params(checkpoint: CheckpointRecord) -> dict[str, Any]:
+    """The parameters of a checkpoint row's insert."""
+    return {
+        "pause_id": checkpoint.pause_id,
+        "session_id": checkpoint.session_id,
+        "format_version": checkpoint.format_version,
+        "base_revision": checkpoint.base_revision,
+        "body": json_text(checkpoint.body),
+    }
+
+
+def pause_params(pause: PauseRecord, *, supersedes: str | None) -> dict[str, Any]:
+    """The parameters of a pending pause row's insert."""
+    return {
+        "pause_id": pause.pause_id,
+        "session_id": pause.session_id,
+        "principal": pause.principal,
+        "agent": pause.agent,
+        "audience": pause.audience,
+        "kind": pause.kind.value,
+        "query": pause.query,
+        "response_schema": json_text(pause.response_schema),
+        "tool_call_id": pause.tool_call_id,
+        "interrupt_id": pause.interrupt_id,
+        "base_revision": pause.base_revision,
+        "created_at": pause.created_at,
+        "expires_at": pause.expires_at,
+        "supersedes": supersedes,
+    }
+
+
+def claim_params(claim: Claim, *, now: datetime) -> dict[str, Any]:
+    """The parameters of the claim's conditional update."""
+    return {
+        "pause_id": claim.pause_id,
+        "claim_id": claim.claim_id,
+        "lease_until": claim.lease_until,
+        "principal": claim.principal,
+        "at": claim.at,
+        "answer": json_text(claim.answer),
+        "status": claim.status,
+        "now": now,
+    }
+
+
+def completed_outcome(answer: str) -> str | None:
+    """What a published pause records as its outcome (what a replay returns)."""
+    return json_text({"status": "complete", "answer": answer})
+
+
+def history_of(result: Result) -> list[MessageBody]:
+    return [json_value(row["body"]) for row in result.rows]
 
 
 def _pause_or_none(result: Result) -> PauseRecord | None:
@@ -219,24 +288,44 @@ class SqlStore(SqlTransactions):
         )
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        def read() -> Unit[SessionRecord | None]:
-            row = (yield GET_SESSION(session_id=session_id)).first()
-            return None if row is None else session_of(row, now=datetime.now(UTC))
-
-        return await self._read(read())
+        row = (await self._read_one(GET_SESSION(session_id=session_id))).first()
+        return None if row is None else session_of(row, now=datetime.now(UTC))
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
-        def read() -> Unit[list[MessageBody]]:
-            result = yield HISTORY(session_id=session_id, revision=up_to_revision)
-            return [json_value(row["body"]) for row in result.rows]
-
-        return await self._read(read())
+        return history_of(
+            await self._read_one(HISTORY(session_id=session_id, revision=up_to_revision))
+        )
 
     async def begin_run(
-        self, session_id: str, run_id: str, *, now: datetime, lease_until: datetime
-    ) -> bool:
-        begin = BEGIN_RUN(session_id=session_id, run_id=run_id, now=now, lease_until=lease_until)
-        return await self._write_one(begin) == 1
+        self,
+        session_id: str,
+        run_id: str,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        principal: str | None = None,
+        base_revision: int | None = None,
+        refuse_pending: bool = False,
+    ) -> RunStart | None:
+        begin = BEGIN_RUN(
+            session_id=session_id,
+            run_id=run_id,
+            now=now,
+            lease_until=lease_until,
+            principal=principal,
+            base_revision=base_revision,
+            refuse_pending=refuse_pending,
+        )
+
+        def start() -> Unit[RunStart | None]:
+            row = (yield begin).first()
+            if row is None:
+                return None
+            session = session_of(row, now=now)
+            history = yield HISTORY(session_id=session_id, revision=session.revision)
+            return RunStart(session, history_of(history), pending_pause=int(row["pending"]) > 0)
+
+        return await self._write(start())
 
     async def end_run(self, session_id: str, run_id: str) -> None:
         """Clear this run's marker (only this run's); retried like every cleanup."""
@@ -278,75 +367,48 @@ class SqlStore(SqlTransactions):
                     )
                 replaced = row["pause_id"]
                 yield DELETE_CHECKPOINT(pause_id=replaced)
-            yield INSERT_CHECKPOINT(
-                pause_id=checkpoint.pause_id,
-                session_id=checkpoint.session_id,
-                format_version=checkpoint.format_version,
-                base_revision=checkpoint.base_revision,
-                body=json_text(checkpoint.body),
-            )
-            yield INSERT_PAUSE(
-                pause_id=pause.pause_id,
-                session_id=pause.session_id,
-                principal=pause.principal,
-                agent=pause.agent,
-                audience=pause.audience,
-                kind=pause.kind.value,
-                query=pause.query,
-                response_schema=json_text(pause.response_schema),
-                tool_call_id=pause.tool_call_id,
-                interrupt_id=pause.interrupt_id,
-                base_revision=pause.base_revision,
-                created_at=pause.created_at,
-                expires_at=pause.expires_at,
-                supersedes=replaced,
-            )
+            yield INSERT_CHECKPOINT(**checkpoint_params(checkpoint))
+            yield INSERT_PAUSE(**pause_params(pause, supersedes=replaced))
             if run_id is not None:
                 yield END_RUN(session_id=pause.session_id, run_id=run_id)
 
         await self._write(record())
 
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
-        def read() -> Unit[PauseRecord | None]:
-            return _pause_or_none((yield GET_PAUSE(pause_id=pause_id)))
-
-        return await self._read(read())
+        return _pause_or_none(await self._read_one(GET_PAUSE(pause_id=pause_id)))
 
     async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None:
-        def read() -> Unit[CheckpointRecord | None]:
-            row = (yield LOAD_CHECKPOINT(pause_id=pause_id)).first()
-            return None if row is None else checkpoint_of(row)
+        row = (await self._read_one(LOAD_CHECKPOINT(pause_id=pause_id))).first()
+        return None if row is None else checkpoint_of(row)
 
-        return await self._read(read())
+    async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
+        update = CLAIM(**claim_params(claim, now=now))
 
-    async def claim_pause(self, claim: Claim, *, now: datetime) -> bool:
-        update = CLAIM(
-            pause_id=claim.pause_id,
-            claim_id=claim.claim_id,
-            lease_until=claim.lease_until,
-            principal=claim.principal,
-            at=claim.at,
-            answer=json_text(claim.answer),
-            status=claim.status,
-            now=now,
-        )
-        return await self._write_one(update) == 1
+        def take() -> Unit[ClaimedPause | None]:
+            row = (yield update).first()
+            if row is None:
+                return None
+            checkpoint = (yield LOAD_CHECKPOINT(pause_id=claim.pause_id)).first()
+            history = yield HISTORY(session_id=row["session_id"], revision=row["base_revision"])
+            return ClaimedPause(
+                None if checkpoint is None else checkpoint_of(checkpoint), history_of(history)
+            )
+
+        return await self._write(take())
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
-        def read() -> Unit[PauseRecord | None]:
-            return _pause_or_none((yield CLAIMED_PAUSE(session_id=session_id, claim_id=claim_id)))
-
-        return await self._read(read())
+        claimed = CLAIMED_PAUSE(session_id=session_id, claim_id=claim_id)
+        return _pause_or_none(await self._read_one(claimed))
 
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
         renew = RENEW_CLAIM(session_id=session_id, claim_id=claim_id, lease_until=lease_until)
-        return await self._write_one(renew) == 1
+        return (await self._write_one(renew)).rowcount == 1
 
     async def publish_resume(
         self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str
     ) -> int:
         def publish() -> Unit[int]:
-            outcome = json_text({"status": "complete", "answer": answer})
+            outcome = completed_outcome(answer)
             row = (
                 yield PUBLISH_PAUSE(session_id=session_id, claim_id=claim_id, outcome=outcome)
             ).first()
@@ -370,20 +432,14 @@ class SqlStore(SqlTransactions):
         return await self._cleanup(ABANDON_CLAIM(session_id=session_id, claim_id=claim_id)) == 1
 
     async def abandon_pending(self, session_id: str) -> int:
-        return await self._write_one(ABANDON_PENDING(session_id=session_id))
+        return (await self._write_one(ABANDON_PENDING(session_id=session_id))).rowcount
 
     async def open_pause(self, session_id: str) -> PauseRecord | None:
-        def read() -> Unit[PauseRecord | None]:
-            return _pause_or_none((yield OPEN_PAUSE(session_id=session_id)))
-
-        return await self._read(read())
+        return _pause_or_none(await self._read_one(OPEN_PAUSE(session_id=session_id)))
 
     async def session_pauses(self, session_id: str) -> list[PauseRecord]:
-        def read() -> Unit[list[PauseRecord]]:
-            result = yield SESSION_PAUSES(session_id=session_id)
-            return [pause_of(row) for row in result.rows]
-
-        return await self._read(read())
+        result = await self._read_one(SESSION_PAUSES(session_id=session_id))
+        return [pause_of(row) for row in result.rows]
 
     async def list_pauses(
         self,
@@ -408,12 +464,8 @@ class SqlStore(SqlTransactions):
             f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE {where}"
             " ORDER BY created_at LIMIT :limit"
         )
-
-        def read() -> Unit[list[PauseRecord]]:
-            result = yield query(**params)
-            return [pause_of(row) for row in result.rows]
-
-        return await self._read(read())
+        result = await self._read_one(query(**params))
+        return [pause_of(row) for row in result.rows]
 
     async def sweep(self, now: datetime) -> SweepReport:
         """Expire stale pending pauses and abandon claims whose lease ran out.

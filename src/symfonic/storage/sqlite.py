@@ -7,14 +7,22 @@ therefore serialised against every other, across processes too, which is the
 SQLite equivalent of the conditional updates' READ COMMITTED re-check on
 PostgreSQL: a claim or publish that loses a race sees the winner's commit.
 
-Each unit of work runs whole on a worker thread over ``sqlite3``, so a
-transaction costs one hand-off from the event loop however many statements it
-has, and the loop never waits on the file lock. Writers of one process share one
-connection behind an in-process lock, so they queue on the event loop instead of
-polling SQLite's busy handler; only writers in other processes meet
-``busy_timeout``. Reads take a connection of their own and begin deferred (plain
-``BEGIN``), so under WAL they go on while one writer holds the lock, and a read
-of several statements sees one snapshot.
+Units of work run on the event loop's own thread, over one ``sqlite3``
+connection, from ``BEGIN`` to ``COMMIT`` without a pause: a transaction of a
+cycle is tens of microseconds of SQLite, less than handing it to a worker
+thread and back would cost, and no other coroutine can run between its
+statements, so writers of one process never meet each other on the lock. The
+loop never *waits* on the file, though. That connection has no busy timeout:
+when another process holds the write lock (or, rarely, a reader's lock is
+refused), the unit is handed, before any of it has run, to a worker thread whose
+connection waits up to ``busy_timeout``; writers of this process that come
+meanwhile queue behind it on the loop. Checkpoints, the only step that writes
+the database file and syncs it, are off the loop too: the loop's connection
+never checkpoints, and every ``CHECKPOINT_EVERY`` commits a worker thread runs a
+passive one, which waits for no reader and no writer.
+
+Reads begin deferred (plain ``BEGIN``), so under WAL they go on while another
+process holds the write lock, and a read of several statements sees one snapshot.
 
 ``synchronous=NORMAL`` under WAL survives a crash of any process; only a power
 cut can lose the last commits.
@@ -28,6 +36,7 @@ then queue on the write lock to migrate it once.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -43,14 +52,20 @@ from sqlalchemy.pool import NullPool
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage import migrate
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.statements import Query, Result, Unit
+from symfonic.storage.statements import Query, Result, Unit, one
 
 BUSY_TIMEOUT_SECONDS = 30
-# How SQLite holds a timestamp: UTC text that sorts as it compares (the format
-# SQLAlchemy gave the schema's first databases).
-STAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+# SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
+BUSY_CODES = frozenset({5, 6})
+# Commits on the loop between two checkpoints (about SQLite's own default of
+# 1,000 WAL pages at a cycle's few pages per commit).
+CHECKPOINT_EVERY = 256
+# SQLite holds a timestamp as UTC text that sorts as it compares,
+# "YYYY-MM-DD HH:MM:SS.ffffff" (the format SQLAlchemy gave the first databases).
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 def _path_of(url: str) -> str:
@@ -70,8 +85,11 @@ class SqliteStore(SqlStore):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self._path = _path_of(url)
-        self._writer = anyio.Lock()
-        self._writer_connection: sqlite3.Connection | None = None
+        self._inline: sqlite3.Connection | None = None
+        self._commits = 0
+        # Writers that found the file locked by another process, queued in order.
+        self._waiting = anyio.Lock()
+        self._waiting_writer: sqlite3.Connection | None = None
         self._idle_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
 
@@ -89,10 +107,19 @@ class SqliteStore(SqlStore):
         connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
-    def _write_connection(self) -> sqlite3.Connection:
-        if self._writer_connection is None:
-            self._writer_connection = self._open_connection()
-        return self._writer_connection
+    def _open_inline(self) -> sqlite3.Connection:
+        connection = self._open_connection()
+        # No busy wait on the loop: a lock held elsewhere is waited for on a
+        # thread. No checkpoints on the loop either: they write the database
+        # file and sync it, so a thread runs one every CHECKPOINT_EVERY commits.
+        connection.execute("PRAGMA wal_autocheckpoint=0")
+        connection.execute("PRAGMA busy_timeout=0")
+        return connection
+
+    def _inline_connection(self) -> sqlite3.Connection:
+        if self._inline is None:
+            raise RuntimeError("the SQLite store is not open: enter it with `async with`")
+        return self._inline
 
     def _take_reader(self) -> sqlite3.Connection:
         with self._readers_lock:
@@ -107,23 +134,70 @@ class SqliteStore(SqlStore):
     # units of work --------------------------------------------------------
 
     async def _run(self, unit: Unit[T], *, write: bool) -> T:
-        if not write:
-            return await anyio.to_thread.run_sync(self._read_on_thread, unit)
-        async with self._writer:
-            return await anyio.to_thread.run_sync(self._write_on_thread, unit)
+        if write and self._waiting.locked():
+            # A writer of this process is already waiting for the lock: queue behind it.
+            return await self._write_waiting(unit, None)
+        try:
+            value = _transaction(self._inline_connection(), unit, write=write, inline=True)
+        except _Locked as locked:
+            if write:
+                return await self._write_waiting(unit, locked.pending)
+            return await anyio.to_thread.run_sync(self._read_on_thread, unit, locked.pending)
+        if write:
+            await self._count_commit()
+        return value
 
-    def _write_on_thread(self, unit: Unit[T]) -> T:
-        return _in_transaction(self._write_connection(), "BEGIN IMMEDIATE", unit)
+    async def _run_one(self, query: Query, *, write: bool) -> Result:
+        # One statement is a transaction by itself: no BEGIN and COMMIT around it.
+        if write and self._waiting.locked():
+            return await self._write_waiting(one(query), None)
+        try:
+            result = _autocommit(self._inline_connection(), query)
+        except _Locked:
+            if write:
+                return await self._write_waiting(one(query), None)
+            return await anyio.to_thread.run_sync(self._read_on_thread, one(query), None)
+        if write:
+            await self._count_commit()
+        return result
 
-    def _read_on_thread(self, unit: Unit[T]) -> T:
+    async def _write_waiting(self, unit: Unit[T], pending: Query | None) -> T:
+        async with self._waiting:
+            return await anyio.to_thread.run_sync(self._write_on_thread, unit, pending)
+
+    def _write_on_thread(self, unit: Unit[T], pending: Query | None) -> T:
+        if self._waiting_writer is None:
+            self._waiting_writer = self._open_connection()
+        return _transaction(self._waiting_writer, unit, write=True, pending=pending)
+
+    def _read_on_thread(self, unit: Unit[T], pending: Query | None) -> T:
         connection = self._take_reader()
         try:
-            value = _in_transaction(connection, "BEGIN", unit)
+            value = _transaction(connection, unit, write=False, pending=pending)
         except BaseException:
             connection.close()
             raise
         self._give_back(connection)
         return value
+
+    async def _count_commit(self) -> None:
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY:
+            self._commits = 0
+            # The write has committed: its caller must learn so, cancelled or not.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        """Copy committed WAL pages into the database file, waiting for no one."""
+        connection = self._take_reader()
+        try:
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.OperationalError:
+            # Another connection is checkpointing; the next turn of the count tries again.
+            logger.debug("a passive checkpoint was refused", exc_info=True)
+        finally:
+            self._give_back(connection)
 
     # lifecycle ------------------------------------------------------------
 
@@ -131,21 +205,79 @@ class SqliteStore(SqlStore):
         await anyio.to_thread.run_sync(_use_wal, self._path)
         await anyio.to_thread.run_sync(_migrate_file, self._path)
 
+    async def _connect(self) -> None:
+        # Opened on a thread: setting a fresh connection up may wait for the lock.
+        self._inline = await anyio.to_thread.run_sync(self._open_inline)
+
     async def _dispose(self) -> None:
         with self._readers_lock:
             connections, self._idle_readers = self._idle_readers, []
-        if self._writer_connection is not None:
-            connections.append(self._writer_connection)
-            self._writer_connection = None
+        for connection in (self._inline, self._waiting_writer):
+            if connection is not None:
+                connections.append(connection)
+        self._inline = self._waiting_writer = None
         for connection in connections:
             connection.close()
 
 
-def _in_transaction(connection: sqlite3.Connection, begin: str, unit: Unit[T]) -> T:
-    """Run ``unit`` between ``begin`` and ``COMMIT``; roll back whatever it left half done."""
-    connection.execute(begin)
+class _Locked(Exception):
+    """The lock a unit needs is held by another connection; nothing has run yet.
+
+    ``pending`` is the unit's first query when it was the one refused (a read's
+    first statement takes its snapshot), else ``None`` (a write's ``BEGIN
+    IMMEDIATE`` was refused before the unit started).
+    """
+
+    def __init__(self, pending: Query | None) -> None:
+        super().__init__("locked")
+        self.pending = pending
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    # Extended codes (SQLITE_BUSY_RECOVERY, …) carry the primary code in the low byte.
+    return code is not None and code & 0xFF in BUSY_CODES
+
+
+def _autocommit(connection: sqlite3.Connection, query: Query) -> Result:
+    """Run one statement on its own; a lock held elsewhere raises :class:`_Locked`."""
     try:
-        value = _drive(connection, unit)
+        return _execute(connection, query)
+    except sqlite3.OperationalError as error:
+        if _is_busy(error):
+            raise _Locked(None) from error
+        raise
+
+
+def _transaction(
+    connection: sqlite3.Connection,
+    unit: Unit[T],
+    *,
+    write: bool,
+    inline: bool = False,
+    pending: Query | None = None,
+) -> T:
+    """Run ``unit`` in one transaction, committed whole or rolled back.
+
+    ``inline``: a lock held elsewhere raises :class:`_Locked` instead of waiting,
+    while nothing has run yet. ``pending``: the unit's first query, already taken
+    from it by an inline attempt that was refused.
+    """
+    try:
+        connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    except sqlite3.OperationalError as error:
+        if inline and _is_busy(error):
+            raise _Locked(None) from error
+        raise
+    try:
+        query = next(unit) if pending is None else pending
+        try:
+            result = _execute(connection, query)
+        except sqlite3.OperationalError as error:
+            if inline and _is_busy(error):
+                raise _Locked(query) from error
+            raise
+        value = _drive(unit, connection, result)
         connection.execute("COMMIT")
     except BaseException:
         if connection.in_transaction:
@@ -154,26 +286,24 @@ def _in_transaction(connection: sqlite3.Connection, begin: str, unit: Unit[T]) -
     return value
 
 
-def _drive(connection: sqlite3.Connection, unit: Unit[T]) -> T:
-    cursor = connection.cursor()
+def _drive(unit: Unit[T], connection: sqlite3.Connection, result: Result) -> T:
+    """Feed ``result`` to the unit, then run each query it asks for, to its return value."""
     try:
-        query = next(unit)
         while True:
-            query = unit.send(_execute(cursor, query))
+            result = _execute(connection, unit.send(result))
     except StopIteration as stop:
         value: T = stop.value
         return value
     finally:
         unit.close()
-        cursor.close()
 
 
-def _execute(cursor: sqlite3.Cursor, query: Query) -> Result:
+def _execute(connection: sqlite3.Connection, query: Query) -> Result:
     statement = query.statement
     if query.many is not None:
-        cursor.executemany(statement.text, [_bound(params) for params in query.many])
+        cursor = connection.executemany(statement.text, [_bound(params) for params in query.many])
         return Result((), cursor.rowcount)
-    cursor.execute(statement.text, _bound(query.params))
+    cursor = connection.execute(statement.text, _bound(query.params))
     if statement.fetches:
         rows = cursor.fetchall()
         return Result(rows, len(rows))
@@ -189,8 +319,8 @@ def _bound(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def _stamp(value: datetime) -> str:
     if value.tzinfo is not None:
-        value = value.astimezone(UTC)
-    return value.strftime(STAMP_FORMAT)
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat(" ", "microseconds")
 
 
 def _use_wal(path: str) -> None:

@@ -92,15 +92,17 @@ Unit = Generator[Query, Result, T]
 """One transaction: yields queries, receives their results, returns the method's value."""
 
 
-def one(query: Query) -> Unit[int]:
-    """A unit of a single statement; its row count."""
-    result = yield query
-    return result.rowcount
+def one(query: Query) -> Unit[Result]:
+    """A unit of a single statement; its result."""
+    return (yield query)
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def json_text(value: Any) -> str | None:
     """A JSON column's value as the text both drivers store (``None`` stays SQL NULL)."""
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+    return None if value is None else _COMPACT.encode(value)
 
 
 def json_value(text: Any) -> Any:

@@ -31,7 +31,7 @@ import anyio
 
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.storage.failures import is_unavailable
-from symfonic.storage.statements import Query, Statement, Unit, one
+from symfonic.storage.statements import Query, Result, Statement, Unit, one
 
 SECRET_KEY = "pause_token_secret"
 # Delays between attempts of a cleanup while the store is unavailable; after
@@ -61,13 +61,13 @@ class SqlTransactions:
         """Run ``unit`` in one transaction (``write``) or one read."""
         raise NotImplementedError
 
-    async def _run_one(self, query: Query) -> int:
-        """Run one writing statement, which is a transaction by itself; its row count.
+    async def _run_one(self, query: Query, *, write: bool) -> Result:
+        """Run one statement, which is a transaction by itself.
 
         By default it is a unit of work like any other; an adapter may skip the
         explicit ``BEGIN``/``COMMIT`` around it.
         """
-        return await self._run(one(query), write=True)
+        return await self._run(one(query), write=write)
 
     async def _migrate(self) -> None:
         """Bring the schema to head, once however many workers open at the same moment."""
@@ -99,14 +99,19 @@ class SqlTransactions:
         with _explained("could not complete a write"):
             return await self._run(unit, write=True)
 
-    async def _write_one(self, query: Query) -> int:
-        """One statement that is its own transaction (a conditional update); its row count."""
+    async def _write_one(self, query: Query) -> Result:
+        """One statement that is its own transaction (a conditional update)."""
         with _explained("could not complete a write"):
-            return await self._run_one(query)
+            return await self._run_one(query, write=True)
 
     async def _read(self, unit: Unit[T]) -> T:
+        """A read of several statements, all from one snapshot."""
         with _explained("could not answer a read"):
             return await self._run(unit, write=False)
+
+    async def _read_one(self, query: Query) -> Result:
+        with _explained("could not answer a read"):
+            return await self._run_one(query, write=False)
 
     async def _cleanup(self, query: Query) -> int:
         """Run one idempotent cleanup statement, retried while the store is unavailable.
@@ -122,7 +127,7 @@ class SqlTransactions:
         deadline = anyio.current_time() + CLEANUP_SECONDS
         for delay in (*CLEANUP_RETRY_DELAYS, None):
             try:
-                return await self._write_one(query)
+                return (await self._write_one(query)).rowcount
             except StoreUnavailable:
                 if delay is None or anyio.current_time() + delay > deadline:
                     raise
@@ -130,7 +135,7 @@ class SqlTransactions:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def ping(self) -> None:
-        await self._read(one(PING()))
+        await self._read_one(PING())
 
     async def signing_secret(self) -> bytes:
         """The database's secret: the first worker's insert wins, everyone reads it back.

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import InteractionConfigurationError
-from symfonic.core.contracts.store import CheckpointRecord, Store
+from symfonic.core.contracts.store import CheckpointRecord, Claim, Store
 from symfonic.core.contracts.types import (
     AnswerStatus,
     InteractionKind,
     KernelResult,
     PendingInteraction,
 )
-from symfonic.core.messages import bodies_of
+from symfonic.core.messages import MessageBody, bodies_of
 from symfonic.kernel.loop import Counters
 
 FORMAT_VERSION = 1
@@ -54,6 +55,14 @@ class ResumeOutcome:
     tool_call_id: str | None
     interrupt_id: str
     status: AnswerStatus = "resolved"
+
+
+@dataclass(frozen=True)
+class ClaimedTurn:
+    """A won claim: the paused turn as recorded, and the committed history it continues."""
+
+    turn: TurnCheckpoint | None
+    history: list[MessageBody]
 
 
 def _interaction_body(pending: PendingInteraction) -> dict[str, Any]:
@@ -110,12 +119,26 @@ class TurnCheckpointStore:
 
     async def load(self, pause_id: str) -> TurnCheckpoint | None:
         """The turn recorded for ``pause_id``, read from the port on this call."""
-        record = await self._store.load_checkpoint(pause_id)
+        return self._turn_of(await self._store.load_checkpoint(pause_id))
+
+    async def claim(self, claim: Claim, *, now: datetime) -> ClaimedTurn | None:
+        """Claim the pause, and read its turn from the port in the claim's transaction.
+
+        ``None`` when the claim lost. Reading the turn as the claim is won costs
+        no round trip of its own, and it is still read from the port on this call.
+        """
+        claimed = await self._store.claim_pause(claim, now=now)
+        if claimed is None:
+            return None
+        return ClaimedTurn(self._turn_of(claimed.checkpoint), claimed.history)
+
+    @staticmethod
+    def _turn_of(record: CheckpointRecord | None) -> TurnCheckpoint | None:
         if record is None:
             return None
         if record.format_version != FORMAT_VERSION:
             raise InteractionConfigurationError(
-                f"checkpoint {pause_id} has format {record.format_version}, and this "
+                f"checkpoint {record.pause_id} has format {record.format_version}, and this "
                 f"version of symfonic reads format {FORMAT_VERSION}"
             )
         body = record.body

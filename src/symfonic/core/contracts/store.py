@@ -30,6 +30,17 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
+class RunStart:
+    """A first turn's run marker, set: the session as it was marked, its committed
+    history at that revision, and whether a pause was still waiting for an answer
+    (only possible when such a pause was not to refuse the turn)."""
+
+    session: SessionRecord
+    history: list[MessageBody]
+    pending_pause: bool
+
+
+@dataclass(frozen=True)
 class CheckpointRecord:
     """The in-flight turn of one pause: its messages, counters and base revision."""
 
@@ -80,6 +91,19 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class ClaimedPause:
+    """What the winner of a claim needs to run the turn on, read as it claimed.
+
+    ``checkpoint`` is ``None`` only when the pause's checkpoint is missing (a
+    corrupt store); ``history`` is the session's committed history at the
+    pause's base revision.
+    """
+
+    checkpoint: CheckpointRecord | None
+    history: list[MessageBody]
+
+
+@dataclass(frozen=True)
 class SweepReport:
     expired: int
     abandoned: int
@@ -108,9 +132,25 @@ class Store(Protocol):
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]: ...
 
     async def begin_run(
-        self, session_id: str, run_id: str, *, now: datetime, lease_until: datetime
-    ) -> bool:
-        """Mark a first turn running; false when another one holds the session."""
+        self,
+        session_id: str,
+        run_id: str,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        principal: str | None = None,
+        base_revision: int | None = None,
+        refuse_pending: bool = False,
+    ) -> RunStart | None:
+        """Mark a first turn running, in one conditional statement; ``None`` if refused.
+
+        Refused when the session does not exist, is not ``principal``'s (unless
+        ``None``), has another unexpired run marker, has a pause being answered,
+        is not at ``base_revision`` (if given), or, with ``refuse_pending``, has a
+        pause still waiting for an answer. The caller reads which it was. The
+        history the turn runs on comes with the marker, read in the same
+        transaction.
+        """
         ...
 
     async def end_run(self, session_id: str, run_id: str) -> None: ...
@@ -141,8 +181,12 @@ class Store(Protocol):
 
     async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None: ...
 
-    async def claim_pause(self, claim: Claim, *, now: datetime) -> bool:
-        """The single-use claim: pending and unexpired → claimed, one statement."""
+    async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
+        """The single-use claim: pending and unexpired → claimed, one statement.
+
+        ``None`` when the claim lost. The winner gets the pause's checkpoint and
+        the history it continues, read in the same transaction as the claim.
+        """
         ...
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:

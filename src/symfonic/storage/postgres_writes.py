@@ -1,0 +1,219 @@
+"""PostgreSQL's hot writes: each step of a turn that writes, as one statement.
+
+On PostgreSQL every statement is a round trip to the server, and an explicit
+transaction costs two more (``BEGIN``, ``COMMIT``). Run as :class:`SqlStore`
+runs them, the writes of a pause-and-resume cycle take seventeen round trips;
+written as one statement each, with data-modifying ``WITH`` clauses and the
+reads a step needs in its ``RETURNING``, they take five, and with the round
+trips go most of a cycle's latency and of the client's CPU. One statement is
+one transaction: it commits whole or not at all, exactly as the units of work
+it replaces. The history a turn runs on comes back aggregated into one JSON
+array (``json_agg``), one value to decode however long the history is.
+
+The conditions are the same as :class:`SqlStore`'s, in SQL. Publishing a resumed
+turn must not mark its pause published unless the session is still at the
+pause's base revision, and the clauses of one statement all read one snapshot,
+so it first locks the claimed pause and the session row (``FOR UPDATE``, which
+under READ COMMITTED waits for a concurrent writer and then reads its commit):
+the revision it compares is then the newest, and no other publisher can move it
+before this statement commits. Whatever the statement did not do is reported in
+its one result row, and raised here as the unit of work would have raised it.
+
+A second pause (one that supersedes a claim) is rare and keeps the unit of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from symfonic.core.contracts.errors import PauseAbandoned
+from symfonic.core.contracts.store import (
+    CheckpointRecord,
+    Claim,
+    ClaimedPause,
+    PauseRecord,
+    RunStart,
+)
+from symfonic.core.messages import MessageBody
+from symfonic.storage.rows import session_of
+from symfonic.storage.sql_store import (
+    BEGIN_RUN,
+    CLAIM,
+    END_RUN,
+    INSERT_CHECKPOINT,
+    INSERT_PAUSE,
+    NEXT_REVISION_ENDING_RUN,
+    SqlStore,
+    checkpoint_params,
+    claim_params,
+    completed_outcome,
+    pause_params,
+    revision_conflict,
+)
+from symfonic.storage.statements import Statement, json_text, json_value
+
+
+def _history(session: str, revision: str) -> str:
+    """A session's committed history up to a revision, as one JSON array (NULL when empty)."""
+    return (
+        "(SELECT json_agg(m.body ORDER BY m.seq) FROM symfonic_messages m"
+        f" WHERE m.session_id = {session} AND m.revision <= {revision})"
+    )
+
+
+def _returning_also(statement: Statement, columns: str) -> Statement:
+    """``statement`` (which ends in a RETURNING list) returning ``columns`` too."""
+    assert " RETURNING " in statement.text
+    return Statement(f"{statement.text}, {columns}")
+
+
+_SESSION_HISTORY = _history("symfonic_sessions.session_id", "symfonic_sessions.revision")
+BEGIN_RUN_WITH_HISTORY = _returning_also(BEGIN_RUN, f"{_SESSION_HISTORY} AS history")
+
+_CHECKPOINT_OF_PAUSE = "FROM symfonic_checkpoints c WHERE c.pause_id = symfonic_pauses.pause_id"
+CLAIM_WITH_TURN = _returning_also(
+    CLAIM,
+    f"(SELECT c.format_version {_CHECKPOINT_OF_PAUSE}) AS format_version,"
+    f" (SELECT c.body {_CHECKPOINT_OF_PAUSE}) AS body,"
+    f" {_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')} AS history",
+)
+
+# The turn's messages, appended after the row ``bumped`` returns, numbered on
+# from the session's message count.
+_APPENDED = (
+    "appended AS (INSERT INTO symfonic_messages (session_id, seq, revision, body)"
+    " SELECT :session_id, bumped.message_count - :added + appended.ord - 1, bumped.revision,"
+    " CAST(appended.body AS JSON)"
+    " FROM bumped, unnest(CAST(:bodies AS TEXT[])) WITH ORDINALITY AS appended(body, ord))"
+)
+
+PUBLISH_TURN = Statement(
+    f"WITH bumped AS ({NEXT_REVISION_ENDING_RUN.text}), {_APPENDED} SELECT revision FROM bumped"
+)
+
+RECORD_PAUSE = Statement(
+    f"WITH checkpoint AS ({INSERT_CHECKPOINT.text}), pause AS ({INSERT_PAUSE.text})"
+    f" {END_RUN.text}"
+)
+
+PUBLISH_RESUME = Statement(
+    "WITH claimed AS (SELECT pause_id, base_revision FROM symfonic_pauses"
+    " WHERE session_id = :session_id AND claim_id = :claim_id AND state = 'claimed'"
+    " FOR UPDATE),"
+    " locked AS (SELECT revision FROM symfonic_sessions WHERE session_id = :session_id"
+    " FOR UPDATE),"
+    " published AS (UPDATE symfonic_pauses SET state = 'published', outcome = :outcome"
+    " FROM claimed, locked WHERE symfonic_pauses.pause_id = claimed.pause_id"
+    " AND locked.revision = claimed.base_revision RETURNING symfonic_pauses.pause_id),"
+    " bumped AS (UPDATE symfonic_sessions"
+    " SET revision = revision + 1, message_count = message_count + :added"
+    " WHERE session_id = :session_id AND EXISTS (SELECT 1 FROM published)"
+    " RETURNING revision, message_count),"
+    f" {_APPENDED},"
+    " dropped AS (DELETE FROM symfonic_checkpoints"
+    " WHERE pause_id IN (SELECT pause_id FROM published))"
+    " SELECT (SELECT revision FROM bumped) AS revision,"
+    " (SELECT base_revision FROM claimed) AS base_revision"
+)
+
+
+def _texts(bodies: Sequence[MessageBody]) -> list[str | None]:
+    return [json_text(body) for body in bodies]
+
+
+class SingleStatementWrites(SqlStore):
+    """The writes of a turn, one round trip each."""
+
+    async def begin_run(
+        self,
+        session_id: str,
+        run_id: str,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        principal: str | None = None,
+        base_revision: int | None = None,
+        refuse_pending: bool = False,
+    ) -> RunStart | None:
+        begin = BEGIN_RUN_WITH_HISTORY(
+            session_id=session_id,
+            run_id=run_id,
+            now=now,
+            lease_until=lease_until,
+            principal=principal,
+            base_revision=base_revision,
+            refuse_pending=refuse_pending,
+        )
+        row = (await self._write_one(begin)).first()
+        if row is None:
+            return None
+        return RunStart(
+            session_of(row, now=now),
+            json_value(row["history"]) or [],
+            pending_pause=int(row["pending"]) > 0,
+        )
+
+    async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
+        row = (await self._write_one(CLAIM_WITH_TURN(**claim_params(claim, now=now)))).first()
+        if row is None:
+            return None
+        checkpoint = None
+        if row["body"] is not None:
+            checkpoint = CheckpointRecord(
+                pause_id=claim.pause_id,
+                session_id=row["session_id"],
+                format_version=row["format_version"],
+                base_revision=row["base_revision"],
+                body=json_value(row["body"]),
+            )
+        return ClaimedPause(checkpoint, json_value(row["history"]) or [])
+
+    async def publish_turn(
+        self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str
+    ) -> int:
+        publish = PUBLISH_TURN(
+            session_id=session_id,
+            base_revision=base_revision,
+            added=len(messages),
+            bodies=_texts(messages),
+        )
+        row = (await self._write_one(publish)).first()
+        if row is None:
+            raise revision_conflict(session_id, base_revision)
+        return int(row["revision"])
+
+    async def record_pause(
+        self,
+        pause: PauseRecord,
+        checkpoint: CheckpointRecord,
+        *,
+        supersedes: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        if supersedes is not None:
+            await super().record_pause(pause, checkpoint, supersedes=supersedes, run_id=run_id)
+            return
+        # The two inserts share pause_id, session_id and base_revision, with the same values.
+        params = {**checkpoint_params(checkpoint), **pause_params(pause, supersedes=None)}
+        await self._write_one(RECORD_PAUSE(**params, run_id=run_id))
+
+    async def publish_resume(
+        self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str
+    ) -> int:
+        publish = PUBLISH_RESUME(
+            session_id=session_id,
+            claim_id=claim_id,
+            outcome=completed_outcome(answer),
+            added=len(messages),
+            bodies=_texts(messages),
+        )
+        row = (await self._write_one(publish)).first()
+        assert row is not None  # a SELECT of two scalar subqueries always has its row
+        if row["base_revision"] is None:
+            raise PauseAbandoned(
+                "this resume's claim lapsed before it could publish", claim_id=claim_id
+            )
+        if row["revision"] is None:
+            raise revision_conflict(session_id, int(row["base_revision"]))
+        return int(row["revision"])
