@@ -111,6 +111,8 @@ class SymfonicAgent:
 
     async def open(self) -> None:
         """Open the store (and its pool) if it is not open yet; idempotent."""
+        if self._guarded is not None:
+            return  # every call opens first; once open, that costs no lock
         async with self._open_lock:
             if self._guarded is not None:
                 return

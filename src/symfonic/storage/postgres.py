@@ -33,7 +33,7 @@ from sqlalchemy.pool import NullPool
 
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
 from symfonic.storage import migrate
-from symfonic.storage.postgres_writes import SingleStatementWrites
+from symfonic.storage.postgres_statements import PostgresStatements
 from symfonic.storage.statements import Query, Result, Unit
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def _scheme_and_rest(url: str) -> str:
     return rest
 
 
-class PostgresStore(SingleStatementWrites):
+class PostgresStore(PostgresStatements):
     """``pool_size`` / ``pool_timeout`` default to ``SYMFONIC_POOL_SIZE`` /
     ``SYMFONIC_POOL_TIMEOUT`` (seconds), else 10 and 10."""
 

@@ -64,10 +64,6 @@ CREATE_SESSION = Statement(
 GET_SESSION = Statement(
     f"SELECT {SESSION_COLUMNS} FROM symfonic_sessions WHERE session_id = :session_id"
 )
-HISTORY = Statement(
-    "SELECT body FROM symfonic_messages"
-    " WHERE session_id = :session_id AND revision <= :revision ORDER BY seq"
-)
 _WAITING = "state = 'pending' AND expires_at > :now"
 BEGIN_RUN = Statement(
     "UPDATE symfonic_sessions SET run_id = :run_id, run_lease = :lease_until"
@@ -259,7 +255,10 @@ def completed_outcome(answer: str) -> str | None:
 
 
 def history_of(result: Result) -> list[MessageBody]:
-    return [json_value(row["body"]) for row in result.rows]
+    """The bodies an adapter's ``HISTORY`` returned, as one JSON array (or NULL: none)."""
+    row = result.first()
+    bodies: list[MessageBody] = [] if row is None else json_value(row["bodies"]) or []
+    return bodies
 
 
 def _pause_or_none(result: Result) -> PauseRecord | None:
@@ -272,6 +271,10 @@ class SqlStore(SqlTransactions):
 
     # Row locks for the sweep's inner SELECT, in the adapter's dialect.
     LOCK_FOR_SWEEP: ClassVar[str] = ""
+    # A session's committed history up to :revision, oldest first, aggregated by
+    # the database into one JSON array in a column ``bodies``: one value to
+    # decode, not a row and a parse per message.
+    HISTORY: ClassVar[Statement]
 
     # sessions and history -------------------------------------------------
 
@@ -293,7 +296,7 @@ class SqlStore(SqlTransactions):
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
         return history_of(
-            await self._read_one(HISTORY(session_id=session_id, revision=up_to_revision))
+            await self._read_one(self.HISTORY(session_id=session_id, revision=up_to_revision))
         )
 
     async def begin_run(
@@ -322,7 +325,7 @@ class SqlStore(SqlTransactions):
             if row is None:
                 return None
             session = session_of(row, now=now)
-            history = yield HISTORY(session_id=session_id, revision=session.revision)
+            history = yield self.HISTORY(session_id=session_id, revision=session.revision)
             return RunStart(session, history_of(history), pending_pause=int(row["pending"]) > 0)
 
         return await self._write(start())
@@ -389,7 +392,9 @@ class SqlStore(SqlTransactions):
             if row is None:
                 return None
             checkpoint = (yield LOAD_CHECKPOINT(pause_id=claim.pause_id)).first()
-            history = yield HISTORY(session_id=row["session_id"], revision=row["base_revision"])
+            history = yield self.HISTORY(
+                session_id=row["session_id"], revision=row["base_revision"]
+            )
             return ClaimedPause(
                 None if checkpoint is None else checkpoint_of(checkpoint), history_of(history)
             )

@@ -1,4 +1,4 @@
-"""PostgreSQL's hot writes: each step of a turn that writes, as one statement.
+"""PostgreSQL's steps of a turn: each one statement, one round trip.
 
 On PostgreSQL every statement is a round trip to the server, and an explicit
 transaction costs two more (``BEGIN``, ``COMMIT``). Run as :class:`SqlStore`
@@ -68,6 +68,7 @@ def _returning_also(statement: Statement, columns: str) -> Statement:
     return Statement(f"{statement.text}, {columns}")
 
 
+HISTORY = Statement(f"SELECT {_history(':session_id', ':revision')} AS bodies")
 _SESSION_HISTORY = _history("symfonic_sessions.session_id", "symfonic_sessions.revision")
 BEGIN_RUN_WITH_HISTORY = _returning_also(BEGIN_RUN, f"{_SESSION_HISTORY} AS history")
 
@@ -122,8 +123,10 @@ def _texts(bodies: Sequence[MessageBody]) -> list[str | None]:
     return [json_text(body) for body in bodies]
 
 
-class SingleStatementWrites(SqlStore):
-    """The writes of a turn, one round trip each."""
+class PostgresStatements(SqlStore):
+    """The steps of a turn, one round trip each."""
+
+    HISTORY = HISTORY
 
     async def begin_run(
         self,
@@ -150,7 +153,7 @@ class SingleStatementWrites(SqlStore):
             return None
         return RunStart(
             session_of(row, now=now),
-            json_value(row["history"]) or [],
+            json_value(row["history"]) or [],  # json_agg of no rows is NULL
             pending_pause=int(row["pending"]) > 0,
         )
 
