@@ -2,9 +2,10 @@
 
 An asyncpg pool sized to the concurrency, default isolation (READ COMMITTED) and
 ``synchronous_commit`` as the server has it, the same as every other system on the
-same server. The commits are those of :mod:`bench.workloads.floor_sqlite`; the four
-message rows go in one multi-row ``INSERT`` because a floor should not pay a round
-trip per row.
+same server. The commits are those of :mod:`bench.workloads.floor_sqlite`, each
+written as one statement (data-modifying ``WITH`` clauses), so each costs one
+round trip and one commit and nothing else: a floor should not pay for
+``BEGIN``/``COMMIT`` round trips or for a round trip per row.
 """
 
 from __future__ import annotations
@@ -49,31 +50,33 @@ CREATE TABLE IF NOT EXISTS floor_checkpoints (
     base_revision INTEGER NOT NULL, body JSON NOT NULL);
 """
 
-INSERT_PAUSE = (
-    "INSERT INTO floor_pauses (pause_id, session_id, principal, kind, query, response_schema,"
-    " tool_call_id, base_revision, state, created_at, expires_at)"
-    " VALUES ($1, $2, 'bench', 'approval', $3, $4, $5, $6, 'pending', $7, $8)"
+# Commit 1: the pause row and its checkpoint.
+PAUSE = (
+    "WITH pause AS (INSERT INTO floor_pauses (pause_id, session_id, principal, kind, query,"
+    " response_schema, tool_call_id, base_revision, state, created_at, expires_at)"
+    " VALUES ($1, $2, 'bench', 'approval', $3, $4, $5, $6, 'pending', $7, $8))"
+    " INSERT INTO floor_checkpoints (pause_id, session_id, base_revision, body)"
+    " VALUES ($1, $2, $6, $9)"
 )
-INSERT_CHECKPOINT = (
-    "INSERT INTO floor_checkpoints (pause_id, session_id, base_revision, body)"
-    " VALUES ($1, $2, $3, $4)"
-)
+# Commit 2: the single-use claim.
 CLAIM = (
     "UPDATE floor_pauses SET state = 'claimed', claim_id = $1, lease_until = $2,"
     " answered_by = 'bench', answered_at = $3, answer = $4"
     " WHERE pause_id = $5 AND state = 'pending'"
 )
-BUMP_REVISION = (
-    "UPDATE floor_sessions SET revision = revision + 1, message_count = message_count + $1"
-    " WHERE session_id = $2 AND revision = $3"
-)
-INSERT_TURN = (
-    "INSERT INTO floor_messages (session_id, seq, revision, body)"
-    " SELECT $1, $2 + ord - 1, $3, body FROM unnest($4::json[]) WITH ORDINALITY AS t(body, ord)"
-)
-PUBLISH_PAUSE = (
-    "UPDATE floor_pauses SET state = 'published', outcome = $1"
-    " WHERE pause_id = $2 AND state = 'claimed' AND claim_id = $3"
+# Commit 3: the conditional revision bump, the turn's message rows, the pause published.
+PUBLISH = (
+    "WITH bumped AS (UPDATE floor_sessions"
+    " SET revision = revision + 1, message_count = message_count + $1"
+    " WHERE session_id = $2 AND revision = $3 AND EXISTS (SELECT 1 FROM floor_pauses"
+    " WHERE pause_id = $5 AND state = 'claimed' AND claim_id = $6) RETURNING revision),"
+    " published AS (UPDATE floor_pauses SET state = 'published', outcome = $4"
+    " WHERE pause_id = $5 AND state = 'claimed' AND claim_id = $6"
+    " AND EXISTS (SELECT 1 FROM bumped) RETURNING pause_id),"
+    " turn AS (INSERT INTO floor_messages (session_id, seq, revision, body)"
+    " SELECT $2, $7 + ord - 1, bumped.revision, body"
+    " FROM bumped, unnest($8::json[]) WITH ORDINALITY AS t(body, ord))"
+    " SELECT (SELECT count(*) FROM bumped) AS bumped, (SELECT count(*) FROM published) AS published"
 )
 
 
@@ -126,19 +129,18 @@ class PostgresFloor(Workload):
         state = self._sessions[session]
         row = PauseRow.new()
         body = checkpoint_body(row.call_id, state.revision)
-        async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                INSERT_PAUSE,
-                row.pause_id,
-                session,
-                QUERY,
-                RESPONSE_SCHEMA,
-                row.call_id,
-                state.revision,
-                row.created_at,
-                row.expires_at,
-            )
-            await conn.execute(INSERT_CHECKPOINT, row.pause_id, session, state.revision, body)
+        await self.pool.execute(
+            PAUSE,
+            row.pause_id,
+            session,
+            QUERY,
+            RESPONSE_SCHEMA,
+            row.call_id,
+            state.revision,
+            row.created_at,
+            row.expires_at,
+            body,
+        )
         return row
 
     async def resume(self, session: str, handle: Any) -> None:
@@ -152,15 +154,22 @@ class PostgresFloor(Workload):
         if _count(status) != 1:
             raise WorkloadError(f"floor claim of {row.pause_id} lost")
         bodies = turn_bodies(row.call_id)
-        async with self.pool.acquire() as conn, conn.transaction():
-            bumped = await conn.execute(BUMP_REVISION, len(bodies), session, state.revision)
-            if _count(bumped) != 1:
-                raise WorkloadError(f"floor publish on {session} lost its revision")
-            revision = state.revision + 1
-            await conn.execute(INSERT_TURN, session, state.message_count, revision, bodies)
-            published = await conn.execute(PUBLISH_PAUSE, OUTCOME, row.pause_id, claim_id)
-            if _count(published) != 1:
-                raise WorkloadError(f"floor publish of {row.pause_id} lost its claim")
+        counts = await self.pool.fetchrow(
+            PUBLISH,
+            len(bodies),
+            session,
+            state.revision,
+            OUTCOME,
+            row.pause_id,
+            claim_id,
+            state.message_count,
+            bodies,
+        )
+        if counts is None or counts["bumped"] != 1:
+            raise WorkloadError(f"floor publish on {session} lost its revision")
+        if counts["published"] != 1:
+            raise WorkloadError(f"floor publish of {row.pause_id} lost its claim")
+        revision = state.revision + 1
         state.revision, state.message_count = revision, state.message_count + len(bodies)
 
     async def close(self) -> None:

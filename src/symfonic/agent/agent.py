@@ -271,11 +271,13 @@ class SymfonicAgent:
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
     ) -> TurnResult:
+        await self.open()
         return await collect(
-            self.stream(
+            first_turn(
+                self,
+                Principal.of(principal),
                 message,
                 session_id,
-                principal,
                 base_revision=base_revision,
                 on_pending_pause=on_pending_pause,
             )
@@ -305,4 +307,5 @@ class SymfonicAgent:
         status: AnswerStatus = "resolved",
     ) -> TurnResult:
         """Answer a pause and run the turn on; raises the refusal's own error type."""
-        return await collect(self.resume_stream(token, answer, principal, status=status))
+        await self.open()
+        return await collect(resume_turn(self, token, answer, Principal.of(principal), status))

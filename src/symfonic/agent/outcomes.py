@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
@@ -53,14 +54,15 @@ def pause_info(event: TurnPausedEvent) -> PauseInfo:
     )
 
 
-async def collect(stream: AsyncIterator[Event]) -> TurnResult:
-    """Drain a turn's stream into its result; request errors propagate as raised."""
+async def collect(stream: AsyncGenerator[Event, None]) -> TurnResult:
+    """Drain a turn's stream into its result, then close it; request errors propagate."""
     events: list[Event] = []
     session_id, revision = "", 0
-    async for event in stream:
-        events.append(event)
-        if isinstance(event, TurnStartedEvent):
-            session_id, revision = event.session_id, event.base_revision
+    async with aclosing(stream) as turn:
+        async for event in turn:
+            events.append(event)
+            if isinstance(event, TurnStartedEvent):
+                session_id, revision = event.session_id, event.base_revision
     final = events[-1] if events else None
     if isinstance(final, ResponseCompleteEvent):
         return TurnResult(

@@ -319,7 +319,13 @@ def _execute(connection: sqlite3.Connection, query: Query) -> Result:
     return Result((), cursor.rowcount)
 
 
-def _bound(params: Mapping[str, Any]) -> dict[str, Any]:
+def _bound(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The parameters with every timestamp as SQLite holds it (most statements have none)."""
+    for value in params.values():
+        if isinstance(value, datetime):
+            break
+    else:
+        return params
     return {
         name: _stamp(value) if isinstance(value, datetime) else value
         for name, value in params.items()

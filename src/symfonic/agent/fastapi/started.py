@@ -9,7 +9,7 @@ stream that says "error".
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 
 from symfonic.core.contracts.types import Event
 
@@ -33,7 +33,7 @@ class StartedTurn:
             raise
         return cls(first, events)
 
-    async def __aiter__(self) -> AsyncIterator[Event]:
+    async def __aiter__(self) -> AsyncGenerator[Event, None]:
         yield self.first
         async for event in self._rest:
             yield event
