@@ -3,7 +3,9 @@
 Configurations run one at a time, never overlapping: the WAL volume of the
 PostgreSQL probe is cluster-wide and CPU time is shared, so a neighbour would
 pollute both. Systems are interleaved innermost (store → history → concurrency →
-system), so a slow drift in the machine's state touches every system alike.
+system), so a slow drift in the machine's state touches every system alike, and
+the whole matrix runs in rounds, the systems' order rotated each round, so a
+configuration's figure is the median of measurements taken minutes apart.
 
 Each configuration gets a fresh store: a new SQLite file, or a new PostgreSQL
 database created here and dropped afterwards, whatever the child did.
@@ -43,11 +45,16 @@ def configurations(
     histories: list[int],
     concurrencies: list[int],
     systems: list[str],
+    *,
+    rotation: int = 0,
 ) -> Iterator[tuple[Store, ChildConfig]]:
+    """One round of the matrix; ``rotation`` shifts which system goes first."""
+    shift = rotation % len(systems) if systems else 0
+    ordered = systems[shift:] + systems[:shift]
     for store in stores:
         for history in histories:
             for concurrency in concurrencies:
-                for system in systems:
+                for system in ordered:
                     yield (
                         store,
                         replace(

@@ -16,6 +16,8 @@ from bench.report.http import render_http
 from bench.report.targets import check_targets
 
 RATIOS = (("symfonic", "langgraph"), ("symfonic", "floor"))
+# Rounds that differ by more than this (max ÷ min cycles/s) are worth a note.
+SPREAD_NOTE = 1.25
 
 
 def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
@@ -85,6 +87,16 @@ def _label(row: dict[str, Any]) -> str:
     return f"{row['system']}/{row['store']}/h{row['history']}/c{row['concurrency']}"
 
 
+def _round_spread(results: Results) -> tuple[float, str] | None:
+    """The largest max ÷ min of a configuration's rounds, and which configuration."""
+    spreads = [
+        (max(rates) / min(rates), _label(row))
+        for row in results.rows
+        if len(rates := row.get("rounds_cycles_per_second") or []) > 1 and min(rates) > 0
+    ]
+    return max(spreads) if spreads else None
+
+
 def _problems(results: Results) -> list[str]:
     meta = results.meta
     lines = [f"- {note}" for note in meta.get("notes", [])]
@@ -111,6 +123,14 @@ def _problems(results: Results) -> list[str]:
             "excluded their WAL from the bytes figures, but the CPU and I/O they used still "
             "slowed every system."
         )
+    spread = _round_spread(results)
+    if spread is not None and spread[0] > SPREAD_NOTE:
+        worst, label = spread
+        lines.append(
+            f"- **The machine's speed varied between rounds**: a configuration's cycles per "
+            f"second differed by up to {worst:.2f}× from one round to another ({label}); "
+            "each figure is its median round."
+        )
     for row in results.rows:
         if row.get("status") == "error":
             lines.append(f"- {_label(row)} failed: {row.get('error')}")
@@ -120,6 +140,11 @@ def _problems(results: Results) -> list[str]:
     http = results.http or {}
     lines += [f"- HTTP step: {item}" for item in http.get("problems", []) + http.get("notes", [])]
     return ["## Problems in this run", "", *lines, ""] if lines else []
+
+
+def _rounds(results: Results) -> str:
+    rounds = results.meta.get("options", {}).get("rounds", 1)
+    return "once" if rounds == 1 else f"{rounds} times"
 
 
 def render(results: Results, plots: list[str]) -> str:
@@ -135,6 +160,8 @@ def render(results: Results, plots: list[str]) -> str:
         "Concurrency = sessions cycling at once in one process. The floor is the same database",
         "doing only a cycle's unavoidable commits (pause, claim, publish) on the raw driver.",
         "Ratios are symfonic's figure divided by the other system's, in the same row.",
+        f"The whole matrix ran {_rounds(results)}, the systems' order rotated each round;",
+        "each configuration's figures are those of its median round by cycles per second.",
         "",
     ]
     if results.http:
