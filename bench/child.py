@@ -1,7 +1,11 @@
 """One configuration, in a process of its own: ``python -m bench.child CONFIG OUT``.
 
 A process per configuration makes peak RSS a property of that configuration, and
-keeps one system's caches, pools and garbage from slowing the next. The phases::
+keeps one system's caches, pools and garbage from slowing the next. The store's
+schema is created before, by ``python -m bench.child CONFIG OUT --schema``, a
+process of its own: a serving worker does not migrate its database (the first
+one to start does, once), and symfonic's migrations load SQLAlchemy and Alembic,
+which a worker that finds its schema at head never does. The phases::
 
     open → setup → seed sessions → warm-up → pacing round (skipped if the warm-up
          was slow) → seed the sessions the timed section will need
@@ -200,14 +204,7 @@ def _figures(timed: PassResult, counted: PassResult, written: int, rows: int) ->
 
 
 def run(config: ChildConfig) -> dict[str, Any]:
-    spec = WorkloadSpec(
-        store=config.store,
-        location=config.location,
-        concurrency=config.concurrency,
-        history=make_history(config.history),
-        sqlite_synchronous=config.sqlite_synchronous,
-    )
-    workload = workload_class(config.system, config.store)(spec)
+    workload = _workload(config)
     probe = _probe(config)
     baseline = _rss_bytes()
     try:
@@ -226,6 +223,30 @@ def run(config: ChildConfig) -> dict[str, Any]:
     }
 
 
+async def _create_schema(workload: Workload) -> None:
+    await workload.open()
+    try:
+        await workload.setup()
+    finally:
+        await workload.close()
+
+
+def create_schema(config: ChildConfig) -> dict[str, Any]:
+    asyncio.run(_create_schema(_workload(config)))
+    return {"status": "ok"}
+
+
+def _workload(config: ChildConfig) -> Workload:
+    spec = WorkloadSpec(
+        store=config.store,
+        location=config.location,
+        concurrency=config.concurrency,
+        history=make_history(config.history),
+        sqlite_synchronous=config.sqlite_synchronous,
+    )
+    return workload_class(config.system, config.store)(spec)
+
+
 def _describe(error: BaseException) -> str:
     """The first real error, not the TaskGroup's wrapper around it."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -237,7 +258,7 @@ def main(argv: list[str]) -> int:
     config_path, out_path = Path(argv[0]), Path(argv[1])
     config = ChildConfig.read(config_path)
     try:
-        result = run(config)
+        result = create_schema(config) if argv[2:] == ["--schema"] else run(config)
     except Exception as error:
         result = {
             "status": "error",

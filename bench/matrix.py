@@ -88,8 +88,20 @@ def _tail(path: Path, limit: int = 2000) -> str:
 
 
 def run_child(config: ChildConfig, workdir: Path, index: int, timeout: float) -> dict[str, Any]:
-    """Run one configuration in a child process; its result dict, or an error dict."""
+    """Create the store's schema in one child process, then measure in another.
+
+    Returns the measuring child's result dict, or an error dict.
+    """
     stem = f"{index:03d}-{config.system}-{config.store}-h{config.history}-c{config.concurrency}"
+    schema = _run_child_step(config, workdir, f"{stem}-schema", timeout, ["--schema"])
+    if schema.get("status") != "ok":
+        return schema | {"error": f"creating the schema: {schema.get('error')}"}
+    return _run_child_step(config, workdir, stem, timeout, [])
+
+
+def _run_child_step(
+    config: ChildConfig, workdir: Path, stem: str, timeout: float, flags: list[str]
+) -> dict[str, Any]:
     config_path, out_path = workdir / f"{stem}.json", workdir / f"{stem}.out.json"
     log_path = workdir / f"{stem}.log"
     config.write(config_path)
@@ -97,7 +109,7 @@ def run_child(config: ChildConfig, workdir: Path, index: int, timeout: float) ->
     began = time.monotonic()
     with log_path.open("w") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", "bench.child", str(config_path), str(out_path)],
+            [sys.executable, "-m", "bench.child", str(config_path), str(out_path), *flags],
             cwd=ROOT,
             env=child_env(),
             stdout=log,

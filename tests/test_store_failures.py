@@ -60,3 +60,11 @@ def test_out_of_reach_or_transient_is_unavailable(error: BaseException) -> None:
 )
 def test_a_broken_statement_is_a_bug_not_an_outage(error: BaseException) -> None:
     assert not is_unavailable(error)
+
+
+def test_the_schema_revision_is_the_migrations_head() -> None:
+    # Opening a store at this revision skips the migration machinery altogether.
+    from symfonic.storage import migrate
+    from symfonic.storage.revision import SCHEMA_HEAD
+
+    assert migrate.head_revision() == SCHEMA_HEAD

@@ -19,14 +19,7 @@ progress"), before sending anything.
 from __future__ import annotations
 
 import sqlite3
-
-import sqlalchemy as sa
-
-try:
-    from asyncpg import InterfaceError as AsyncpgInterfaceError
-    from asyncpg import InternalClientError as AsyncpgInternalClientError
-except ImportError:  # PostgreSQL support not installed: no asyncpg error can occur.
-    AsyncpgInterfaceError = AsyncpgInternalClientError = sa.exc.InterfaceError
+import sys
 
 # SQLSTATE classes that are about the server or the connection, not the statement:
 # 08 connection exception, 40 transaction rollback (serialisation failure,
@@ -44,19 +37,20 @@ def _sqlstate(error: BaseException) -> str | None:
     return None
 
 
-def is_unavailable(error: BaseException) -> bool:
-    """Whether ``error`` means the database could not complete the work, for now."""
-    if isinstance(
-        error,
-        sa.exc.TimeoutError
-        | OSError
-        | sqlite3.OperationalError
-        | AsyncpgInterfaceError
-        | AsyncpgInternalClientError,
-    ):
-        # A pool's checkout timeout; refused or reset connections; timeouts;
-        # SQLite's locked, unreadable or missing file; asyncpg's closed or
-        # half-closed connection.
+def _asyncpg_unavailable(error: BaseException) -> bool:
+    # Looked up, not imported: if asyncpg was never loaded, none of its errors can occur.
+    asyncpg = sys.modules.get("asyncpg")
+    return asyncpg is not None and isinstance(
+        error, asyncpg.InterfaceError | asyncpg.InternalClientError
+    )
+
+
+def _sqlalchemy_unavailable(error: BaseException) -> bool:
+    # SQLAlchemy runs only the migrations, and is loaded only for them.
+    sa = sys.modules.get("sqlalchemy")
+    if sa is None:
+        return False
+    if isinstance(error, sa.exc.TimeoutError):
         return True
     if isinstance(error, sa.exc.DBAPIError):
         if error.connection_invalidated:
@@ -67,5 +61,17 @@ def is_unavailable(error: BaseException) -> bool:
             return True
         if isinstance(error.orig, OSError):
             return True
+    return False
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` means the database could not complete the work, for now."""
+    if isinstance(error, OSError | sqlite3.OperationalError):
+        # Refused or reset connections; timeouts; SQLite's locked, unreadable or
+        # missing file.
+        return True
+    if _asyncpg_unavailable(error) or _sqlalchemy_unavailable(error):
+        # asyncpg's closed or half-closed connection; SQLAlchemy's wrapping of either.
+        return True
     code = _sqlstate(error)
     return code is not None and code[:2] in TRANSIENT_SQLSTATE_CLASSES

@@ -1,21 +1,31 @@
 """Bring a database to the newest schema, once, however many workers start.
 
-The adapter holds its own lock around this (an advisory lock on PostgreSQL, the
-write lock on SQLite), so two workers started at the same moment run the
-migrations once between them.
+Each runner holds its database's lock around the migrations (the write lock on
+SQLite, an advisory lock on PostgreSQL), so two workers started at the same
+moment run them once between them; the second finds the schema at head and
+does nothing. Only this module loads SQLAlchemy and Alembic, and an adapter
+imports it only when the schema is not at :data:`~symfonic.storage.revision.SCHEMA_HEAD`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import event
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 SCRIPT_LOCATION = str(Path(__file__).parent / "migrations")
+# An arbitrary constant shared by every symfonic worker: the advisory lock that
+# makes concurrent start-ups run the migrations once.
+POSTGRES_MIGRATION_LOCK = 0x5F4D_1C01
 
 
 def _config(connection: Connection) -> Config:
@@ -39,3 +49,44 @@ def upgrade(connection: Connection) -> None:
     if current == head_revision():
         return
     command.upgrade(_config(connection), "head")
+
+
+def upgrade_sqlite(path: str, *, busy_timeout: float) -> None:
+    """Migrate the file inside one ``BEGIN IMMEDIATE``: one migrator at a time."""
+    engine = sa.create_engine(
+        "sqlite+pysqlite:///" + path, connect_args={"timeout": busy_timeout}, poolclass=NullPool
+    )
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: sa.Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    try:
+        with engine.begin() as connection:
+            upgrade(connection)
+    finally:
+        engine.dispose()
+
+
+async def upgrade_postgres(rest_of_url: str, *, connect_timeout: float) -> None:
+    """Migrate under the advisory lock, on a connection of its own."""
+    engine = create_async_engine(
+        f"postgresql+asyncpg://{rest_of_url}",
+        poolclass=NullPool,
+        connect_args={"timeout": connect_timeout},
+    )
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_upgrade_locked)
+    finally:
+        await engine.dispose()
+
+
+def _upgrade_locked(connection: Connection) -> None:
+    lock = sa.text("SELECT pg_advisory_xact_lock(:key)")
+    connection.execute(lock, {"key": POSTGRES_MIGRATION_LOCK})
+    upgrade(connection)

@@ -16,8 +16,9 @@ server dropped (terminated backend, restart) is noticed when its socket closes
 and replaced at the next checkout, so a restart costs the turns that were in
 flight, not the worker.
 
-The schema is migrated through SQLAlchemy and Alembic on a connection of its
-own, under an advisory lock, before the pool opens.
+Before the pool opens, one query reads the schema's revision; only a database
+that is not at head is migrated (see :mod:`symfonic.storage.migrate`), under an
+advisory lock, on a connection of its own.
 """
 
 from __future__ import annotations
@@ -27,13 +28,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, TypeVar
 
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import NullPool
-
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
-from symfonic.storage import migrate
 from symfonic.storage.postgres_statements import PostgresStatements
+from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
 from symfonic.storage.statements import Query, Result, Unit
 
 if TYPE_CHECKING:
@@ -41,9 +38,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# An arbitrary constant shared by every symfonic worker: the advisory lock that
-# makes concurrent start-ups run the migrations once.
-MIGRATION_LOCK = 0x5F4D_1C01
 DEFAULT_POOL_SIZE = 10
 DEFAULT_POOL_TIMEOUT = 10.0
 # asyncpg waits 60 s for a new connection by default; a server that is out of
@@ -77,7 +71,7 @@ class PostgresStore(PostgresStatements):
         rest = _scheme_and_rest(url)
         super().__init__(url)
         self._dsn = f"postgresql://{rest}"
-        self._migration_url = f"postgresql+asyncpg://{rest}"
+        self._rest = rest
         self._size = pool_size or int(os.environ.get("SYMFONIC_POOL_SIZE", DEFAULT_POOL_SIZE))
         self._timeout = pool_timeout or float(
             os.environ.get("SYMFONIC_POOL_TIMEOUT", DEFAULT_POOL_TIMEOUT)
@@ -85,14 +79,24 @@ class PostgresStore(PostgresStatements):
         self._pool: asyncpg.Pool | None = None
 
     async def _migrate(self) -> None:
-        engine = create_async_engine(
-            self._migration_url, poolclass=NullPool, connect_args={"timeout": CONNECT_TIMEOUT}
-        )
+        if await self._schema_revision() == SCHEMA_HEAD:
+            return
+        # The migration machinery loads only for a schema that must change.
+        from symfonic.storage import migrate
+
+        await migrate.upgrade_postgres(self._rest, connect_timeout=CONNECT_TIMEOUT)
+
+    async def _schema_revision(self) -> str | None:
+        import asyncpg
+
+        connection = await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT)
         try:
-            async with engine.begin() as connection:
-                await connection.run_sync(_migrate_locked)
+            revision = await connection.fetchval(READ_REVISION)
+        except asyncpg.UndefinedTableError:
+            return None
         finally:
-            await engine.dispose()
+            await connection.close()
+        return None if revision is None else str(revision)
 
     async def _connect(self) -> None:
         import asyncpg
@@ -187,8 +191,3 @@ async def _execute(connection: asyncpg.Connection, query: Query) -> Result:
     status = await connection.execute(statement.positional, *query.positional())
     # "UPDATE 3", "INSERT 0 1", "DELETE 0": the count is the last word.
     return Result((), int(status.rsplit(" ", 1)[-1]))
-
-
-def _migrate_locked(connection: sa.Connection) -> None:
-    connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-    migrate.upgrade(connection)

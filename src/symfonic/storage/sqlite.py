@@ -30,8 +30,9 @@ cut can lose the last commits.
 WAL is a property of the file, switched on once when a store opens, before any
 connection of the store's own: the switch needs the file to itself and, unlike a
 write, answers "database is locked" at once instead of waiting, so workers
-opening a fresh file at the same moment retry it until one has switched it. They
-then queue on the write lock to migrate it once.
+opening a fresh file at the same moment retry it until one has switched it. A
+file already at the schema's head revision is then ready; any other is migrated
+(see :mod:`symfonic.storage.migrate`), once, the workers queueing on its write lock.
 """
 
 from __future__ import annotations
@@ -42,15 +43,13 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
-import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.pool import NullPool
 
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.storage import migrate
+from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Query, Result, Statement, Unit, one
 
@@ -69,9 +68,12 @@ logger = logging.getLogger(__name__)
 
 
 def _path_of(url: str) -> str:
+    """The file a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL names."""
     for prefix in ("sqlite+pysqlite:", "sqlite:"):
         if url.startswith(prefix):
-            path = sa.engine.make_url("sqlite:" + url[len(prefix) :]).database
+            rest = url[len(prefix) :]
+            path = rest[3:] if rest.startswith("///") else ""
+            path = path.partition("?")[0]
             if not path or path == ":memory:":
                 # Every connection to an in-memory database is a database of its own.
                 raise ConfigurationError(
@@ -212,7 +214,13 @@ class SqliteStore(SqlStore):
 
     async def _migrate(self) -> None:
         await anyio.to_thread.run_sync(_use_wal, self._path)
-        await anyio.to_thread.run_sync(_migrate_file, self._path)
+        if await anyio.to_thread.run_sync(_schema_revision, self._path) == SCHEMA_HEAD:
+            return
+        # The migration machinery loads only for a schema that must change.
+        from symfonic.storage import migrate
+
+        upgrade = partial(migrate.upgrade_sqlite, busy_timeout=BUSY_TIMEOUT_SECONDS)
+        await anyio.to_thread.run_sync(upgrade, self._path)
 
     async def _connect(self) -> None:
         # Opened on a thread: setting a fresh connection up may wait for the lock.
@@ -355,24 +363,15 @@ def _use_wal(path: str) -> None:
         connection.close()
 
 
-def _migrate_file(path: str) -> None:
-    """Bring the schema to head inside one ``BEGIN IMMEDIATE``: one migrator at a time."""
-    engine = sa.create_engine(
-        "sqlite+pysqlite:///" + path,
-        connect_args={"timeout": BUSY_TIMEOUT_SECONDS},
-        poolclass=NullPool,
-    )
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-
-    @event.listens_for(engine, "begin")
-    def _begin(connection: sa.Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
+def _schema_revision(path: str) -> str | None:
+    """The file's schema revision, or ``None`` for a file never migrated."""
+    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
     try:
-        with engine.begin() as connection:
-            migrate.upgrade(connection)
+        row = connection.execute(READ_REVISION).fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" not in str(error):
+            raise
+        return None
     finally:
-        engine.dispose()
+        connection.close()
+    return None if row is None else str(row[0])
