@@ -172,3 +172,19 @@ async def test_terminated_connections_under_load_lose_and_duplicate_nothing(
 
     load = await run_load(postgres_url, terminate_everything)
     assert killed > 0 and load.failures() > 0, "the load never met a terminated connection"
+
+
+async def test_a_run_marker_skips_the_disk_wait_for_its_own_commit_only(
+    admin: asyncpg.Connection,
+) -> None:
+    from symfonic.storage.postgres_statements import END_RUN_WITHOUT_WAITING
+
+    await admin.execute("CREATE TEMP TABLE symfonic_sessions (session_id text, run_id text,"
+                        " run_lease timestamptz)")
+    await admin.execute("INSERT INTO symfonic_sessions VALUES ('s', 'r', now())")
+    statement = END_RUN_WITHOUT_WAITING(session_id="s", run_id="r")
+    [row] = await admin.fetch(statement.statement.positional, *statement.positional())
+    assert row["durability"] == "off"
+    # SET LOCAL semantics: the connection's next commit waits for the disk again.
+    assert await admin.fetchval("SHOW synchronous_commit") == "on"
+    assert await admin.fetchval("SELECT run_id FROM symfonic_sessions") is None

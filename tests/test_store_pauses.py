@@ -393,3 +393,22 @@ async def test_the_winning_claim_reads_the_turn_and_its_history(store: Store) ->
     assert won.checkpoint == checkpoint_of(pause)
     assert won.history == TURN
     assert await store.claim_pause(claim_of(pause), now=T0) is None
+
+
+async def test_a_run_that_lost_its_hold_records_no_pause(store: Store) -> None:
+    session_id = await new_session(store)
+    now = T0 + timedelta(minutes=1)
+    assert await store.begin_run(session_id, "slow", now=now, lease_until=now + HOUR)
+    # The slow run's lease lapses and another turn takes the session.
+    later = now + 2 * HOUR
+    assert await store.begin_run(session_id, "fast", now=later, lease_until=later + HOUR)
+    stale = pause_record(session_id)
+    with pytest.raises(RevisionConflict, match="lapsed"):
+        await store.record_pause(stale, checkpoint_of(stale), run_id="slow")
+    assert await store.get_pause(stale.pause_id) is None
+    assert await store.load_checkpoint(stale.pause_id) is None
+    held = pause_record(session_id)
+    await store.record_pause(held, checkpoint_of(held), run_id="fast")
+    assert await state_of(store, held.pause_id) is PauseState.PENDING
+    session = await store.get_session(session_id)
+    assert session is not None and not session.running

@@ -20,6 +20,14 @@ before this statement commits. Whatever the statement did not do is reported in
 its one result row, and raised here as the unit of work would have raised it.
 
 A second pause (one that supersedes a claim) is rare and keeps the unit of work.
+
+A run marker is not worth waiting for the disk: setting it (``begin_run``) and
+clearing it after a failed turn (``end_run``) commit with ``synchronous_commit``
+off, for that transaction only, so they return before the WAL is flushed. A
+server crash may then forget a marker, which is safe because the marker guards
+nothing alone: a pause is recorded only by the run that still holds it (and
+clears it in the same statement), and a turn is published only at the revision
+it started from.
 """
 
 from __future__ import annotations
@@ -39,17 +47,21 @@ from symfonic.core.messages import MessageBody
 from symfonic.storage.rows import session_of
 from symfonic.storage.sql_store import (
     BEGIN_RUN,
+    CHECKPOINT_INSERT,
     CLAIM,
     END_RUN,
     INSERT_CHECKPOINT,
     INSERT_PAUSE,
     NEXT_REVISION_ENDING_RUN,
+    PAUSE_INSERT,
     SqlStore,
     checkpoint_params,
     claim_params,
     completed_outcome,
+    insert_row,
     pause_params,
     revision_conflict,
+    run_lost,
 )
 from symfonic.storage.statements import Statement, json_text, json_value
 
@@ -69,8 +81,27 @@ def _returning_also(statement: Statement, columns: str) -> Statement:
 
 
 HISTORY = Statement(f"SELECT {_history(':session_id', ':revision')} AS bodies")
+def _without_waiting_for_the_disk(statement: Statement) -> Statement:
+    """``statement`` committed with ``synchronous_commit`` off, for its transaction only.
+
+    ``set_config(…, true)`` is ``SET LOCAL``; referencing it from ``RETURNING``
+    runs it inside the statement, before the commit it applies to.
+    """
+    durability = "(SELECT setting FROM durability) AS durability"
+    text = statement.text
+    tail = f", {durability}" if " RETURNING " in text else f" RETURNING {durability}"
+    return Statement(
+        "WITH durability AS (SELECT set_config('synchronous_commit', 'off', true) AS setting) "
+        + text
+        + tail
+    )
+
+
 _SESSION_HISTORY = _history("symfonic_sessions.session_id", "symfonic_sessions.revision")
-BEGIN_RUN_WITH_HISTORY = _returning_also(BEGIN_RUN, f"{_SESSION_HISTORY} AS history")
+BEGIN_RUN_WITH_HISTORY = _without_waiting_for_the_disk(
+    _returning_also(BEGIN_RUN, f"{_SESSION_HISTORY} AS history")
+)
+END_RUN_WITHOUT_WAITING = _without_waiting_for_the_disk(END_RUN)
 
 _CHECKPOINT_OF_PAUSE = "FROM symfonic_checkpoints c WHERE c.pause_id = symfonic_pauses.pause_id"
 CLAIM_WITH_TURN = _returning_also(
@@ -93,9 +124,16 @@ PUBLISH_TURN = Statement(
     f"WITH bumped AS ({NEXT_REVISION_ENDING_RUN.text}), {_APPENDED} SELECT revision FROM bumped"
 )
 
+# A pause recorded by the run that holds the session (it clears the marker), and
+# only by it: both inserts read their one row from ``ended``.
+RECORD_RUN_PAUSE = Statement(
+    f"WITH ended AS ({END_RUN.text} RETURNING session_id),"
+    f" checkpoint AS ({insert_row(*CHECKPOINT_INSERT, only_if='ended').text}),"
+    f" pause AS ({insert_row(*PAUSE_INSERT, only_if='ended').text})"
+    " SELECT count(*) AS recorded FROM ended"
+)
 RECORD_PAUSE = Statement(
-    f"WITH checkpoint AS ({INSERT_CHECKPOINT.text}), pause AS ({INSERT_PAUSE.text})"
-    f" {END_RUN.text}"
+    f"WITH checkpoint AS ({INSERT_CHECKPOINT.text}) {INSERT_PAUSE.text}"
 )
 
 PUBLISH_RESUME = Statement(
@@ -157,6 +195,9 @@ class PostgresStatements(SqlStore):
             pending_pause=int(row["pending"]) > 0,
         )
 
+    async def end_run(self, session_id: str, run_id: str) -> None:
+        await self._cleanup(END_RUN_WITHOUT_WAITING(session_id=session_id, run_id=run_id))
+
     async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
         row = (await self._write_one(CLAIM_WITH_TURN(**claim_params(claim, now=now)))).first()
         if row is None:
@@ -199,7 +240,12 @@ class PostgresStatements(SqlStore):
             return
         # The two inserts share pause_id, session_id and base_revision, with the same values.
         params = {**checkpoint_params(checkpoint), **pause_params(pause, supersedes=None)}
-        await self._write_one(RECORD_PAUSE(**params, run_id=run_id))
+        if run_id is None:
+            await self._write_one(RECORD_PAUSE(**params))
+            return
+        row = (await self._write_one(RECORD_RUN_PAUSE(**params, run_id=run_id))).first()
+        if row is None or row["recorded"] != 1:
+            raise run_lost(pause.session_id)
 
     async def publish_resume(
         self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str

@@ -118,18 +118,30 @@ ABANDON_PENDING = Statement(
     "UPDATE symfonic_pauses SET state = 'abandoned'"
     " WHERE session_id = :session_id AND state = 'pending'"
 )
-INSERT_PAUSE = Statement(
-    "INSERT INTO symfonic_pauses (pause_id, session_id, principal, agent, audience, kind,"
-    " query, response_schema, tool_call_id, interrupt_id, base_revision, state, created_at,"
-    " expires_at, supersedes)"
-    " VALUES (:pause_id, :session_id, :principal, :agent, :audience, :kind, :query,"
-    " :response_schema, :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at,"
-    " :expires_at, :supersedes)"
+
+
+def insert_row(table: str, columns: str, values: str, *, only_if: str | None = None) -> Statement:
+    """``INSERT … VALUES``; with ``only_if``, ``INSERT … SELECT … FROM`` that relation."""
+    if only_if is None:
+        return Statement(f"INSERT INTO {table} ({columns}) VALUES ({values})")
+    return Statement(f"INSERT INTO {table} ({columns}) SELECT {values} FROM {only_if}")
+
+
+PAUSE_INSERT = (
+    "symfonic_pauses",
+    "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
+    " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes",
+    ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
+    " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
+    " :supersedes",
 )
-INSERT_CHECKPOINT = Statement(
-    f"INSERT INTO symfonic_checkpoints ({CHECKPOINT_COLUMNS})"
-    " VALUES (:pause_id, :session_id, :format_version, :base_revision, :body)"
+CHECKPOINT_INSERT = (
+    "symfonic_checkpoints",
+    CHECKPOINT_COLUMNS,
+    ":pause_id, :session_id, :format_version, :base_revision, :body",
 )
+INSERT_PAUSE = insert_row(*PAUSE_INSERT)
+INSERT_CHECKPOINT = insert_row(*CHECKPOINT_INSERT)
 DELETE_CHECKPOINT = Statement("DELETE FROM symfonic_checkpoints WHERE pause_id = :pause_id")
 LOAD_CHECKPOINT = Statement(
     f"SELECT {CHECKPOINT_COLUMNS} FROM symfonic_checkpoints WHERE pause_id = :pause_id"
@@ -171,6 +183,14 @@ def revision_conflict(session_id: str, base_revision: int) -> RevisionConflict:
         f"session {session_id} is no longer at revision {base_revision}; "
         "another turn was published first",
         base_revision=base_revision,
+    )
+
+
+def run_lost(session_id: str) -> RevisionConflict:
+    return RevisionConflict(
+        f"this turn's hold on session {session_id} lapsed while it ran and another turn "
+        "may have started; nothing was recorded",
+        session_id=session_id,
     )
 
 
@@ -353,6 +373,12 @@ class SqlStore(SqlTransactions):
     ) -> None:
         def record() -> Unit[None]:
             replaced: str | None = None
+            if run_id is not None:
+                # Only the run that holds the session may record its pause: one whose
+                # marker lapsed (or was lost) while it ran records nothing.
+                ended = yield END_RUN(session_id=pause.session_id, run_id=run_id)
+                if ended.rowcount != 1:
+                    raise run_lost(pause.session_id)
             if supersedes is not None:
                 outcome = {"status": "paused", "pause_id": pause.pause_id}
                 row = (
@@ -372,8 +398,6 @@ class SqlStore(SqlTransactions):
                 yield DELETE_CHECKPOINT(pause_id=replaced)
             yield INSERT_CHECKPOINT(**checkpoint_params(checkpoint))
             yield INSERT_PAUSE(**pause_params(pause, supersedes=replaced))
-            if run_id is not None:
-                yield END_RUN(session_id=pause.session_id, run_id=run_id)
 
         await self._write(record())
 
