@@ -96,3 +96,33 @@ async def test_a_claim_whose_reply_was_lost_is_abandoned_not_left_claimed(
             await agent.resume(paused.pause.token, {"decision": "approve"})
         row = await store.get_pause(paused.pause.pause_id)
         assert row is not None and row.state is PauseState.ABANDONED
+
+
+async def test_a_resume_cancelled_while_its_tool_runs_stops_the_tool(store_url: str) -> None:
+    started, stopped = anyio.Event(), anyio.Event()
+
+    async def transfer(amount: int) -> str:
+        """Move money; waits on a bank that never answers."""
+        started.set()
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            stopped.set()
+            raise
+        return f"moved {amount}"
+
+    model = ScriptedChatModel.from_script([call("transfer", {"amount": 9}), reply("Moved.")])
+    async with SymfonicAgent(
+        model=model, tools=[transfer], approval={"transfer"}, store=store_url, claim_lease=LEASE
+    ) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(agent.resume, paused.pause.token, {"decision": "approve"})
+                await started.wait()
+                await anyio.sleep(LEASE)  # the heartbeat renews the claim meanwhile
+                tasks.cancel_scope.cancel()
+        assert stopped.is_set(), "the tool went on running behind a cancelled turn"
+        row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.ABANDONED

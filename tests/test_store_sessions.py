@@ -154,6 +154,59 @@ async def test_sqlite_reads_go_on_while_another_process_holds_the_write_lock(
             writer.close()
 
 
+async def test_sqlite_writes_wait_off_the_loop_while_another_process_holds_the_lock(
+    sqlite_url: str,
+) -> None:
+    async with open_store(sqlite_url) as store:
+        session_id = await new_session(store)
+        writer = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # another process, mid-publish
+        ticks = 0
+        done: list[str] = []
+        both_done = anyio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.sleep(0.01)
+                ticks += 1
+
+        async def publish() -> None:
+            await store.publish_turn(session_id, 0, turn("a"), "run-a")
+            done.append("publish")
+            if len(done) == 2:
+                both_done.set()
+
+        async def create() -> None:
+            done.append(await new_session(store))
+            if len(done) == 2:
+                both_done.set()
+
+        try:
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(ticker)
+                    group.start_soon(publish)
+                    await anyio.sleep(0.5)
+                    # The write waits for the lock, and the loop goes on meanwhile.
+                    assert done == [] and ticks > 10
+                    group.start_soon(create)  # queues behind the waiting writer
+                    await anyio.sleep(0.2)
+                    assert done == []
+                    writer.execute("ROLLBACK")
+                    await both_done.wait()
+                    group.cancel_scope.cancel()
+        finally:
+            if writer.in_transaction:
+                writer.execute("ROLLBACK")
+            writer.close()
+        assert done[0] == "publish"
+        assert await store.get_session(done[1]) is not None
+        assert await store.history(session_id, 1) == turn("a")
+        # With the lock free again, writes run on the loop.
+        assert await store.publish_turn(session_id, 1, turn("b"), "run-b") == 2
+
+
 async def test_an_unreachable_sqlite_file_is_store_unavailable(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir" / "s.db"
     with pytest.raises(StoreUnavailable):

@@ -108,6 +108,9 @@ class PostgresStore(PostgresStatements):
             timeout=CONNECT_TIMEOUT,
             server_settings={"default_transaction_isolation": "read committed"},
             reset=_reset,
+            # Idle connections stay open: closing them after a while costs a timer
+            # set and cancelled on every checkout, for nothing a worker needs.
+            max_inactive_connection_lifetime=0,
         )
 
     async def _run(self, unit: Unit[T], *, write: bool) -> T:
@@ -131,9 +134,13 @@ class PostgresStore(PostgresStatements):
         about which operation is in progress -- is closed rather than handed to
         the next turn; the pool opens a fresh one.
         """
-        if self._pool is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError("the PostgreSQL store is not open: enter it with `async with`")
-        async with self._pool.acquire(timeout=self._timeout) as connection:
+        # A checkout with a timeout runs under a timer task. With an idle, open
+        # connection in the pool it cannot wait for another turn, and needs none.
+        idle = pool.get_idle_size() > 0
+        async with pool.acquire(timeout=None if idle else self._timeout) as connection:
             try:
                 yield connection
             except BaseException as error:

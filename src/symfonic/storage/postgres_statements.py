@@ -44,8 +44,7 @@ from symfonic.core.contracts.store import (
     RunStart,
 )
 from symfonic.core.messages import MessageBody
-from symfonic.storage.rows import session_of
-from symfonic.storage.sql_store import (
+from symfonic.storage.queries import (
     BEGIN_RUN,
     CHECKPOINT_INSERT,
     CLAIM,
@@ -54,12 +53,15 @@ from symfonic.storage.sql_store import (
     INSERT_PAUSE,
     NEXT_REVISION_ENDING_RUN,
     PAUSE_INSERT,
-    SqlStore,
     checkpoint_params,
     claim_params,
     completed_outcome,
     insert_row,
     pause_params,
+)
+from symfonic.storage.rows import session_of
+from symfonic.storage.sql_store import (
+    SqlStore,
     revision_conflict,
     run_lost,
 )

@@ -21,16 +21,18 @@ level would turn those losers into serialisation failures instead of a clean
 "not mine". SQLite serialises every writer on its database lock (see
 :mod:`symfonic.storage.sqlite`), which gives the same outcome.
 
-The statements are plain SQL that both databases accept; the one difference, row
-locks for the sweep, is the adapter's ``LOCK_FOR_SWEEP``. How units of work run,
-driver failures and start-up are in :mod:`symfonic.storage.transactions`.
+The statements (:mod:`symfonic.storage.queries`) are plain SQL that both
+databases accept; where they differ, the adapter says so: row locks for the
+sweep (``LOCK_FOR_SWEEP``), the aggregate that returns a history as one JSON
+array (``HISTORY``), and PostgreSQL's one-statement steps
+(:mod:`symfonic.storage.postgres_statements`). How units of work run, driver
+failures and start-up are in :mod:`symfonic.storage.transactions`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any, ClassVar
 
 from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
@@ -45,137 +47,37 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import MessageBody
-from symfonic.storage.rows import (
-    CHECKPOINT_COLUMNS,
-    PAUSE_COLUMNS,
-    SESSION_COLUMNS,
-    checkpoint_of,
-    pause_of,
-    session_of,
+from symfonic.storage.queries import (
+    ABANDON_CLAIM,
+    ABANDON_PENDING,
+    BEGIN_RUN,
+    CLAIM,
+    CLAIMED_PAUSE,
+    CREATE_SESSION,
+    DELETE_CHECKPOINT,
+    END_RUN,
+    GET_PAUSE,
+    GET_SESSION,
+    INSERT_CHECKPOINT,
+    INSERT_MESSAGE,
+    INSERT_PAUSE,
+    LOAD_CHECKPOINT,
+    NEXT_REVISION,
+    NEXT_REVISION_ENDING_RUN,
+    OPEN_PAUSE,
+    PUBLISH_PAUSE,
+    RENEW_CLAIM,
+    SESSION_PAUSES,
+    SUPERSEDE,
+    checkpoint_params,
+    claim_params,
+    completed_outcome,
+    pause_params,
+    sweep_statements,
 )
+from symfonic.storage.rows import PAUSE_COLUMNS, checkpoint_of, pause_of, session_of
 from symfonic.storage.statements import Result, Statement, Unit, json_text, json_value
 from symfonic.storage.transactions import SqlTransactions
-
-CREATE_SESSION = Statement(
-    "INSERT INTO symfonic_sessions"
-    " (session_id, principal, agent, revision, message_count, metadata, created_at)"
-    " VALUES (:session_id, :principal, :agent, :revision, 0, :metadata, :created_at)"
-)
-GET_SESSION = Statement(
-    f"SELECT {SESSION_COLUMNS} FROM symfonic_sessions WHERE session_id = :session_id"
-)
-_WAITING = "state = 'pending' AND expires_at > :now"
-BEGIN_RUN = Statement(
-    "UPDATE symfonic_sessions SET run_id = :run_id, run_lease = :lease_until"
-    " WHERE session_id = :session_id AND (run_id IS NULL OR run_lease < :now)"
-    # The casts name the parameters' types where PostgreSQL cannot infer them.
-    " AND (CAST(:principal AS TEXT) IS NULL OR principal = :principal)"
-    " AND (CAST(:base_revision AS INTEGER) IS NULL OR revision = :base_revision)"
-    " AND NOT EXISTS (SELECT 1 FROM symfonic_pauses WHERE session_id = :session_id"
-    f" AND (state = 'claimed' OR (CAST(:refuse_pending AS BOOLEAN) AND {_WAITING})))"
-    f" RETURNING {SESSION_COLUMNS}, (SELECT count(*) FROM symfonic_pauses"
-    f" WHERE session_id = :session_id AND {_WAITING}) AS pending"
-)
-END_RUN = Statement(
-    "UPDATE symfonic_sessions SET run_id = NULL, run_lease = NULL"
-    " WHERE session_id = :session_id AND run_id = :run_id"
-)
-_NEXT_REVISION = (
-    "UPDATE symfonic_sessions"
-    " SET revision = revision + 1, message_count = message_count + :added{end_run}"
-    " WHERE session_id = :session_id AND revision = :base_revision"
-    " RETURNING revision, message_count"
-)
-NEXT_REVISION = Statement(_NEXT_REVISION.format(end_run=""))
-NEXT_REVISION_ENDING_RUN = Statement(
-    _NEXT_REVISION.format(end_run=", run_id = NULL, run_lease = NULL")
-)
-INSERT_MESSAGE = Statement(
-    "INSERT INTO symfonic_messages (session_id, seq, revision, body)"
-    " VALUES (:session_id, :seq, :revision, :body)"
-)
-
-# Every transition of a claimed pause: only the claim that holds it may make it.
-_CLAIMED_BY = "WHERE session_id = :session_id AND claim_id = :claim_id AND state = 'claimed'"
-SUPERSEDE = Statement(
-    f"UPDATE symfonic_pauses SET state = 'superseded', outcome = :outcome {_CLAIMED_BY}"
-    " RETURNING pause_id"
-)
-PUBLISH_PAUSE = Statement(
-    f"UPDATE symfonic_pauses SET state = 'published', outcome = :outcome {_CLAIMED_BY}"
-    " RETURNING pause_id, base_revision"
-)
-RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {_CLAIMED_BY}")
-ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {_CLAIMED_BY}")
-CLAIM = Statement(
-    "UPDATE symfonic_pauses SET state = 'claimed', claim_id = :claim_id,"
-    " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
-    " answer = :answer, answer_status = :status"
-    " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :now"
-    " RETURNING session_id, base_revision"
-)
-ABANDON_PENDING = Statement(
-    "UPDATE symfonic_pauses SET state = 'abandoned'"
-    " WHERE session_id = :session_id AND state = 'pending'"
-)
-
-
-def insert_row(table: str, columns: str, values: str, *, only_if: str | None = None) -> Statement:
-    """``INSERT … VALUES``; with ``only_if``, ``INSERT … SELECT … FROM`` that relation."""
-    if only_if is None:
-        return Statement(f"INSERT INTO {table} ({columns}) VALUES ({values})")
-    return Statement(f"INSERT INTO {table} ({columns}) SELECT {values} FROM {only_if}")
-
-
-PAUSE_INSERT = (
-    "symfonic_pauses",
-    "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
-    " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes",
-    ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
-    " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
-    " :supersedes",
-)
-CHECKPOINT_INSERT = (
-    "symfonic_checkpoints",
-    CHECKPOINT_COLUMNS,
-    ":pause_id, :session_id, :format_version, :base_revision, :body",
-)
-INSERT_PAUSE = insert_row(*PAUSE_INSERT)
-INSERT_CHECKPOINT = insert_row(*CHECKPOINT_INSERT)
-DELETE_CHECKPOINT = Statement("DELETE FROM symfonic_checkpoints WHERE pause_id = :pause_id")
-LOAD_CHECKPOINT = Statement(
-    f"SELECT {CHECKPOINT_COLUMNS} FROM symfonic_checkpoints WHERE pause_id = :pause_id"
-)
-GET_PAUSE = Statement(f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id")
-CLAIMED_PAUSE = Statement(
-    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
-    " WHERE session_id = :session_id AND claim_id = :claim_id"
-)
-OPEN_PAUSE = Statement(
-    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
-    " WHERE session_id = :session_id AND state IN ('pending', 'claimed')"
-    " ORDER BY created_at DESC LIMIT 1"
-)
-SESSION_PAUSES = Statement(
-    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
-    " WHERE session_id = :session_id ORDER BY created_at"
-)
-
-
-@cache
-def sweep_statements(lock: str) -> tuple[Statement, Statement]:
-    """Expire and abandon, each over the stale rows no other transaction holds."""
-
-    def stale(new_state: str, where: str) -> Statement:
-        return Statement(
-            f"UPDATE symfonic_pauses SET state = '{new_state}' WHERE pause_id IN"
-            f" (SELECT pause_id FROM symfonic_pauses WHERE {where}{lock}) AND {where}"
-        )
-
-    return (
-        stale("expired", "state = 'pending' AND expires_at <= :now"),
-        stale("abandoned", "state = 'claimed' AND lease_until <= :now"),
-    )
 
 
 def revision_conflict(session_id: str, base_revision: int) -> RevisionConflict:
@@ -222,56 +124,6 @@ def _append(
             ]
         )
     return revision
-
-
-def checkpoint_params(checkpoint: CheckpointRecord) -> dict[str, Any]:
-    """The parameters of a checkpoint row's insert."""
-    return {
-        "pause_id": checkpoint.pause_id,
-        "session_id": checkpoint.session_id,
-        "format_version": checkpoint.format_version,
-        "base_revision": checkpoint.base_revision,
-        "body": json_text(checkpoint.body),
-    }
-
-
-def pause_params(pause: PauseRecord, *, supersedes: str | None) -> dict[str, Any]:
-    """The parameters of a pending pause row's insert."""
-    return {
-        "pause_id": pause.pause_id,
-        "session_id": pause.session_id,
-        "principal": pause.principal,
-        "agent": pause.agent,
-        "audience": pause.audience,
-        "kind": pause.kind.value,
-        "query": pause.query,
-        "response_schema": json_text(pause.response_schema),
-        "tool_call_id": pause.tool_call_id,
-        "interrupt_id": pause.interrupt_id,
-        "base_revision": pause.base_revision,
-        "created_at": pause.created_at,
-        "expires_at": pause.expires_at,
-        "supersedes": supersedes,
-    }
-
-
-def claim_params(claim: Claim, *, now: datetime) -> dict[str, Any]:
-    """The parameters of the claim's conditional update."""
-    return {
-        "pause_id": claim.pause_id,
-        "claim_id": claim.claim_id,
-        "lease_until": claim.lease_until,
-        "principal": claim.principal,
-        "at": claim.at,
-        "answer": json_text(claim.answer),
-        "status": claim.status,
-        "now": now,
-    }
-
-
-def completed_outcome(answer: str) -> str | None:
-    """What a published pause records as its outcome (what a replay returns)."""
-    return json_text({"status": "complete", "answer": answer})
 
 
 def history_of(result: Result) -> list[MessageBody]:

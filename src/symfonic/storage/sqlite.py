@@ -41,7 +41,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -59,9 +59,6 @@ BUSY_CODES = frozenset({5, 6})
 # Commits on the loop between two checkpoints (about SQLite's own default of
 # 1,000 WAL pages at a cycle's few pages per commit).
 CHECKPOINT_EVERY = 256
-# SQLite holds a timestamp as UTC text that sorts as it compares,
-# "YYYY-MM-DD HH:MM:SS.ffffff" (the format SQLAlchemy gave the first databases).
-
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
@@ -145,11 +142,27 @@ class SqliteStore(SqlStore):
     # units of work --------------------------------------------------------
 
     async def _run(self, unit: Unit[T], *, write: bool) -> T:
+        def inline(connection: sqlite3.Connection) -> T:
+            return _transaction(connection, unit, write=write, inline=True)
+
+        return await self._on_the_loop(inline, unit, write=write)
+
+    async def _run_one(self, query: Query, *, write: bool) -> Result:
+        # One statement is a transaction by itself: no BEGIN and COMMIT around it.
+        def inline(connection: sqlite3.Connection) -> Result:
+            return _autocommit(connection, query)
+
+        return await self._on_the_loop(inline, one(query), write=write)
+
+    async def _on_the_loop(
+        self, inline: Callable[[sqlite3.Connection], T], unit: Unit[T], *, write: bool
+    ) -> T:
+        """``inline`` on the loop's connection; ``unit`` on a thread if the file is locked."""
         if write and self._waiting.locked():
             # A writer of this process is already waiting for the lock: queue behind it.
             return await self._write_waiting(unit, None)
         try:
-            value = _transaction(self._inline_connection(), unit, write=write, inline=True)
+            value = inline(self._inline_connection())
         except _Locked as locked:
             if write:
                 return await self._write_waiting(unit, locked.pending)
@@ -157,20 +170,6 @@ class SqliteStore(SqlStore):
         if write:
             await self._count_commit()
         return value
-
-    async def _run_one(self, query: Query, *, write: bool) -> Result:
-        # One statement is a transaction by itself: no BEGIN and COMMIT around it.
-        if write and self._waiting.locked():
-            return await self._write_waiting(one(query), None)
-        try:
-            result = _autocommit(self._inline_connection(), query)
-        except _Locked:
-            if write:
-                return await self._write_waiting(one(query), None)
-            return await anyio.to_thread.run_sync(self._read_on_thread, one(query), None)
-        if write:
-            await self._count_commit()
-        return result
 
     async def _write_waiting(self, unit: Unit[T], pending: Query | None) -> T:
         async with self._waiting:
@@ -341,6 +340,10 @@ def _bound(params: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _stamp(value: datetime) -> str:
+    """UTC text that sorts as it compares, ``YYYY-MM-DD HH:MM:SS.ffffff``.
+
+    The format SQLAlchemy gave the schema's first databases.
+    """
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
     return value.isoformat(" ", "microseconds")
