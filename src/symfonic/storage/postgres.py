@@ -9,12 +9,13 @@ newest version of the row it locks, so of N concurrent claims exactly one sees
 ``pending``. A unit of one statement runs without ``BEGIN``/``COMMIT``: it is
 atomic by itself.
 
-The pool is bounded (``pool_size``): a worker never opens more than that many
-connections, whatever its concurrency, and a turn that waits longer than
-``pool_timeout`` for one fails with ``StoreUnavailable``. A connection the
-server dropped (terminated backend, restart) is noticed when its socket closes
-and replaced at the next checkout, so a restart costs the turns that were in
-flight, not the worker.
+The pool (:mod:`symfonic.storage.pg_pool`) is bounded (``pool_size``): a worker
+never opens more than that many connections, whatever its concurrency, and a
+turn that waits longer than ``pool_timeout`` for one fails with
+``StoreUnavailable``. A connection a statement failed on is closed, never handed
+to the next turn, and one the server dropped while idle (terminated backend,
+restart) is replaced at the next checkout, so a restart costs the turns that
+were in flight, not the worker.
 
 Before the pool opens, one query reads the schema's revision; only a database
 that is not at head is migrated (see :mod:`symfonic.storage.migrate`), under an
@@ -25,10 +26,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
+from symfonic.storage.pg_pool import ConnectionPool
 from symfonic.storage.postgres_statements import PostgresStatements
 from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
 from symfonic.storage.statements import Query, Result, Unit
@@ -76,7 +78,7 @@ class PostgresStore(PostgresStatements):
         self._timeout = pool_timeout or float(
             os.environ.get("SYMFONIC_POOL_TIMEOUT", DEFAULT_POOL_TIMEOUT)
         )
-        self._pool: asyncpg.Pool | None = None
+        self._pool: ConnectionPool | None = None
 
     async def _migrate(self) -> None:
         if await self._schema_revision() == SCHEMA_HEAD:
@@ -99,19 +101,17 @@ class PostgresStore(PostgresStatements):
         return None if revision is None else str(revision)
 
     async def _connect(self) -> None:
+        self._pool = ConnectionPool(self._open_connection, size=self._size, timeout=self._timeout)
+
+    async def _open_connection(self) -> asyncpg.Connection:
         import asyncpg
 
-        self._pool = await asyncpg.create_pool(
+        connection: asyncpg.Connection = await asyncpg.connect(
             self._dsn,
-            min_size=0,
-            max_size=self._size,
             timeout=CONNECT_TIMEOUT,
             server_settings={"default_transaction_isolation": "read committed"},
-            reset=_reset,
-            # Idle connections stay open: closing them after a while costs a timer
-            # set and cancelled on every checkout, for nothing a worker needs.
-            max_inactive_connection_lifetime=0,
         )
+        return connection
 
     async def _run(self, unit: Unit[T], *, write: bool) -> T:
         async with self._connection() as connection:
@@ -137,41 +137,18 @@ class PostgresStore(PostgresStatements):
         pool = self._pool
         if pool is None:
             raise RuntimeError("the PostgreSQL store is not open: enter it with `async with`")
-        # A checkout with a timeout runs under a timer task. With an idle, open
-        # connection in the pool it cannot wait for another turn, and needs none.
-        idle = pool.get_idle_size() > 0
-        async with pool.acquire(timeout=None if idle else self._timeout) as connection:
-            try:
-                yield connection
-            except BaseException as error:
-                if not isinstance(error, SymfonicError):
-                    _discard(connection)
-                raise
+        connection = await pool.acquire()
+        try:
+            yield connection
+        except BaseException as error:
+            pool.release(connection, discard=not isinstance(error, SymfonicError))
+            raise
+        pool.release(connection)
 
     async def _dispose(self) -> None:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
-
-
-def _discard(connection: asyncpg.Connection) -> None:
-    """Close a connection for good; one the driver already closed is left as it is."""
-    import asyncpg
-
-    # A connection whose socket closed has gone back to the pool by itself, and
-    # its proxy refuses every call.
-    with suppress(asyncpg.InterfaceError):
-        connection.terminate()
-
-
-async def _reset(connection: asyncpg.Connection) -> None:
-    """Back to the pool: only a connection left inside a transaction needs a round trip.
-
-    asyncpg's own reset (``RESET ALL``, ``UNLISTEN *``, …) costs a round trip on
-    every release, for state this adapter never sets.
-    """
-    if connection.is_in_transaction():
-        await connection.execute("ROLLBACK")
 
 
 async def _drive(connection: asyncpg.Connection, unit: Unit[T]) -> T:
