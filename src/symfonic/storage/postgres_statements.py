@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from symfonic.core.contracts.errors import PauseAbandoned
 from symfonic.core.contracts.store import (
@@ -168,27 +169,8 @@ class PostgresStatements(SqlStore):
 
     HISTORY = HISTORY
 
-    async def begin_run(
-        self,
-        session_id: str,
-        run_id: str,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        principal: str | None = None,
-        base_revision: int | None = None,
-        refuse_pending: bool = False,
-    ) -> RunStart | None:
-        begin = BEGIN_RUN_WITH_HISTORY(
-            session_id=session_id,
-            run_id=run_id,
-            now=now,
-            lease_until=lease_until,
-            principal=principal,
-            base_revision=base_revision,
-            refuse_pending=refuse_pending,
-        )
-        row = (await self._write_one(begin)).first()
+    async def _start_run(self, params: dict[str, Any], *, now: datetime) -> RunStart | None:
+        row = (await self._write_one(BEGIN_RUN_WITH_HISTORY(**params))).first()
         if row is None:
             return None
         return RunStart(

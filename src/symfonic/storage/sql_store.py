@@ -182,22 +182,26 @@ class SqlStore(SqlTransactions):
         base_revision: int | None = None,
         refuse_pending: bool = False,
     ) -> RunStart | None:
-        begin = BEGIN_RUN(
-            session_id=session_id,
-            run_id=run_id,
-            now=now,
-            lease_until=lease_until,
-            principal=principal,
-            base_revision=base_revision,
-            refuse_pending=refuse_pending,
-        )
+        params = {
+            "session_id": session_id,
+            "run_id": run_id,
+            "now": now,
+            "lease_until": lease_until,
+            "principal": principal,
+            "base_revision": base_revision,
+            "refuse_pending": refuse_pending,
+        }
+        return await self._start_run(params, now=now)
+
+    async def _start_run(self, params: dict[str, Any], *, now: datetime) -> RunStart | None:
+        """The run marker's conditional update, then the history, in one transaction."""
 
         def start() -> Unit[RunStart | None]:
-            row = (yield begin).first()
+            row = (yield BEGIN_RUN(**params)).first()
             if row is None:
                 return None
             session = session_of(row, now=now)
-            history = yield self.HISTORY(session_id=session_id, revision=session.revision)
+            history = yield self.HISTORY(session_id=session.session_id, revision=session.revision)
             return RunStart(session, history_of(history), pending_pause=int(row["pending"]) > 0)
 
         return await self._write(start())
