@@ -1,11 +1,11 @@
 """PostgreSQL's steps of a turn: each one statement, one round trip.
 
 On PostgreSQL every statement is a round trip to the server, and an explicit
-transaction costs two more (``BEGIN``, ``COMMIT``). Run as :class:`SqlStore`
-runs them, the writes of a pause-and-resume cycle take seventeen round trips;
-written as one statement each, with data-modifying ``WITH`` clauses and the
-reads a step needs in its ``RETURNING``, they take five, and with the round
-trips go most of a cycle's latency and of the client's CPU. One statement is
+transaction costs two more (``BEGIN``, ``COMMIT``). Run as :class:`SqlStore`'s
+units of work, the five steps of a pause-and-resume cycle would take twenty-one
+round trips; written as one statement each, with data-modifying ``WITH`` clauses
+and the reads a step needs in its ``RETURNING``, they take five, and with the
+round trips go most of a cycle's latency and of the client's CPU. One statement is
 one transaction: it commits whole or not at all, exactly as the units of work
 it replaces. The history a turn runs on comes back aggregated into one JSON
 array (``json_agg``), one value to decode however long the history is.
@@ -36,7 +36,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from symfonic.core.contracts.errors import PauseAbandoned
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
@@ -61,11 +60,7 @@ from symfonic.storage.queries import (
     pause_params,
 )
 from symfonic.storage.rows import session_of
-from symfonic.storage.sql_store import (
-    SqlStore,
-    revision_conflict,
-    run_lost,
-)
+from symfonic.storage.sql_store import SqlStore, claim_lapsed, revision_conflict, run_lost
 from symfonic.storage.statements import Statement, json_text, json_value
 
 
@@ -83,7 +78,6 @@ def _returning_also(statement: Statement, columns: str) -> Statement:
     return Statement(f"{statement.text}, {columns}")
 
 
-HISTORY = Statement(f"SELECT {_history(':session_id', ':revision')} AS bodies")
 def _without_waiting_for_the_disk(statement: Statement) -> Statement:
     """``statement`` committed with ``synchronous_commit`` off, for its transaction only.
 
@@ -99,6 +93,8 @@ def _without_waiting_for_the_disk(statement: Statement) -> Statement:
         + tail
     )
 
+
+HISTORY = Statement(f"SELECT {_history(':session_id', ':revision')} AS bodies")
 
 _SESSION_HISTORY = _history("symfonic_sessions.session_id", "symfonic_sessions.revision")
 BEGIN_RUN_WITH_HISTORY = _without_waiting_for_the_disk(
@@ -244,9 +240,7 @@ class PostgresStatements(SqlStore):
         row = (await self._write_one(publish)).first()
         assert row is not None  # a SELECT of two scalar subqueries always has its row
         if row["base_revision"] is None:
-            raise PauseAbandoned(
-                "this resume's claim lapsed before it could publish", claim_id=claim_id
-            )
+            raise claim_lapsed(claim_id)
         if row["revision"] is None:
             raise revision_conflict(session_id, int(row["base_revision"]))
         return int(row["revision"])

@@ -1,8 +1,9 @@
 """The storage port in SQL, shared by the SQLite and PostgreSQL adapters.
 
-Each public method is one transaction (``_write``) or one read (``_read``). Every
-transition a race can reach is a single conditional ``UPDATE`` whose row count
-(or ``RETURNING`` row) decides it, never a read followed by a write:
+Each public method is one transaction (``_write``) or one statement
+(``_write_one``, ``_read_one``). Every transition a race can reach is a single
+conditional ``UPDATE`` whose row count (or ``RETURNING`` row) decides it, never
+a read followed by a write:
 
 - claim: ``pending`` and unexpired → ``claimed``, keyed by the pause id;
 - renew, abandon, supersede, publish: only while ``claimed`` by *this* claim id;
@@ -86,6 +87,10 @@ def revision_conflict(session_id: str, base_revision: int) -> RevisionConflict:
         "another turn was published first",
         base_revision=base_revision,
     )
+
+
+def claim_lapsed(claim_id: str) -> PauseAbandoned:
+    return PauseAbandoned("this resume's claim lapsed before it could publish", claim_id=claim_id)
 
 
 def run_lost(session_id: str) -> RevisionConflict:
@@ -298,9 +303,7 @@ class SqlStore(SqlTransactions):
                 yield PUBLISH_PAUSE(session_id=session_id, claim_id=claim_id, outcome=outcome)
             ).first()
             if row is None:
-                raise PauseAbandoned(
-                    "this resume's claim lapsed before it could publish", claim_id=claim_id
-                )
+                raise claim_lapsed(claim_id)
             # A revision conflict raised here rolls the pause update back with it.
             revision = yield from _append(session_id, int(row["base_revision"]), messages)
             yield DELETE_CHECKPOINT(pause_id=row["pause_id"])

@@ -2,10 +2,9 @@
 
 A port method's transaction is a *unit of work*: a generator that yields the
 queries it needs, one at a time, and receives each one's :class:`Result`. It
-never touches a connection, so the same unit runs whole on a worker thread over
-``sqlite3`` (one hand-off per transaction) and step by step over ``asyncpg`` on
-the event loop (one round trip per statement), each driver at its native cost
-with no translation layer in between.
+never touches a connection, so the same unit runs whole, without a pause, over
+``sqlite3`` and step by step over ``asyncpg`` (one round trip per statement),
+each driver at its native cost with no translation layer in between.
 
 Statements are written once, with ``:name`` parameters, and parsed once when
 the module defining them is imported: what PostgreSQL's ``$n`` form is and

@@ -1,11 +1,11 @@
 """One connection discipline for both adapters: transactions, failures, start-up.
 
-Every port method is one unit of work (see :mod:`symfonic.storage.statements`),
-run whole by ``_write`` (one transaction, committed whole or rolled back) or
-``_read``. The adapter decides how a unit runs -- on a worker thread over
-``sqlite3``, on the event loop over ``asyncpg`` -- so a SQLite transaction costs
-one hand-off, not one per statement, and a PostgreSQL one a round trip per
-statement and nothing more.
+Every port method is one unit of work (see :mod:`symfonic.storage.statements`)
+run whole by ``_write`` (one transaction, committed whole or rolled back), or
+one statement, which is a transaction by itself (``_write_one``,
+``_read_one``). The adapter decides how they run -- on the event loop over
+``sqlite3``, waiting for another process's lock on a thread; on the event loop
+over ``asyncpg``, a round trip per statement.
 
 A driver failure inside either is mapped once, here, to
 :class:`StoreUnavailable` (see :mod:`symfonic.storage.failures`) after the
@@ -15,9 +15,9 @@ the method; no method holds one while it waits for another, so a pool of size N
 serves any number of concurrent turns, queueing them, and never deadlocks on
 itself.
 
-Opening the store brings the schema to head under the adapter's migration lock
-(through SQLAlchemy and Alembic, on a connection used for nothing else) and
-reads (or creates) the database's token secret the same way on every worker.
+Opening the store brings the schema to head (see :mod:`symfonic.storage.migrate`;
+a database already there costs one query) and reads (or creates) the
+database's token secret the same way on every worker.
 """
 
 from __future__ import annotations
@@ -103,11 +103,6 @@ class SqlTransactions:
         """One statement that is its own transaction (a conditional update)."""
         with _explained("could not complete a write"):
             return await self._run_one(query, write=True)
-
-    async def _read(self, unit: Unit[T]) -> T:
-        """A read of several statements, all from one snapshot."""
-        with _explained("could not answer a read"):
-            return await self._run(unit, write=False)
 
     async def _read_one(self, query: Query) -> Result:
         with _explained("could not answer a read"):
