@@ -37,7 +37,7 @@ def _int_list(text: str) -> list[int]:
 
 EPILOG = """\
 examples:
-  python -m bench                                  the full run (about 45 min on 2 cores)
+  python -m bench                                  the full run (25-45 min on 2 cores)
   python -m bench --history 0 --concurrency 1 --seconds 1 --rounds 1 --http-resumes 20 \\
       --out /tmp/b --report /tmp/b/benchmarks.md  a smoke run (~30 s)
   python -m bench --report-only                    redraw docs/benchmarks.md from results.json
