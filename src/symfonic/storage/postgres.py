@@ -113,12 +113,9 @@ class PostgresStore(PostgresStatements):
         )
         return connection
 
-    async def _run(self, unit: Unit[T], *, write: bool) -> T:
-        async with self._connection() as connection:
-            if not write:
-                return await _drive(connection, unit)
-            async with connection.transaction(isolation=ISOLATION):
-                return await _drive(connection, unit)
+    async def _run(self, unit: Unit[T]) -> T:
+        async with self._connection() as connection, connection.transaction(isolation=ISOLATION):
+            return await _drive(connection, unit)
 
     async def _run_one(self, query: Query, *, write: bool) -> Result:
         async with self._connection() as connection:

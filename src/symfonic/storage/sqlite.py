@@ -21,8 +21,10 @@ the database file and syncs it, are off the loop too: the loop's connection
 never checkpoints, and every ``CHECKPOINT_EVERY`` commits a worker thread runs a
 passive one, which waits for no reader and no writer.
 
-Reads begin deferred (plain ``BEGIN``), so under WAL they go on while another
-process holds the write lock, and a read of several statements sees one snapshot.
+A read is one statement, which under WAL goes on while another process holds
+the write lock; the rare read refused its snapshot is retried on a thread, in a
+deferred (plain ``BEGIN``) transaction. The reads a step needs with its write
+(a turn's history, a claimed pause's checkpoint) are in the write's transaction.
 
 ``synchronous=NORMAL`` under WAL survives a crash of any process; only a power
 cut can lose the last commits.
@@ -141,11 +143,11 @@ class SqliteStore(SqlStore):
 
     # units of work --------------------------------------------------------
 
-    async def _run(self, unit: Unit[T], *, write: bool) -> T:
+    async def _run(self, unit: Unit[T]) -> T:
         def inline(connection: sqlite3.Connection) -> T:
-            return _transaction(connection, unit, write=write, inline=True)
+            return _transaction(connection, unit, write=True, inline=True)
 
-        return await self._on_the_loop(inline, unit, write=write)
+        return await self._on_the_loop(inline, unit, write=True)
 
     async def _run_one(self, query: Query, *, write: bool) -> Result:
         # One statement is a transaction by itself: no BEGIN and COMMIT around it.

@@ -31,7 +31,7 @@ import anyio
 
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.storage.failures import is_unavailable
-from symfonic.storage.statements import Query, Result, Statement, Unit, one
+from symfonic.storage.statements import Query, Result, Statement, Unit
 
 SECRET_KEY = "pause_token_secret"
 # Delays between attempts of a cleanup while the store is unavailable; after
@@ -57,17 +57,13 @@ class SqlTransactions:
 
     # what an adapter provides -------------------------------------------------
 
-    async def _run(self, unit: Unit[T], *, write: bool) -> T:
-        """Run ``unit`` in one transaction (``write``) or one read."""
+    async def _run(self, unit: Unit[T]) -> T:
+        """Run ``unit`` in one write transaction."""
         raise NotImplementedError
 
     async def _run_one(self, query: Query, *, write: bool) -> Result:
-        """Run one statement, which is a transaction by itself.
-
-        By default it is a unit of work like any other; an adapter may skip the
-        explicit ``BEGIN``/``COMMIT`` around it.
-        """
-        return await self._run(one(query), write=write)
+        """Run one statement, which is a transaction by itself (no ``BEGIN``/``COMMIT``)."""
+        raise NotImplementedError
 
     async def _migrate(self) -> None:
         """Bring the schema to head, once however many workers open at the same moment."""
@@ -97,7 +93,7 @@ class SqlTransactions:
     async def _write(self, unit: Unit[T]) -> T:
         """One write transaction: committed whole, or rolled back and explained."""
         with _explained("could not complete a write"):
-            return await self._run(unit, write=True)
+            return await self._run(unit)
 
     async def _write_one(self, query: Query) -> Result:
         """One statement that is its own transaction (a conditional update)."""
