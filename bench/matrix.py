@@ -193,3 +193,27 @@ def _run_on_fresh_store(
     finally:
         if not keep:
             pg_admin.drop_database(store.url, name)
+
+
+def median_rounds(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One result per configuration: its median round by cycles per second.
+
+    The median round's figures are kept together (latencies, bytes, memory come
+    from the same measurement as its cycles per second); every round's cycles per
+    second is kept beside them, so the report can show the spread.
+    """
+    by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in measured:
+        key = (row["system"], row["store"], row["history"], row["concurrency"])
+        by_key.setdefault(key, []).append(row)
+    chosen: list[dict[str, Any]] = []
+    for rows in by_key.values():
+        ok = sorted(
+            (r for r in rows if r.get("status") == "ok"), key=lambda r: r["cycles_per_second"]
+        )
+        if not ok:
+            chosen.append(rows[-1])
+            continue
+        median = ok[(len(ok) - 1) // 2]
+        chosen.append(median | {"rounds_cycles_per_second": [r["cycles_per_second"] for r in ok]})
+    return chosen

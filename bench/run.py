@@ -25,7 +25,14 @@ if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
 from bench.config import ChildConfig
 from bench.http_step import HttpOptions, run_http_step
 from bench.machine import describe
-from bench.matrix import BUSY_THRESHOLD, ROOT, Store, configurations, run_configuration
+from bench.matrix import (
+    BUSY_THRESHOLD,
+    ROOT,
+    Store,
+    configurations,
+    median_rounds,
+    run_configuration,
+)
 from bench.workloads import SYSTEMS, unavailable_reason
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -318,30 +325,6 @@ def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
     document["meta"]["total_seconds"] = round(time.monotonic() - began, 1)
     results_path.write_text(json.dumps(document, indent=1))
     return document
-
-
-def median_rounds(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One result per configuration: its median round by cycles per second.
-
-    The median round's figures are kept together (latencies, bytes, memory come
-    from the same measurement as its cycles per second); every round's cycles per
-    second is kept beside them, so the report can show the spread.
-    """
-    by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for row in measured:
-        key = (row["system"], row["store"], row["history"], row["concurrency"])
-        by_key.setdefault(key, []).append(row)
-    chosen: list[dict[str, Any]] = []
-    for rows in by_key.values():
-        ok = sorted(
-            (r for r in rows if r.get("status") == "ok"), key=lambda r: r["cycles_per_second"]
-        )
-        if not ok:
-            chosen.append(rows[-1])
-            continue
-        median = ok[(len(ok) - 1) // 2]
-        chosen.append(median | {"rounds_cycles_per_second": [r["cycles_per_second"] for r in ok]})
-    return chosen
 
 
 def _http_summary(row: dict[str, Any]) -> str:
