@@ -28,6 +28,9 @@ class ChildConfig:
     # Cycles of the separate row-counting pass (one slot).
     count_cycles: int
     sqlite_synchronous: str
+    # Freeze the objects alive after the warm-up out of the garbage collector's
+    # full collections (gc.freeze), as a long-running worker does after start-up.
+    gc_freeze: bool = True
 
     @property
     def label(self) -> str:

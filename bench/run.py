@@ -134,6 +134,12 @@ def _parser() -> argparse.ArgumentParser:
         "NORMAL; '' keeps each default (default: NORMAL)",
     )
     timing.add_argument(
+        "--no-gc-freeze",
+        dest="gc_freeze",
+        action="store_false",
+        help="skip gc.freeze() after the warm-up (a long-running worker's usual step)",
+    )
+    timing.add_argument(
         "--timeout",
         type=float,
         default=900,
@@ -255,6 +261,7 @@ def _template(args: argparse.Namespace) -> ChildConfig:
         warmup=args.warmup,
         count_cycles=args.count_cycles,
         sqlite_synchronous=args.sqlite_synchronous,
+        gc_freeze=args.gc_freeze,
     )
 
 
@@ -346,6 +353,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "warmup",
         "count_cycles",
         "sqlite_synchronous",
+        "gc_freeze",
         "http",
         "http_clients",
         "http_resumes",
