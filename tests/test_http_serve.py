@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -13,11 +14,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from http_support import APPROVE, JSON, frames, free_port
+from symfonic.agent.fastapi.app import create_app
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.cli.main import main
-from symfonic.cli.serve import _startup_line, is_loopback
+from symfonic.cli.serve import _startup_line, freeze_after_startup, is_loopback
 from symfonic.demo import demo_agent
 
 pytestmark = pytest.mark.slow
@@ -166,3 +169,18 @@ def test_a_pause_from_one_process_resumes_in_another(postgres_url: str, tmp_path
             headers={**ALICE, **JSON},
         )
         assert replay.json()["revision"] == 1
+
+
+def test_serve_freezes_what_start_up_left_alive_out_of_full_collections(
+    tmp_path: Path,
+) -> None:
+    app = create_app(demo_agent(), store=f"sqlite:///{tmp_path / 'frozen.db'}")
+    freeze_after_startup(app)
+    before = gc.get_freeze_count()
+    try:
+        with TestClient(app) as client:
+            # The store opened and the objects start-up left are frozen, not collected.
+            assert gc.get_freeze_count() > before
+            assert client.get("/v1/health").status_code == 200
+    finally:
+        gc.unfreeze()

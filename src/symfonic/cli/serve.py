@@ -10,17 +10,23 @@ principals, never their keys, and a store URL's password is masked.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import ipaddress
 import os
 import sys
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage import store_url
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 DEFAULT_AGENT = "symfonic.demo:agent"
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
@@ -122,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
     app = create_app(agents, store=url, api_keys=authenticator,
                      sweep_interval=args.sweep_interval)
+    freeze_after_startup(app)
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -133,6 +140,26 @@ def run(args: argparse.Namespace) -> int:
     server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else 1
+
+
+def freeze_after_startup(app: FastAPI) -> None:
+    """Once the app has started, take what is alive out of full garbage collections.
+
+    What start-up leaves (modules, classes, schemas, the store's pool) lives as
+    long as the server, yet every full collection would walk it again: ~100,000
+    objects, tens of milliseconds on a virtual machine, charged to whichever
+    request allocated last. ``gc.freeze()`` is what a long-running worker does.
+    """
+    started = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        async with started(app) as state:
+            gc.collect()
+            gc.freeze()
+            yield state
+
+    app.router.lifespan_context = lifespan
 
 
 def _startup_line(
