@@ -46,7 +46,8 @@ def message_of(body: Mapping[str, Any]) -> BaseMessage:
     calls) is assembled from checks made here; any other shape goes through
     langchain-core's validation, which coerces what it can and rejects the rest.
     """
-    return _assembled(body) or _validated(body)
+    message = _assembled(body)
+    return _validated(body) if message is None else message
 
 
 def _validated(body: Mapping[str, Any]) -> BaseMessage:
@@ -81,7 +82,7 @@ class _Prototype:
     """The state a validated, empty message of one class starts from.
 
     Validation costs ~2-6 µs a message, and a turn rebuilds its whole history:
-    at 1,000 messages that was over half of a pause/resume cycle. For a body
+    at 1,000 messages, validating it is over half of a pause/resume cycle. For a body
     whose every field :func:`_assembled` has type-checked, validation would only
     copy the fields and the defaults below, so they are copied directly. Mutable
     defaults are created fresh for every message, as pydantic's factories do.
