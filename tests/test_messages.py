@@ -49,13 +49,8 @@ def validated(body: dict[str, Any]) -> BaseMessage:
 
 
 def state(message: BaseMessage) -> tuple[Any, ...]:
-    return (
-        type(message),
-        message.__dict__,
-        message.__pydantic_fields_set__,
-        message.__pydantic_extra__,
-        message.__pydantic_private__,
-    )
+    """Everything pydantic counts as the instance's state (what it pickles), and the class."""
+    return type(message), message.__getstate__()
 
 
 CANONICAL = [
