@@ -27,6 +27,7 @@ from http_support import (
     serve,
 )
 from symfonic import Limits, Quota
+from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState
 from symfonic.testing import call, calls, reply
 
@@ -54,6 +55,29 @@ async def test_approved_resume_streams_and_publishes(store_url: str) -> None:
         assert (row.state, row.answered_by, row.answer) == (PauseState.PUBLISHED, "local", APPROVE)
         session = (await client.get(f"/v1/sessions/{session_id}")).json()
         assert (session["revision"], session["status"]) == (1, "idle")
+
+
+async def test_a_resume_over_http_reads_its_pause_once(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = payment_agent(store_url)
+    async with serve(agent) as client:
+        _, paused = await paused_turn(client)
+        reads: list[str] = []
+        read_pause = agent.store.get_pause
+
+        async def counted(pause_id: str) -> PauseRecord | None:
+            reads.append(pause_id)
+            return await read_pause(pause_id)
+
+        monkeypatch.setattr(agent.store, "get_pause", counted)
+        response = await client.post(
+            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE},
+            headers=JSON,
+        )
+        assert response.json()["status"] == "complete"
+        # Finding the agent read it; the resume itself did not read it again.
+        assert reads == [paused["pause_id"]]
 
 
 async def test_resume_json_variant_and_identical_replay(store_url: str) -> None:

@@ -332,3 +332,27 @@ async def test_another_principal_is_told_the_session_does_not_exist(store_url: s
             assert raised.value.status == 404
         session = await agent.get_session(paused.session_id, principal="alice")
         assert session.principal == "alice"
+
+
+async def test_a_pause_record_handed_to_the_resume_never_overrides_its_token(
+    store_url: str,
+) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        mine = await agent.run("pay")
+        other = await agent.run("pay")
+        assert mine.pause is not None and other.pause is not None
+        others_record = await agent.store.get_pause(other.pause.pause_id)
+        assert others_record is not None
+        # The caller hands over another pause's record: the token still decides.
+        events = [
+            e async for e in agent.resume_stream(mine.pause.token, APPROVE, pause=others_record)
+        ]
+        assert isinstance(events[-1], ResponseCompleteEvent)
+        assert await _state(agent, mine.pause.pause_id) is PauseState.PUBLISHED
+        assert await _state(agent, other.pause.pause_id) is PauseState.PENDING
+        # And a record of a pause the caller may not answer is still refused.
+        with pytest.raises(PauseForbidden):
+            await anext(agent.resume_stream(other.pause.token, APPROVE, "mallory",
+                                            pause=others_record))
+        assert await _state(agent, other.pause.pause_id) is PauseState.PENDING

@@ -290,10 +290,14 @@ class SymfonicAgent:
         principal: Principal | str = "local",
         *,
         status: AnswerStatus = "resolved",
+        pause: PauseRecord | None = None,
     ) -> AsyncGenerator[Event, None]:
+        """The resumed turn's events. ``pause``: the record the token names, if the
+        caller has just read it; it spares the resume that read, and a record of
+        any other pause is ignored."""
         await self.open()
         async with aclosing(
-            resume_turn(self, token, answer, Principal.of(principal), status)
+            resume_turn(self, token, answer, Principal.of(principal), status, pause=pause)
         ) as events:
             async for event in events:
                 yield event

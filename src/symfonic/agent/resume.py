@@ -85,10 +85,17 @@ def _replayable(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
 
 
 async def authorised_pause(
-    agent: SymfonicAgent, token: object, principal: Principal
+    agent: SymfonicAgent, token: object, principal: Principal, read: PauseRecord | None = None
 ) -> PauseRecord:
+    """The pause the token names, if ``principal`` may answer it.
+
+    ``read``: the record as the caller just read it, used only if it is the
+    token's own pause; the token, not the record, decides which pause this is.
+    """
     pause_id = agent.guarded.signer.verify(token)
-    pause = None if pause_id is None else await agent.store.get_pause(pause_id)
+    pause = read if read is not None and read.pause_id == pause_id else None
+    if pause is None and pause_id is not None:
+        pause = await agent.store.get_pause(pause_id)
     if pause is None:
         raise PauseNotFound("the token does not name a pause")
     if not principal.may_answer(pause):
@@ -148,9 +155,11 @@ async def resume_turn(
     answer: Any,
     principal: Principal,
     status: AnswerStatus = "resolved",
+    *,
+    pause: PauseRecord | None = None,
 ) -> AsyncGenerator[Event, None]:
     store = agent.store
-    pause = await authorised_pause(agent, token, principal)
+    pause = await authorised_pause(agent, token, principal, pause)
     now = agent.clock()
     if pause.state is not PauseState.PENDING or pause.expires_at <= now:
         if _replayable(pause, answer, status):

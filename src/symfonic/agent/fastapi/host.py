@@ -22,7 +22,7 @@ from symfonic.core.contracts.errors import (
     RequestError,
     SessionNotFound,
 )
-from symfonic.core.contracts.store import Store, SweepReport
+from symfonic.core.contracts.store import PauseRecord, Store, SweepReport
 from symfonic.storage import open_store
 
 
@@ -118,11 +118,14 @@ class ServiceHost:
             raise SessionNotFound(f"no session {session_id!r}", session_id=session_id)
         return self.agents[session.agent]
 
-    async def agent_of_token(self, token: str) -> SymfonicAgent:
-        """The agent whose pause the token names; a token that names none is a 404."""
+    async def pause_of_token(self, token: str) -> tuple[SymfonicAgent, PauseRecord]:
+        """The pause the token names and its agent; a token that names none is a 404.
+
+        The record goes on to the resume, which would otherwise read it again.
+        """
         signer = self.agents[self.default_agent].guarded.signer
         pause_id = signer.verify(token)
         pause = None if pause_id is None else await self.store.get_pause(pause_id)
         if pause is None or pause.agent not in self.agents:
             raise PauseNotFound("the token does not name a pause")
-        return self.agents[pause.agent]
+        return self.agents[pause.agent], pause

@@ -41,8 +41,10 @@ def resume_router(service: HttpService) -> APIRouter:
     async def resume(
         body: ResumeRequest, request: Request, principal: Caller, host: Host
     ) -> Response:
-        agent = await host.agent_of_token(body.token)
-        events = agent.resume_stream(body.token, body.answer, principal, status=body.status)
+        agent, pause = await host.pause_of_token(body.token)
+        events = agent.resume_stream(
+            body.token, body.answer, principal, status=body.status, pause=pause
+        )
         return await respond(request, events)
 
     return router
