@@ -33,177 +33,8 @@ from bench.matrix import (
     median_rounds,
     run_configuration,
 )
-from bench.workloads import SYSTEMS, unavailable_reason
-
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-def _int_list(text: str) -> list[int]:
-    return [int(part) for part in text.split(",") if part.strip()]
-
-
-EPILOG = """\
-examples:
-  python -m bench                                  the full run (25-45 min on 2 cores)
-  python -m bench --history 0 --concurrency 1 --seconds 1 --rounds 1 --http-resumes 20 \\
-      --out /tmp/b --report /tmp/b/benchmarks.md  a smoke run (~30 s)
-  python -m bench --report-only                    redraw docs/benchmarks.md from results.json
-
-Every figure and how it is measured: bench/README.md.
-"""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench",
-        description=__doc__,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    matrix = parser.add_argument_group(
-        "the matrix: symfonic, LangGraph and the floor, one child process per configuration"
-    )
-    matrix.add_argument(
-        "--store",
-        action="append",
-        default=[],
-        metavar="sqlite|postgresql://…",
-        help="repeatable; default: sqlite, plus PostgreSQL at $BENCH_POSTGRES_URL (else "
-        f"$SYMFONIC_TEST_POSTGRES_URL, else {DEFAULT_POSTGRES_URL}) when it answers. "
-        "The HTTP step uses the same stores",
-    )
-    matrix.add_argument(
-        "--history",
-        type=_int_list,
-        default=[0, 100, 1000, 10000],
-        metavar="N,N,…",
-        help="messages of history each session holds (default: 0,100,1000,10000)",
-    )
-    matrix.add_argument(
-        "--concurrency",
-        type=_int_list,
-        default=[1, 16],
-        metavar="N,N,…",
-        help="sessions cycling at once in one process (default: 1,16)",
-    )
-    matrix.add_argument(
-        "--systems",
-        default=",".join(SYSTEMS),
-        metavar="NAME,…",
-        help=f"systems to measure (default: {','.join(SYSTEMS)})",
-    )
-    matrix.add_argument(
-        "--rounds",
-        type=int,
-        default=3,
-        help="times the whole matrix runs, systems rotated each round; each figure is "
-        "the median round's (default: 3)",
-    )
-    timing = parser.add_argument_group("timing of each configuration")
-    timing.add_argument(
-        "--seconds",
-        type=float,
-        default=3.0,
-        help="time box of the timed section; cycles already started finish (default: 3)",
-    )
-    timing.add_argument(
-        "--cycles",
-        type=int,
-        default=2000,
-        help="cap on timed cycles, all slots together (default: 2000)",
-    )
-    timing.add_argument(
-        "--min-cycles",
-        type=int,
-        default=5,
-        help="the time box never stops the timed section before this many cycles (default: 5)",
-    )
-    timing.add_argument(
-        "--warmup", type=int, default=1, help="untimed warm-up cycles per slot (default: 1)"
-    )
-    timing.add_argument(
-        "--count-cycles",
-        type=int,
-        default=4,
-        help="cycles of the separate row-counting pass (default: 4)",
-    )
-    timing.add_argument(
-        "--sqlite-synchronous",
-        default="NORMAL",
-        help="PRAGMA synchronous for the LangGraph saver and the floor; symfonic's own is "
-        "NORMAL; '' keeps each default (default: NORMAL)",
-    )
-    timing.add_argument(
-        "--no-gc-freeze",
-        dest="gc_freeze",
-        action="store_false",
-        help="skip gc.freeze() after the warm-up (a long-running worker's usual step)",
-    )
-    timing.add_argument(
-        "--timeout",
-        type=float,
-        default=900,
-        help="seconds before a configuration's child is stopped (default: 900)",
-    )
-    http = parser.add_argument_group(
-        "the HTTP step: POST /v1/resume against a real `symfonic serve` on loopback, "
-        "after the matrix"
-    )
-    http.add_argument(
-        "--http",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run the HTTP step (default: on)",
-    )
-    http.add_argument(
-        "--http-clients",
-        type=_int_list,
-        default=[1, 16, 64],
-        metavar="N,N,…",
-        help="concurrent clients, one level each (default: 1,16,64)",
-    )
-    http.add_argument(
-        "--http-resumes",
-        type=int,
-        default=300,
-        metavar="N",
-        help="resumes per level, at least one per client (default: 300)",
-    )
-    http.add_argument(
-        "--http-seconds",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="per level, the most seconds spent creating its pauses and again resuming "
-        "them; the whole step is stopped past a bound derived from it (default: 10)",
-    )
-    output = parser.add_argument_group("output")
-    output.add_argument(
-        "--out",
-        type=Path,
-        default=ROOT / "bench" / "results",
-        help="results.json and work/ (each child's config, result, log) go here "
-        "(default: bench/results)",
-    )
-    output.add_argument(
-        "--report",
-        type=Path,
-        default=ROOT / "docs" / "benchmarks.md",
-        help="the Markdown report; its plots go beside it as bench_*.png "
-        "(default: docs/benchmarks.md)",
-    )
-    output.add_argument("--no-report", action="store_true", help="measure, write no report")
-    output.add_argument(
-        "--report-only",
-        action="store_true",
-        help="rebuild the report from OUT/results.json, measure nothing",
-    )
-    output.add_argument(
-        "--keep-stores",
-        action="store_true",
-        help="keep each configuration's SQLite file / PostgreSQL database",
-    )
-    return parser
+from bench.options import DEFAULT_POSTGRES_URL, parser, recorded_options
+from bench.workloads import unavailable_reason
 
 
 def _stores(requested: list[str]) -> tuple[list[Store], list[str]]:
@@ -276,7 +107,7 @@ def _new_document(
     meta = describe(ROOT, pg_version) | {
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
         "busy_threshold": BUSY_THRESHOLD,
-        "options": _options(args),
+        "options": recorded_options(args),
         "notes": notes,
         "unavailable": unavailable,
     }
@@ -341,27 +172,6 @@ def _http_summary(row: dict[str, Any]) -> str:
     )
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    keys = (
-        "history",
-        "concurrency",
-        "systems",
-        "rounds",
-        "cycles",
-        "min_cycles",
-        "seconds",
-        "warmup",
-        "count_cycles",
-        "sqlite_synchronous",
-        "gc_freeze",
-        "http",
-        "http_clients",
-        "http_resumes",
-        "http_seconds",
-    )
-    return {key: getattr(args, key) for key in keys}
-
-
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     # SystemExit unwinds through the `finally` blocks that drop PostgreSQL databases
     # and stop the running child; SIGTERM's default would skip them.
@@ -370,7 +180,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    args = _parser().parse_args(argv)
+    args = parser(__doc__).parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / "results.json"
     if args.report_only:
