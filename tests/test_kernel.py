@@ -8,6 +8,8 @@ second pause supersedes the first and the whole turn is published once.
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -387,3 +389,34 @@ def test_limits_refuse_nonsense() -> None:
                 {"max_tokens_per_turn": 0}):
         with pytest.raises(ValueError):
             Limits(**bad)
+
+
+async def test_a_turn_and_its_resume_close_every_generator_they_open(sqlite_url: str) -> None:
+    """Nothing is left for the event loop to close later, outside the turn.
+
+    A generator dropped unfinished is closed by the loop's finalizer hook at
+    some later moment, on a task of its own, after the turn (and perhaps its
+    store) is gone -- and waking the loop for it costs every turn a system call.
+    """
+    left_open: list[str] = []
+    firstiter, finalizer = sys.get_asyncgen_hooks()
+
+    def record(generator: Any) -> None:
+        left_open.append(generator.ag_code.co_qualname)
+        if finalizer is not None:
+            finalizer(generator)
+
+    model = ScriptedChatModel.from_script([call("lookup", {"q": "x"}), reply("Found.")])
+    async with SymfonicAgent(
+        model=model, tools=[lookup], approval={"lookup"}, store=sqlite_url
+    ) as agent:
+        sys.set_asyncgen_hooks(firstiter, record)
+        try:
+            paused = await agent.run("look x up")
+            assert paused.pause is not None
+            done = await agent.resume(paused.pause.token, {"decision": "approve"})
+            gc.collect()
+        finally:
+            sys.set_asyncgen_hooks(firstiter, finalizer)
+    assert done.status == "complete"
+    assert left_open == []

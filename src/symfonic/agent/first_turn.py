@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal, NoReturn
 
@@ -142,11 +143,13 @@ async def first_turn(
         observe = _FinalObserver(budget.event_guard)
         try:
             kernel = agent.kernel(session_id, budget.prepared_plan)
-            async for raw in kernel.run(agent.context(history), [HumanMessage(content=message)]):
-                observe(raw)
-                if isinstance(raw, KernelDone):
-                    break
-                yield raw
+            run = kernel.run(agent.context(history), [HumanMessage(content=message)])
+            async with aclosing(run) as events:
+                async for raw in events:
+                    observe(raw)
+                    if isinstance(raw, KernelDone):
+                        break
+                    yield raw
             result = observe.result
             assert result is not None
             if result.stop_reason is StopReason.PAUSED:

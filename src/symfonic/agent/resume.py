@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncGenerator
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -216,12 +216,14 @@ async def resume_turn(
                 status=status,
             )
             kernel = agent.kernel(pause.session_id, admitted.plan, heartbeat=lease.beat)
-            async for raw in kernel_resume(kernel, outcome, agent.context(history)):
-                admitted.observe(raw)
-                if isinstance(raw, KernelDone):
-                    break
-                yield raw
-                await lease.keep()
+            resumed = kernel_resume(kernel, outcome, agent.context(history))
+            async with aclosing(resumed) as events:
+                async for raw in events:
+                    admitted.observe(raw)
+                    if isinstance(raw, KernelDone):
+                        break
+                    yield raw
+                    await lease.keep()
             result = admitted.observe.result
             assert result is not None
             terminal: Event

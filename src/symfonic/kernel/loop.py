@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -166,7 +166,7 @@ class Kernel:
         context: Sequence[BaseMessage],
         turn: Sequence[BaseMessage],
         counters: Counters = Counters(),
-    ) -> AsyncIterator[RawEvent]:
+    ) -> AsyncGenerator[RawEvent, None]:
         """Continue ``turn`` (the in-flight messages) against ``context`` (history).
 
         Yields typed events and ends with exactly one :class:`KernelDone`.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import replace
 
 from langchain_core.messages import BaseMessage
@@ -76,8 +77,9 @@ async def kernel_resume(
             content=NOT_DISPATCHED,
             status="not_dispatched",
         )
-    async for raw in kernel.run(history, messages, checkpoint.counters):
-        yield raw
+    async with aclosing(kernel.run(history, messages, checkpoint.counters)) as events:
+        async for raw in events:
+            yield raw
 
 
 def _call_name(messages: Sequence[BaseMessage], call_id: str) -> str:
