@@ -18,6 +18,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import BaseModel
 
 MessageBody = dict[str, Any]
 
@@ -78,6 +79,14 @@ def _validated(body: Mapping[str, Any]) -> BaseMessage:
     raise ValueError(f"a stored message has an unknown role {role!r}")
 
 
+# The slots pydantic keeps an instance's state in, set through their own
+# descriptors: ``object.__setattr__`` would look each one up by name first.
+_SET_DICT = BaseModel.__dict__["__dict__"].__set__
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
 class _Prototype:
     """The state a validated, empty message of one class starts from.
 
@@ -102,11 +111,11 @@ class _Prototype:
         for name, factory in self._fresh:
             state[name] = factory()
         state.update(values)
-        message = self._cls.__new__(self._cls)
-        object.__setattr__(message, "__dict__", state)
-        object.__setattr__(message, "__pydantic_fields_set__", set(values))
-        object.__setattr__(message, "__pydantic_extra__", {})
-        object.__setattr__(message, "__pydantic_private__", None)
+        message = object.__new__(self._cls)
+        _SET_DICT(message, state)
+        _SET_FIELDS_SET(message, set(values))
+        _SET_EXTRA(message, {})
+        _SET_PRIVATE(message, None)
         return message
 
 
