@@ -11,13 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel, Field
 
 from symfonic import SymfonicAgent, interaction
 from symfonic.agent.cutover.rehydration import NOT_DISPATCHED
-from symfonic.capabilities.human.answers import DECLINED
+from symfonic.capabilities.human.answers import DECLINED, PLAIN_APPROVAL, validate_answer
+from symfonic.capabilities.human.interactions import approval_schema
 from symfonic.core.contracts.types import (
     InteractionKind,
     PauseState,
@@ -351,3 +355,55 @@ async def test_a_free_text_question_wants_a_string(sqlite_url: str, bank: Bank) 
         assert (await agent.resume(paused.pause.token, "")).status == "complete"
     finally:
         await agent.aclose()
+
+
+# Tool parameter schemas as langchain-core writes them: typed properties, some required.
+_PARAMETER_TYPES = st.sampled_from(
+    [
+        {"type": "string"},
+        {"type": "integer"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "array", "items": {"type": "string"}},
+        {"type": "object"},
+        {"enum": ["a", "b"]},
+    ]
+)
+
+
+@st.composite
+def _parameters(draw: st.DrawFn) -> dict[str, Any]:
+    properties = draw(st.dictionaries(st.text(min_size=1, max_size=8), _PARAMETER_TYPES))
+    names = sorted(properties)
+    required = draw(st.lists(st.sampled_from(names), unique=True)) if names else []
+    return {"type": "object", "properties": properties, "required": required}
+
+
+@settings(max_examples=60, deadline=None)
+@given(_parameters())
+def test_a_plain_approval_is_what_every_approval_schema_admits(parameters: dict[str, Any]) -> None:
+    """The answer accepted without walking the schema is one the schema accepts."""
+    schema = approval_schema(parameters)
+    assert jsonschema.Draft202012Validator(schema).is_valid(PLAIN_APPROVAL)
+    validate_answer(schema, dict(PLAIN_APPROVAL), "resolved", InteractionKind.APPROVAL)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"decision": "approve", "note": "ok"},
+        {"decision": "Approve"},
+        {"decision": "edit"},
+        {"decision": "reject", "reason": 3},
+        {},
+        "approve",
+        None,
+    ],
+)
+def test_an_approval_that_is_not_plain_is_still_checked_against_the_schema(answer: Any) -> None:
+    from symfonic import InvalidAnswer
+
+    schema = approval_schema({"type": "object", "properties": {"amount": {"type": "integer"}}})
+    with pytest.raises(InvalidAnswer) as refused:
+        validate_answer(schema, answer, "resolved", InteractionKind.APPROVAL)
+    assert refused.value.message

@@ -167,7 +167,7 @@ async def resume_turn(
                 yield event
             return
         raise refusal(pause, now)
-    validate_answer(pause.response_schema, answer, status)
+    validate_answer(pause.response_schema, answer, status, pause.kind)
     scope = IssuerScope(pause.principal, pause.agent)
     turn = ResumedTurn(agent.guarded, principal.name, pause.session_id, scope, uuid.uuid4().hex)
     admitted = turn.admission(budgeted=True)(agent, scope)
