@@ -85,6 +85,47 @@ def _merged(parts: Sequence[AIMessage]) -> AIMessage:
     return add_ai_message_chunks(*chunks)
 
 
+class _Pulse:
+    """``heartbeat`` every ``interval`` seconds, one beat at a time, until stopped.
+
+    A beat gets a task of its own only when it falls due, and the next is timed
+    from the end of the last, so beats never overlap. A beat that fails stops
+    the pulse, and :meth:`stop` raises its error: the turn fails as it would
+    have with the beat awaited beside the tool.
+    """
+
+    def __init__(self, heartbeat: Heartbeat, interval: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._heartbeat = heartbeat
+        self._interval = interval
+        self._beat: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(interval, self._due)
+
+    def _due(self) -> None:
+        self._beat = asyncio.ensure_future(self._heartbeat(), loop=self._loop)
+        self._beat.add_done_callback(self._rearm)
+
+    def _rearm(self, beat: asyncio.Task[None]) -> None:
+        failed = not beat.cancelled() and beat.exception() is not None
+        if self._timer is not None and not failed:
+            self._timer = self._loop.call_later(self._interval, self._due)
+
+    async def stop(self) -> None:
+        """Stop the timer and any beat in progress; raise the error of a failed beat."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        beat = self._beat
+        if beat is None:
+            return
+        if not beat.done():
+            beat.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait((beat,))
+        if not beat.cancelled():
+            beat.result()
+
+
 @dataclass
 class Kernel:
     """Live handles for one turn: the model bound to its tools, the tools, the limits.
@@ -138,28 +179,20 @@ class Kernel:
         return message, event
 
     async def _beating(self, work: Coroutine[Any, Any, T]) -> T:
-        """Await ``work`` while the heartbeat keeps time beside it.
+        """Await ``work`` in this task while the heartbeat keeps time beside it.
 
-        One task and a timed wait rather than a task group: almost every tool
-        returns long before the first beat, and a task group costs about five
-        times as much, on every call.
+        The tool runs in the turn's own task, so cancelling the turn cancels
+        the tool. The heartbeat is only a timer until it falls due: almost every
+        tool returns long before the first beat, and a timer armed and cancelled
+        costs a fraction of a task and a timed wait.
         """
-        heartbeat = self.heartbeat
-        if heartbeat is None:
+        if self.heartbeat is None:
             return await work
-        task = asyncio.ensure_future(work)
+        pulse = _Pulse(self.heartbeat, self.heartbeat_interval)
         try:
-            while True:
-                done, _ = await asyncio.wait((task,), timeout=self.heartbeat_interval)
-                if done:
-                    return task.result()
-                await heartbeat()
+            return await work
         finally:
-            if not task.done():
-                task.cancel()
-                # The tool is not left running behind a turn that has stopped.
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait((task,))
+            await pulse.stop()
 
     async def run(
         self,
