@@ -90,8 +90,8 @@ class _Pulse:
 
     A beat gets a task of its own only when it falls due, and the next is timed
     from the end of the last, so beats never overlap. A beat that fails stops
-    the pulse, and :meth:`stop` raises its error: the turn fails as it would
-    have with the beat awaited beside the tool.
+    the pulse; :meth:`raise_failure` raises its error once the work is done, so
+    the turn fails as it would have with the beat awaited beside the tool.
     """
 
     def __init__(self, heartbeat: Heartbeat, interval: float) -> None:
@@ -111,18 +111,20 @@ class _Pulse:
             self._timer = self._loop.call_later(self._interval, self._due)
 
     async def stop(self) -> None:
-        """Stop the timer and any beat in progress; raise the error of a failed beat."""
+        """Stop the timer, and the beat in progress if there is one."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         beat = self._beat
-        if beat is None:
-            return
-        if not beat.done():
+        if beat is not None and not beat.done():
             beat.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.wait((beat,))
-        if not beat.cancelled():
+
+    def raise_failure(self) -> None:
+        """Raise the error of the beat that failed, if one did."""
+        beat = self._beat
+        if beat is not None and beat.done() and not beat.cancelled():
             beat.result()
 
 
@@ -190,9 +192,11 @@ class Kernel:
             return await work
         pulse = _Pulse(self.heartbeat, self.heartbeat_interval)
         try:
-            return await work
+            result = await work
         finally:
             await pulse.stop()
+        pulse.raise_failure()
+        return result
 
     async def run(
         self,
