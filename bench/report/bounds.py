@@ -35,11 +35,11 @@ PROFILES = {
         "≈50 µs), and no generator is left for the event loop's finalizer (three a cycle "
         "were, each a wake-up through the loop's self-pipe).",
         "*profile*: LangGraph's own cycle crosses threads ≈30 times (`aiosqlite` runs every "
-        "statement on a thread and wakes the loop through its self-pipe), so its speed moves "
-        "with how fast this virtual machine wakes an idle core: at history 0, concurrency 1 "
-        "it measured anywhere from 49 to 91 cycles/s on the same day, with nothing else "
-        "running, while symfonic's moved far less. The rounds put both systems in the same "
-        "moments; they cannot make the moments alike.",
+        "statement on a thread and wakes the loop through its self-pipe), so its speed depends "
+        "on how the machine schedules those hand-offs: at history 0, concurrency 1 it measured "
+        "45–60 cycles/s on a quiet machine but 68–91 while another process kept one of the two "
+        "cores busy (the threads then hand off on one core), when symfonic, single-threaded, "
+        "slowed down. A run flagged busy below understates symfonic's ratios for that reason too.",
     ),
     "postgresql": (
         "*profile*: the store is ≈58% of a cycle: five round trips (start, record the pause, "
