@@ -24,12 +24,12 @@ PROFILES = {
     "sqlite": (
         "*profile*: the two model calls through langchain-core's `BaseChatModel.ainvoke` "
         "(callback manager, run ids, an `inspect.signature` of the model on every call, two "
-        "`asyncio.gather`s) are ≈32% of a cycle, ≈0.3 ms each: LangGraph pays them too.",
-        "*profile*: the store is ≈40%: four write transactions (start, pause, claim, publish) "
+        "`asyncio.gather`s) are ≈31% of a cycle, ≈0.3–0.4 ms each: LangGraph pays them too.",
+        "*profile*: the store is ≈42%: four write transactions (start, pause, claim, publish) "
         "and one read, thirteen statements, each transaction run whole on the event loop. "
         "About half of it is SQLite itself, which appends ≈20 WAL pages a cycle (two `pwrite`s "
         "a page); the other half is the adapter's Python (binding, rows to records, JSON).",
-        "*profile*: the rest, ≈28%, is spread thinly over symfonic's own Python (the kernel, "
+        "*profile*: the rest, ≈27%, is spread thinly over symfonic's own Python (the kernel, "
         "typed events, tokens, the generators that carry events), no item above ≈3%. A plain "
         "approval is accepted without walking the pause's `oneOf` schema (jsonschema took "
         "≈50 µs), and no generator is left for the event loop's finalizer (three a cycle "
@@ -42,9 +42,9 @@ PROFILES = {
         "slowed down. A run flagged busy below understates symfonic's ratios for that reason too.",
     ),
     "postgresql": (
-        "*profile*: the store is ≈58% of a cycle: five round trips (start, record the pause, "
+        "*profile*: the store is ≈60% of a cycle: five round trips (start, record the pause, "
         "look it up, claim, publish), each one statement; three commits wait for the disk "
-        "(record, claim, publish), a run marker's does not. The model calls are ≈22%.",
+        "(record, claim, publish), a run marker's does not. The model calls are ≈21%.",
         "*profile*: at concurrency 1 a cycle is the floor's three durable commits *plus* "
         "symfonic's CPU, one after the other: ≈2.3–3.5 ms of CPU (≈0.1–0.15 ms per round trip "
         "in asyncpg and the loop's socket handling, on top of what SQLite's cycle spends "
@@ -87,13 +87,13 @@ REMEDIES = (
     "deployment, and the benchmark leaves every system at Python's thresholds (each child only "
     "freezes what its start-up left alive, for every system alike).",
     "SQLite: fewer B-tree pages per commit with `WITHOUT ROWID` tables looked like ≈3% of a "
-    "cycle in isolation, but measured 2–8% *slower* per cycle in an A/B on a real store (a "
-    "pause row and a checkpoint are wide rows, which such tables keep in their index "
-    "pages): not done.",
+    "cycle in isolation, but an A/B of whole cycles on a real store showed no gain beyond "
+    "the noise (−7% to +7% across three pairs; a pause row and a checkpoint are wide rows, "
+    "which such tables keep in their index pages): not done.",
     "The LangGraph target on SQLite asks for a cycle at most a tenth of LangGraph's, whose "
     "own speed moves by up to half from one moment to the next (above). Of symfonic's cycle, "
-    "the model calls (≈32%) are paid by both systems and the store's SQLite half (≈20%) is "
-    "commits any runtime makes: what is left to cut is the store's Python and the ≈28% "
+    "the model calls (≈31%) are paid by both systems and the store's SQLite half (≈20%) is "
+    "commits any runtime makes: what is left to cut is the store's Python and the ≈27% "
     "spread over symfonic's own code, where no single item is above ≈3% of the cycle.",
     "The floor on SQLite is ≈0.3 ms of commits: 50% of it is less than the two model calls "
     "alone, for any runtime that calls a langchain-core model.",
