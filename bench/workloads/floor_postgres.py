@@ -43,20 +43,15 @@ CREATE TABLE IF NOT EXISTS floor_pauses (
     tool_call_id TEXT NOT NULL, base_revision INTEGER NOT NULL, state TEXT NOT NULL,
     created_at TIMESTAMPTZ NOT NULL, expires_at TIMESTAMPTZ NOT NULL, claim_id TEXT,
     lease_until TIMESTAMPTZ, answered_by TEXT, answered_at TIMESTAMPTZ, answer JSON,
-    outcome JSON);
+    outcome JSON, checkpoint JSON);
 CREATE INDEX IF NOT EXISTS floor_pauses_session ON floor_pauses (session_id);
-CREATE TABLE IF NOT EXISTS floor_checkpoints (
-    pause_id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
-    base_revision INTEGER NOT NULL, body JSON NOT NULL);
 """
 
-# Commit 1: the pause row and its checkpoint.
+# Commit 1: the pause row, its checkpoint in it.
 PAUSE = (
-    "WITH pause AS (INSERT INTO floor_pauses (pause_id, session_id, principal, kind, query,"
-    " response_schema, tool_call_id, base_revision, state, created_at, expires_at)"
-    " VALUES ($1, $2, 'bench', 'approval', $3, $4, $5, $6, 'pending', $7, $8))"
-    " INSERT INTO floor_checkpoints (pause_id, session_id, base_revision, body)"
-    " VALUES ($1, $2, $6, $9)"
+    "INSERT INTO floor_pauses (pause_id, session_id, principal, kind, query,"
+    " response_schema, tool_call_id, base_revision, state, created_at, expires_at, checkpoint)"
+    " VALUES ($1, $2, 'bench', 'approval', $3, $4, $5, $6, 'pending', $7, $8, $9)"
 )
 # Commit 2: the single-use claim.
 CLAIM = (

@@ -4,7 +4,7 @@ The floor is the database doing only what a cycle cannot avoid, so its rows must
 be as large as the real ones, or it would be a floor nobody can reach:
 
 * a pause row with the columns an auditable pause needs (who, what, schema, expiry);
-* a checkpoint of the in-flight turn, ~1.5 KB (the user message and the paused
+* a checkpoint of the in-flight turn in it, ~1.5 KB (the user message and the paused
   round with its tool call, as langchain-core serialises them);
 * the turn's four message rows at publish (user, tool call, tool result, answer).
 """

@@ -8,7 +8,8 @@ SQLite admits one writer at a time and no coroutine can run between two
 statements of a transaction, so one connection is the fastest arrangement it
 allows. The commits:
 
-1. pause   — insert the pause row and the ~1.5 KB checkpoint of the in-flight turn;
+1. pause   — insert the pause row, the ~1.5 KB checkpoint of the in-flight turn in it
+   (a table of its own would be a second B-tree to write);
 2. claim   — ``UPDATE … SET state='claimed' WHERE pause_id=? AND state='pending'``;
 3. publish — bump the session revision conditionally, insert the turn's four
    message rows, mark the pause published.
@@ -47,20 +48,14 @@ CREATE TABLE IF NOT EXISTS floor_pauses (
     kind TEXT NOT NULL, query TEXT NOT NULL, response_schema TEXT NOT NULL,
     tool_call_id TEXT NOT NULL, base_revision INTEGER NOT NULL, state TEXT NOT NULL,
     created_at TEXT NOT NULL, expires_at TEXT NOT NULL, claim_id TEXT, lease_until TEXT,
-    answered_by TEXT, answered_at TEXT, answer TEXT, outcome TEXT);
+    answered_by TEXT, answered_at TEXT, answer TEXT, outcome TEXT, checkpoint TEXT);
 CREATE INDEX IF NOT EXISTS floor_pauses_session ON floor_pauses (session_id);
-CREATE TABLE IF NOT EXISTS floor_checkpoints (
-    pause_id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
-    base_revision INTEGER NOT NULL, body TEXT NOT NULL);
 """
 
 INSERT_PAUSE = (
     "INSERT INTO floor_pauses (pause_id, session_id, principal, kind, query, response_schema,"
-    " tool_call_id, base_revision, state, created_at, expires_at)"
-    " VALUES (?, ?, 'bench', 'approval', ?, ?, ?, ?, 'pending', ?, ?)"
-)
-INSERT_CHECKPOINT = (
-    "INSERT INTO floor_checkpoints (pause_id, session_id, base_revision, body) VALUES (?, ?, ?, ?)"
+    " tool_call_id, base_revision, state, created_at, expires_at, checkpoint)"
+    " VALUES (?, ?, 'bench', 'approval', ?, ?, ?, ?, 'pending', ?, ?, ?)"
 )
 CLAIM = (
     "UPDATE floor_pauses SET state = 'claimed', claim_id = ?, lease_until = ?,"
@@ -147,14 +142,6 @@ class SqliteFloor(Workload):
                         state.revision,
                         created,
                         expires,
-                    ),
-                ),
-                (
-                    INSERT_CHECKPOINT,
-                    (
-                        row.pause_id,
-                        session,
-                        state.revision,
                         checkpoint_body(row.call_id, state.revision),
                     ),
                 ),

@@ -46,20 +46,18 @@ from symfonic.core.contracts.store import (
 from symfonic.core.messages import MessageBody
 from symfonic.storage.queries import (
     BEGIN_RUN,
-    CHECKPOINT_INSERT,
     CLAIM,
+    DROP_CHECKPOINT,
     END_RUN,
-    INSERT_CHECKPOINT,
     INSERT_PAUSE,
     NEXT_REVISION_ENDING_RUN,
     PAUSE_INSERT,
-    checkpoint_params,
     claim_params,
     completed_outcome,
     insert_row,
     pause_params,
 )
-from symfonic.storage.rows import session_of
+from symfonic.storage.rows import checkpoint_of, session_of
 from symfonic.storage.sql_store import SqlStore, claim_lapsed, revision_conflict, run_lost
 from symfonic.storage.statements import Statement, json_text, json_value
 
@@ -102,12 +100,8 @@ BEGIN_RUN_WITH_HISTORY = _without_waiting_for_the_disk(
 )
 END_RUN_WITHOUT_WAITING = _without_waiting_for_the_disk(END_RUN)
 
-_CHECKPOINT_OF_PAUSE = "FROM symfonic_checkpoints c WHERE c.pause_id = symfonic_pauses.pause_id"
 CLAIM_WITH_TURN = _returning_also(
-    CLAIM,
-    f"(SELECT c.format_version {_CHECKPOINT_OF_PAUSE}) AS format_version,"
-    f" (SELECT c.body {_CHECKPOINT_OF_PAUSE}) AS body,"
-    f" {_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')} AS history",
+    CLAIM, f"{_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')} AS history"
 )
 
 # The turn's messages, appended after the row ``bumped`` returns, numbered on
@@ -127,12 +121,8 @@ PUBLISH_TURN = Statement(
 # only by it: both inserts read their one row from ``ended``.
 RECORD_RUN_PAUSE = Statement(
     f"WITH ended AS ({END_RUN.text} RETURNING session_id),"
-    f" checkpoint AS ({insert_row(*CHECKPOINT_INSERT, only_if='ended').text}),"
     f" pause AS ({insert_row(*PAUSE_INSERT, only_if='ended').text})"
     " SELECT count(*) AS recorded FROM ended"
-)
-RECORD_PAUSE = Statement(
-    f"WITH checkpoint AS ({INSERT_CHECKPOINT.text}) {INSERT_PAUSE.text}"
 )
 
 PUBLISH_RESUME = Statement(
@@ -141,16 +131,15 @@ PUBLISH_RESUME = Statement(
     " FOR UPDATE),"
     " locked AS (SELECT revision FROM symfonic_sessions WHERE session_id = :session_id"
     " FOR UPDATE),"
-    " published AS (UPDATE symfonic_pauses SET state = 'published', outcome = :outcome"
+    " published AS (UPDATE symfonic_pauses"
+    f" SET state = 'published', outcome = :outcome, {DROP_CHECKPOINT}"
     " FROM claimed, locked WHERE symfonic_pauses.pause_id = claimed.pause_id"
     " AND locked.revision = claimed.base_revision RETURNING symfonic_pauses.pause_id),"
     " bumped AS (UPDATE symfonic_sessions"
     " SET revision = revision + 1, message_count = message_count + :added"
     " WHERE session_id = :session_id AND EXISTS (SELECT 1 FROM published)"
     " RETURNING revision, message_count),"
-    f" {_APPENDED},"
-    " dropped AS (DELETE FROM symfonic_checkpoints"
-    " WHERE pause_id IN (SELECT pause_id FROM published))"
+    f" {_APPENDED}"
     " SELECT (SELECT revision FROM bumped) AS revision,"
     " (SELECT base_revision FROM claimed) AS base_revision"
 )
@@ -182,16 +171,7 @@ class PostgresStatements(SqlStore):
         row = (await self._write_one(CLAIM_WITH_TURN(**claim_params(claim, now=now)))).first()
         if row is None:
             return None
-        checkpoint = None
-        if row["body"] is not None:
-            checkpoint = CheckpointRecord(
-                pause_id=claim.pause_id,
-                session_id=row["session_id"],
-                format_version=row["format_version"],
-                base_revision=row["base_revision"],
-                body=json_value(row["body"]),
-            )
-        return ClaimedPause(checkpoint, json_value(row["history"]) or [])
+        return ClaimedPause(checkpoint_of(row), json_value(row["history"]) or [])
 
     async def publish_turn(
         self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str
@@ -218,10 +198,9 @@ class PostgresStatements(SqlStore):
         if supersedes is not None:
             await super().record_pause(pause, checkpoint, supersedes=supersedes, run_id=run_id)
             return
-        # The two inserts share pause_id, session_id and base_revision, with the same values.
-        params = {**checkpoint_params(checkpoint), **pause_params(pause, supersedes=None)}
+        params = pause_params(pause, checkpoint, supersedes=None)
         if run_id is None:
-            await self._write_one(RECORD_PAUSE(**params))
+            await self._write_one(INSERT_PAUSE(**params))
             return
         row = (await self._write_one(RECORD_RUN_PAUSE(**params, run_id=run_id))).first()
         if row is None or row["recorded"] != 1:

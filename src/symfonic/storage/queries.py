@@ -59,13 +59,16 @@ INSERT_MESSAGE = Statement(
 
 # Every transition of a claimed pause: only the claim that holds it may make it.
 _CLAIMED_BY = "WHERE session_id = :session_id AND claim_id = :claim_id AND state = 'claimed'"
+# A settled pause's turn is in the session's history (published) or in the
+# pause that replaced it (superseded): its checkpoint is dropped as it settles.
+DROP_CHECKPOINT = "checkpoint_format = NULL, checkpoint = NULL"
 SUPERSEDE = Statement(
-    f"UPDATE symfonic_pauses SET state = 'superseded', outcome = :outcome {_CLAIMED_BY}"
-    " RETURNING pause_id"
+    f"UPDATE symfonic_pauses SET state = 'superseded', outcome = :outcome, {DROP_CHECKPOINT}"
+    f" {_CLAIMED_BY} RETURNING pause_id"
 )
 PUBLISH_PAUSE = Statement(
-    f"UPDATE symfonic_pauses SET state = 'published', outcome = :outcome {_CLAIMED_BY}"
-    " RETURNING pause_id, base_revision"
+    f"UPDATE symfonic_pauses SET state = 'published', outcome = :outcome, {DROP_CHECKPOINT}"
+    f" {_CLAIMED_BY} RETURNING pause_id, base_revision"
 )
 RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {_CLAIMED_BY}")
 ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {_CLAIMED_BY}")
@@ -74,7 +77,7 @@ CLAIM = Statement(
     " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
     " answer = :answer, answer_status = :status"
     " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :now"
-    " RETURNING session_id, base_revision"
+    f" RETURNING {CHECKPOINT_COLUMNS}"
 )
 ABANDON_PENDING = Statement(
     "UPDATE symfonic_pauses SET state = 'abandoned'"
@@ -92,21 +95,15 @@ def insert_row(table: str, columns: str, values: str, *, only_if: str | None = N
 PAUSE_INSERT = (
     "symfonic_pauses",
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
-    " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes",
+    " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
+    " checkpoint_format, checkpoint",
     ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
     " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
-    " :supersedes",
-)
-CHECKPOINT_INSERT = (
-    "symfonic_checkpoints",
-    CHECKPOINT_COLUMNS,
-    ":pause_id, :session_id, :format_version, :base_revision, :body",
+    " :supersedes, :checkpoint_format, :checkpoint",
 )
 INSERT_PAUSE = insert_row(*PAUSE_INSERT)
-INSERT_CHECKPOINT = insert_row(*CHECKPOINT_INSERT)
-DELETE_CHECKPOINT = Statement("DELETE FROM symfonic_checkpoints WHERE pause_id = :pause_id")
 LOAD_CHECKPOINT = Statement(
-    f"SELECT {CHECKPOINT_COLUMNS} FROM symfonic_checkpoints WHERE pause_id = :pause_id"
+    f"SELECT {CHECKPOINT_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id"
 )
 GET_PAUSE = Statement(f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id")
 CLAIMED_PAUSE = Statement(
@@ -140,19 +137,16 @@ def sweep_statements(lock: str) -> tuple[Statement, Statement]:
     )
 
 
-def checkpoint_params(checkpoint: CheckpointRecord) -> dict[str, Any]:
-    """The parameters of a checkpoint row's insert."""
-    return {
-        "pause_id": checkpoint.pause_id,
-        "session_id": checkpoint.session_id,
-        "format_version": checkpoint.format_version,
-        "base_revision": checkpoint.base_revision,
-        "body": json_text(checkpoint.body),
-    }
-
-
-def pause_params(pause: PauseRecord, *, supersedes: str | None) -> dict[str, Any]:
-    """The parameters of a pending pause row's insert."""
+def pause_params(
+    pause: PauseRecord, checkpoint: CheckpointRecord, *, supersedes: str | None
+) -> dict[str, Any]:
+    """The parameters of a pending pause row's insert, its checkpoint with it."""
+    if (checkpoint.pause_id, checkpoint.session_id, checkpoint.base_revision) != (
+        pause.pause_id,
+        pause.session_id,
+        pause.base_revision,
+    ):
+        raise ValueError(f"checkpoint {checkpoint.pause_id} is not pause {pause.pause_id}'s turn")
     return {
         "pause_id": pause.pause_id,
         "session_id": pause.session_id,
@@ -168,6 +162,8 @@ def pause_params(pause: PauseRecord, *, supersedes: str | None) -> dict[str, Any
         "created_at": pause.created_at,
         "expires_at": pause.expires_at,
         "supersedes": supersedes,
+        "checkpoint_format": checkpoint.format_version,
+        "checkpoint": json_text(checkpoint.body),
     }
 
 

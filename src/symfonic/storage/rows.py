@@ -20,7 +20,8 @@ PAUSE_COLUMNS = (
     " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome"
 )
 SESSION_COLUMNS = "session_id, principal, agent, revision, metadata, created_at, run_id, run_lease"
-CHECKPOINT_COLUMNS = "pause_id, session_id, format_version, base_revision, body"
+# A pause row's checkpoint, with what it shares with the pause.
+CHECKPOINT_COLUMNS = "pause_id, session_id, base_revision, checkpoint_format, checkpoint"
 
 
 def aware(value: datetime | str | None) -> datetime | None:
@@ -78,11 +79,15 @@ def session_of(row: Row, *, now: datetime) -> SessionRecord:
     )
 
 
-def checkpoint_of(row: Row) -> CheckpointRecord:
+def checkpoint_of(row: Row) -> CheckpointRecord | None:
+    """The checkpoint in a row of :data:`CHECKPOINT_COLUMNS`; ``None`` once it is dropped."""
+    body = row["checkpoint"]
+    if body is None:
+        return None
     return CheckpointRecord(
         pause_id=row["pause_id"],
         session_id=row["session_id"],
-        format_version=row["format_version"],
+        format_version=row["checkpoint_format"],
         base_revision=row["base_revision"],
-        body=json_value(row["body"]),
+        body=json_value(body),
     )

@@ -55,11 +55,9 @@ from symfonic.storage.queries import (
     CLAIM,
     CLAIMED_PAUSE,
     CREATE_SESSION,
-    DELETE_CHECKPOINT,
     END_RUN,
     GET_PAUSE,
     GET_SESSION,
-    INSERT_CHECKPOINT,
     INSERT_MESSAGE,
     INSERT_PAUSE,
     LOAD_CHECKPOINT,
@@ -70,7 +68,6 @@ from symfonic.storage.queries import (
     RENEW_CLAIM,
     SESSION_PAUSES,
     SUPERSEDE,
-    checkpoint_params,
     claim_params,
     completed_outcome,
     pause_params,
@@ -256,9 +253,7 @@ class SqlStore(SqlTransactions):
                         claim_id=supersedes,
                     )
                 replaced = row["pause_id"]
-                yield DELETE_CHECKPOINT(pause_id=replaced)
-            yield INSERT_CHECKPOINT(**checkpoint_params(checkpoint))
-            yield INSERT_PAUSE(**pause_params(pause, supersedes=replaced))
+            yield INSERT_PAUSE(**pause_params(pause, checkpoint, supersedes=replaced))
 
         await self._write(record())
 
@@ -276,13 +271,10 @@ class SqlStore(SqlTransactions):
             row = (yield update).first()
             if row is None:
                 return None
-            checkpoint = (yield LOAD_CHECKPOINT(pause_id=claim.pause_id)).first()
             history = yield self.HISTORY(
                 session_id=row["session_id"], revision=row["base_revision"]
             )
-            return ClaimedPause(
-                None if checkpoint is None else checkpoint_of(checkpoint), history_of(history)
-            )
+            return ClaimedPause(checkpoint_of(row), history_of(history))
 
         return await self._write(take())
 
@@ -305,9 +297,7 @@ class SqlStore(SqlTransactions):
             if row is None:
                 raise claim_lapsed(claim_id)
             # A revision conflict raised here rolls the pause update back with it.
-            revision = yield from _append(session_id, int(row["base_revision"]), messages)
-            yield DELETE_CHECKPOINT(pause_id=row["pause_id"])
-            return revision
+            return (yield from _append(session_id, int(row["base_revision"]), messages))
 
         return await self._write(publish())
 
