@@ -356,3 +356,71 @@ async def test_a_pause_record_handed_to_the_resume_never_overrides_its_token(
             await anext(agent.resume_stream(other.pause.token, APPROVE, "mallory",
                                             pause=others_record))
         assert await _state(agent, other.pause.pause_id) is PauseState.PENDING
+
+
+class StoreCalls:
+    """Counts the pause reads and claims a resume makes, passing each call on."""
+
+    def __init__(self, agent: SymfonicAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[str] = []
+        store = agent.store
+        for name in ("get_pause", "claim_pause", "claim_own_pause"):
+            monkeypatch.setattr(store, name, self._counting(name, getattr(store, name)))
+
+    def _counting(self, name: str, method: Any) -> Any:
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return await method(*args, **kwargs)
+
+        return counted
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "sent"), [(APPROVE, "resolved", [5]), (None, "cancelled", [])]
+)
+async def test_an_owners_answer_that_needs_no_schema_is_claimed_without_a_read(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, answer: Any, status: Any, sent: list[int]
+) -> None:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay", principal="alice")
+        assert paused.pause is not None
+        store = StoreCalls(agent, monkeypatch)
+        done = await agent.resume(paused.pause.token, answer, "alice", status=status)
+        assert done.status == "complete" and payments.sent == sent
+        assert store.calls == ["claim_own_pause"]
+        pause = await agent.store.get_pause(paused.pause.pause_id)
+        assert pause is not None and pause.state is PauseState.PUBLISHED
+        assert (pause.answered_by, pause.answer_status) == ("alice", status)
+
+
+async def test_a_resume_the_unread_claim_does_not_fit_reads_the_pause_and_claims_it(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payments = Payments()
+    quota = Quota(turns=10, per_seconds=60)
+    async with _agent(store_url, payments) as agent, _agent(
+        store_url, payments, quota=quota
+    ) as metered:
+        # An edit is validated against the pause's schema, so the pause is read.
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        store = StoreCalls(agent, monkeypatch)
+        edit = {"decision": "edit", "args": {"amount": 7}}
+        assert (await agent.resume(paused.pause.token, edit)).status == "complete"
+        assert store.calls == ["get_pause", "claim_pause"]
+        # Another principal's pause, answered by a wildcard: the unread claim does
+        # not match it and writes nothing; the pause is read, then claimed.
+        admin = Principal("ops", frozenset({"*"}))
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        store.calls.clear()
+        assert (await agent.resume(paused.pause.token, APPROVE, admin)).status == "complete"
+        assert store.calls == ["claim_own_pause", "get_pause", "claim_pause"]
+        # A quota admits the turn against the pause's owner, read first.
+        paused = await metered.run("pay")
+        assert paused.pause is not None
+        metered_store = StoreCalls(metered, monkeypatch)
+        assert (await metered.resume(paused.pause.token, APPROVE)).status == "complete"
+        assert metered_store.calls == ["get_pause", "claim_pause"]
+        assert payments.sent == [7, 5, 5]

@@ -412,3 +412,45 @@ async def test_a_run_that_lost_its_hold_records_no_pause(store: Store) -> None:
     assert await state_of(store, held.pause_id) is PauseState.PENDING
     session = await store.get_session(session_id)
     assert session is not None and not session.running
+
+
+async def test_an_owner_claims_unread_only_a_pause_the_read_would_have_let_it_claim(
+    store: Store,
+) -> None:
+    session_id = await new_session(store)
+    approval = frozenset({InteractionKind.APPROVAL})
+
+    async def claim_own(pause: PauseRecord, *, principal: str = "ann", agent: str = "assistant",
+                        kinds: frozenset[InteractionKind] = approval, at: datetime = T0) -> Any:
+        claim = Claim(pause.pause_id, uuid.uuid4().hex, principal, {"decision": "approve"},
+                      "resolved", at, at + HOUR)
+        return await store.claim_own_pause(claim, agent=agent, kinds=kinds, now=at)
+
+    refused = {
+        "another principal's": (await paused(store, session_id, kind=InteractionKind.APPROVAL),
+                                {"principal": "bob"}),
+        "an audience's": (await paused(store, session_id, kind=InteractionKind.APPROVAL,
+                                       audience="approver"), {}),
+        "another agent's": (await paused(store, session_id, kind=InteractionKind.APPROVAL),
+                            {"agent": "support"}),
+        "another kind's": (await paused(store, session_id), {}),
+        "an expired": (await paused(store, session_id, kind=InteractionKind.APPROVAL),
+                       {"at": T0 + HOUR}),
+    }
+    for what, (pause, conditions) in refused.items():
+        assert await claim_own(pause, **conditions) is None, what
+        assert await state_of(store, pause.pause_id) is PauseState.PENDING, what
+
+    pause = await paused(store, session_id, kind=InteractionKind.APPROVAL)
+    won = await claim_own(pause)
+    assert won is not None
+    assert (won.pause.pause_id, won.pause.state, won.pause.answered_by) == (
+        pause.pause_id, PauseState.CLAIMED, "ann",
+    )
+    assert (won.pause.tool_call_id, won.pause.base_revision) == ("call_1", 0)
+    assert won.claimed.checkpoint == checkpoint_of(pause)
+    assert won.claimed.history == []
+    # Single-use, like every claim; and any kind is claimable when the answer fits all.
+    assert await claim_own(pause) is None
+    other_kind = await paused(store, session_id)
+    assert await claim_own(other_kind, kinds=frozenset(InteractionKind)) is not None

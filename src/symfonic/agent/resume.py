@@ -6,15 +6,22 @@ pending, an answer that fails the schema, a refused budget -- is checked before
 the claim, so a refused request never spends the token. The claim is the one
 conditional statement that decides the race; after it, :class:`ResumedTurn`
 either publishes, records a second pause, or moves the pause to ``abandoned``.
+
+An owner's answer that needs no schema (a cancellation, the plain approval),
+to an agent without a quota, is claimed without the pause being read first:
+the checks the read would serve are then the claim's own condition, and a
+claim that does not meet them writes nothing and falls back to reading the
+pause, which refuses the request as it always would.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing, suppress
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import anyio
 
@@ -22,7 +29,7 @@ from symfonic.agent.cutover.kernel_resume import kernel_resume
 from symfonic.agent.fastapi.shared_resume_turn import ResumedTurn
 from symfonic.agent.lease import ClaimLease
 from symfonic.agent.outcomes import error_event
-from symfonic.capabilities.human.answers import validate_answer
+from symfonic.capabilities.human.answers import kinds_admitting, validate_answer
 from symfonic.capabilities.human.turnstate import ClaimedTurn, ResumeOutcome, TurnCheckpointStore
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
@@ -49,9 +56,9 @@ from symfonic.core.messages import messages_of
 from symfonic.platform.resume_budget import IssuerScope
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from symfonic.agent.agent import SymfonicAgent
+
+T = TypeVar("T")
 
 
 def _same_answer(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
@@ -135,18 +142,93 @@ async def _replay(agent: SymfonicAgent, pause: PauseRecord) -> list[Event]:
     ]
 
 
-async def _claim(
-    store: Store, claim: Claim, session_id: str, *, now: datetime
-) -> ClaimedTurn | None:
-    """The single-use claim. A claim whose reply was lost may still have committed:
+class _Won(NamedTuple):
+    """A claim this request won: the pause, and what its turn runs with."""
+
+    pause: PauseRecord
+    turn: ResumedTurn
+    admitted: Any
+    lease: ClaimLease
+    claimed: ClaimedTurn
+
+
+async def _claimed(
+    store: Store, claim: Claim, taking: Awaitable[T], *, session_id: str | None
+) -> T:
+    """The claim's outcome. A claim whose reply was lost may still have committed:
     abandon it (a no-op if it did not) rather than leave the pause ``claimed``."""
     try:
-        return await TurnCheckpointStore(store).claim(claim, now=now)
+        return await taking
     except StoreUnavailable:
         # If even that fails, the lease lapses and the sweeper abandons it.
         with anyio.CancelScope(shield=True), suppress(StoreUnavailable):
-            await store.abandon_claim(session_id, claim.claim_id)
+            if session_id is None:  # claimed unread: the row says whose session it is
+                row = await store.get_pause(claim.pause_id)
+                session_id = None if row is None else row.session_id
+            if session_id is not None:
+                await store.abandon_claim(session_id, claim.claim_id)
         raise
+
+
+async def _claim_read(
+    agent: SymfonicAgent,
+    pause: PauseRecord,
+    answer: Any,
+    principal: Principal,
+    status: AnswerStatus,
+    now: datetime,
+) -> _Won | None:
+    """Claim a pause read, authorised and validated first; ``None``: the claim lost."""
+    scope = IssuerScope(pause.principal, pause.agent)
+    turn = ResumedTurn(agent.guarded, principal.name, pause.session_id, scope, uuid.uuid4().hex)
+    admitted = turn.admission(budgeted=True)(agent, scope)
+    lease = ClaimLease(
+        agent.store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
+    )
+    claim = Claim(pause.pause_id, turn.claim_id, principal.name, answer, status, now, lease.until())
+    taking = TurnCheckpointStore(agent.store).claim(claim, now=now)
+    claimed = await _claimed(agent.store, claim, taking, session_id=pause.session_id)
+    return None if claimed is None else _Won(pause, turn, admitted, lease, claimed)
+
+
+async def _claim_unread(
+    agent: SymfonicAgent, token: object, answer: Any, principal: Principal, status: AnswerStatus
+) -> _Won | None:
+    """Claim the caller's own pause without reading it first, where nothing read is needed.
+
+    That is when the answer is valid for every pause of some kinds (a
+    cancellation, the plain approval), so no schema need be read to validate
+    it, and when the agent has no quota, whose admission before the claim
+    would count against the pause's owner. The claim's condition then holds
+    everything the read would have checked (pending, unexpired, no audience,
+    the caller's own, this agent's, of such a kind), and saves a round trip.
+    ``None`` when this does not apply or the condition does not hold: nothing
+    was written, and the caller reads the pause, which says why.
+    """
+    kinds = kinds_admitting(answer, status)
+    if not kinds or agent.quota is not None:
+        return None
+    pause_id = agent.guarded.signer.verify(token)
+    if pause_id is None:
+        return None
+    now = agent.clock()
+    # What the condition guarantees of a pause it claims: the caller's, of this agent.
+    scope = IssuerScope(principal.name, agent.name)
+    turn = ResumedTurn(agent.guarded, principal.name, "", scope, uuid.uuid4().hex)
+    admitted = turn.admission(budgeted=True)(agent, scope)
+    lease_until = now + timedelta(seconds=agent.claim_lease)
+    claim = Claim(pause_id, turn.claim_id, principal.name, answer, status, now, lease_until)
+    checkpoints = TurnCheckpointStore(agent.store)
+    taking = checkpoints.claim_own(claim, agent=agent.name, kinds=kinds, now=now)
+    won = await _claimed(agent.store, claim, taking, session_id=None)
+    if won is None:
+        return None
+    pause, claimed = won
+    turn.session_id = pause.session_id  # known once the claim has returned the row
+    lease = ClaimLease(
+        agent.store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
+    )
+    return _Won(pause, turn, admitted, lease, claimed)
 
 
 async def resume_turn(
@@ -158,41 +240,30 @@ async def resume_turn(
     *,
     pause: PauseRecord | None = None,
 ) -> AsyncGenerator[Event, None]:
-    store = agent.store
-    pause = await authorised_pause(agent, token, principal, pause)
-    now = agent.clock()
-    if pause.state is not PauseState.PENDING or pause.expires_at <= now:
-        if _replayable(pause, answer, status):
-            for event in await _replay(agent, pause):
-                yield event
-            return
-        raise refusal(pause, now)
-    validate_answer(pause.response_schema, answer, status, pause.kind)
-    scope = IssuerScope(pause.principal, pause.agent)
-    turn = ResumedTurn(agent.guarded, principal.name, pause.session_id, scope, uuid.uuid4().hex)
-    admitted = turn.admission(budgeted=True)(agent, scope)
-    lease = ClaimLease(
-        store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
-    )
-    claim = Claim(
-        pause_id=pause.pause_id,
-        claim_id=turn.claim_id,
-        principal=principal.name,
-        answer=answer,
-        status=status,
-        at=now,
-        lease_until=lease.until(),
-    )
-    claimed = await _claim(store, claim, pause.session_id, now=now)
-    if claimed is None:
-        # Lost the race. If the winner has already settled with this very
-        # answer, this request is an identical replay and gets its outcome.
-        latest = await store.get_pause(pause.pause_id) or pause
-        if _replayable(latest, answer, status):
-            for event in await _replay(agent, latest):
-                yield event
-            return
-        raise refusal(latest, agent.clock())
+    won = None
+    if pause is None:
+        won = await _claim_unread(agent, token, answer, principal, status)
+    if won is None:
+        pause = await authorised_pause(agent, token, principal, pause)
+        now = agent.clock()
+        if pause.state is not PauseState.PENDING or pause.expires_at <= now:
+            if _replayable(pause, answer, status):
+                for event in await _replay(agent, pause):
+                    yield event
+                return
+            raise refusal(pause, now)
+        validate_answer(pause.response_schema, answer, status, pause.kind)
+        won = await _claim_read(agent, pause, answer, principal, status, now)
+        if won is None:
+            # Lost the race. If the winner has already settled with this very
+            # answer, this request is an identical replay and gets its outcome.
+            latest = await agent.store.get_pause(pause.pause_id) or pause
+            if _replayable(latest, answer, status):
+                for event in await _replay(agent, latest):
+                    yield event
+                return
+            raise refusal(latest, agent.clock())
+    pause, turn, admitted, lease, claimed = won
     turn.claimed = True
     try:
         try:

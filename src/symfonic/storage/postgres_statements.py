@@ -34,15 +34,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
     ClaimedPause,
+    OwnClaim,
     PauseRecord,
     RunStart,
 )
+from symfonic.core.contracts.types import InteractionKind
 from symfonic.core.messages import MessageBody
 from symfonic.storage.queries import (
     BEGIN_RUN,
@@ -55,11 +58,13 @@ from symfonic.storage.queries import (
     claim_params,
     completed_outcome,
     insert_row,
+    own_claim,
+    own_claim_params,
     pause_params,
 )
-from symfonic.storage.rows import checkpoint_of, session_of
+from symfonic.storage.rows import checkpoint_of, pause_of, session_of
 from symfonic.storage.sql_store import SqlStore, claim_lapsed, revision_conflict, run_lost
-from symfonic.storage.statements import Statement, json_text, json_value
+from symfonic.storage.statements import Row, Statement, json_text, json_value
 
 
 def _history(session: str, revision: str) -> str:
@@ -100,9 +105,16 @@ BEGIN_RUN_WITH_HISTORY = _without_waiting_for_the_disk(
 )
 END_RUN_WITHOUT_WAITING = _without_waiting_for_the_disk(END_RUN)
 
-CLAIM_WITH_TURN = _returning_also(
-    CLAIM, f"{_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')} AS history"
+_CLAIMED_HISTORY = (
+    f"{_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')} AS history"
 )
+CLAIM_WITH_TURN = _returning_also(CLAIM, _CLAIMED_HISTORY)
+
+
+@cache
+def own_claim_with_turn(kinds: int) -> Statement:
+    return _returning_also(own_claim(kinds), _CLAIMED_HISTORY)
+
 
 # The turn's messages, appended after the row ``bumped`` returns, numbered on
 # from the session's message count.
@@ -149,6 +161,10 @@ def _texts(bodies: Sequence[MessageBody]) -> list[str | None]:
     return [json_text(body) for body in bodies]
 
 
+def _claimed(row: Row) -> ClaimedPause:
+    return ClaimedPause(checkpoint_of(row), json_value(row["history"]) or [])  # NULL: none
+
+
 class PostgresStatements(SqlStore):
     """The steps of a turn, one round trip each."""
 
@@ -169,9 +185,14 @@ class PostgresStatements(SqlStore):
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
         row = (await self._write_one(CLAIM_WITH_TURN(**claim_params(claim, now=now)))).first()
-        if row is None:
-            return None
-        return ClaimedPause(checkpoint_of(row), json_value(row["history"]) or [])
+        return None if row is None else _claimed(row)
+
+    async def claim_own_pause(
+        self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
+    ) -> OwnClaim | None:
+        params = own_claim_params(claim, agent=agent, kinds=kinds, now=now)
+        row = (await self._write_one(own_claim_with_turn(len(kinds))(**params))).first()
+        return None if row is None else OwnClaim(pause_of(row), _claimed(row))
 
     async def publish_turn(
         self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str

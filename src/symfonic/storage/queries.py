@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from symfonic.core.contracts.store import CheckpointRecord, Claim, PauseRecord
+from symfonic.core.contracts.types import InteractionKind
 from symfonic.storage.rows import CHECKPOINT_COLUMNS, PAUSE_COLUMNS, SESSION_COLUMNS
 from symfonic.storage.statements import Statement, json_text
 
@@ -72,13 +73,28 @@ PUBLISH_PAUSE = Statement(
 )
 RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {_CLAIMED_BY}")
 ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {_CLAIMED_BY}")
-CLAIM = Statement(
+_CLAIM = (
     "UPDATE symfonic_pauses SET state = 'claimed', claim_id = :claim_id,"
     " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
     " answer = :answer, answer_status = :status"
     " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :now"
-    f" RETURNING {CHECKPOINT_COLUMNS}"
 )
+CLAIM = Statement(f"{_CLAIM} RETURNING {CHECKPOINT_COLUMNS}")
+
+
+@cache
+def own_claim(kinds: int) -> Statement:
+    """The claim of a pause its owner answers unread, among ``kinds`` kinds.
+
+    Everything the read would have checked first is in the condition: the pause
+    is addressed to no audience and is the answerer's own, of this agent, of a
+    kind the answer is valid for whatever its schema. It returns the row.
+    """
+    names = ", ".join(f":kind_{i}" for i in range(kinds))
+    return Statement(
+        f"{_CLAIM} AND audience IS NULL AND principal = :principal AND agent = :agent"
+        f" AND kind IN ({names}) RETURNING {PAUSE_COLUMNS}, checkpoint_format, checkpoint"
+    )
 ABANDON_PENDING = Statement(
     "UPDATE symfonic_pauses SET state = 'abandoned'"
     " WHERE session_id = :session_id AND state = 'pending'"
@@ -179,6 +195,14 @@ def claim_params(claim: Claim, *, now: datetime) -> dict[str, Any]:
         "status": claim.status,
         "now": now,
     }
+
+
+def own_claim_params(
+    claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
+) -> dict[str, Any]:
+    """The parameters of :func:`own_claim`'s statement for ``len(kinds)`` kinds."""
+    named = {f"kind_{i}": kind.value for i, kind in enumerate(sorted(kinds))}
+    return {**claim_params(claim, now=now), "agent": agent, **named}
 
 
 def completed_outcome(answer: str) -> str | None:

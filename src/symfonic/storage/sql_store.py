@@ -41,12 +41,13 @@ from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
     ClaimedPause,
+    OwnClaim,
     PauseRecord,
     RunStart,
     SessionRecord,
     SweepReport,
 )
-from symfonic.core.contracts.types import PauseState
+from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.core.messages import MessageBody
 from symfonic.storage.queries import (
     ABANDON_CLAIM,
@@ -70,11 +71,21 @@ from symfonic.storage.queries import (
     SUPERSEDE,
     claim_params,
     completed_outcome,
+    own_claim,
+    own_claim_params,
     pause_params,
     sweep_statements,
 )
 from symfonic.storage.rows import PAUSE_COLUMNS, checkpoint_of, pause_of, session_of
-from symfonic.storage.statements import Result, Statement, Unit, json_text, json_value
+from symfonic.storage.statements import (
+    Query,
+    Result,
+    Row,
+    Statement,
+    Unit,
+    json_text,
+    json_value,
+)
 from symfonic.storage.transactions import SqlTransactions
 
 
@@ -265,18 +276,23 @@ class SqlStore(SqlTransactions):
         return None if row is None else checkpoint_of(row)
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
-        update = CLAIM(**claim_params(claim, now=now))
+        taken = await self._write(self._take(CLAIM(**claim_params(claim, now=now))))
+        return None if taken is None else taken[1]
 
-        def take() -> Unit[ClaimedPause | None]:
-            row = (yield update).first()
-            if row is None:
-                return None
-            history = yield self.HISTORY(
-                session_id=row["session_id"], revision=row["base_revision"]
-            )
-            return ClaimedPause(checkpoint_of(row), history_of(history))
+    async def claim_own_pause(
+        self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
+    ) -> OwnClaim | None:
+        params = own_claim_params(claim, agent=agent, kinds=kinds, now=now)
+        taken = await self._write(self._take(own_claim(len(kinds))(**params)))
+        return None if taken is None else OwnClaim(pause_of(taken[0]), taken[1])
 
-        return await self._write(take())
+    def _take(self, update: Query) -> Unit[tuple[Row, ClaimedPause] | None]:
+        """A claim's conditional update, then the history the claimed turn continues."""
+        row = (yield update).first()
+        if row is None:
+            return None
+        history = yield self.HISTORY(session_id=row["session_id"], revision=row["base_revision"])
+        return row, ClaimedPause(checkpoint_of(row), history_of(history))
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
         claimed = CLAIMED_PAUSE(session_id=session_id, claim_id=claim_id)

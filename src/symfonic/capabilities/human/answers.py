@@ -27,13 +27,25 @@ DECLINED = "The person declined to answer."
 PLAIN_APPROVAL = {"decision": "approve"}
 
 
+def kinds_admitting(answer: Any, status: AnswerStatus) -> frozenset[InteractionKind]:
+    """The kinds of pause whose every schema admits this answer.
+
+    A cancellation answers a pause of any kind, and the plain approval any
+    approval, so for such a pause the answer is valid without its schema being
+    read; for any other answer the pause's own schema decides.
+    """
+    if status == "cancelled":
+        return frozenset(InteractionKind)
+    if answer == PLAIN_APPROVAL:
+        return frozenset({InteractionKind.APPROVAL})
+    return frozenset()
+
+
 def validate_answer(
     schema: dict[str, Any], answer: Any, status: AnswerStatus, kind: InteractionKind
 ) -> None:
     """Refuse an answer that fails the pause's schema, before anything is claimed."""
-    if status == "cancelled":
-        return
-    if kind is InteractionKind.APPROVAL and answer == PLAIN_APPROVAL:
+    if kind in kinds_admitting(answer, status):
         return
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(answer), key=lambda e: list(e.absolute_path))

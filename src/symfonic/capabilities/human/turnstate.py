@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import InteractionConfigurationError
-from symfonic.core.contracts.store import CheckpointRecord, Claim, Store
+from symfonic.core.contracts.store import CheckpointRecord, Claim, PauseRecord, Store
 from symfonic.core.contracts.types import (
     AnswerStatus,
     InteractionKind,
@@ -131,6 +131,17 @@ class TurnCheckpointStore:
         if claimed is None:
             return None
         return ClaimedTurn(self._turn_of(claimed.checkpoint), claimed.history)
+
+    async def claim_own(
+        self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
+    ) -> tuple[PauseRecord, ClaimedTurn] | None:
+        """Claim a pause its owner answers without reading it first (see the port's
+        ``claim_own_pause``); the pause as claimed, and its turn read from the port."""
+        owned = await self._store.claim_own_pause(claim, agent=agent, kinds=kinds, now=now)
+        if owned is None:
+            return None
+        claimed = owned.claimed
+        return owned.pause, ClaimedTurn(self._turn_of(claimed.checkpoint), claimed.history)
 
     @staticmethod
     def _turn_of(record: CheckpointRecord | None) -> TurnCheckpoint | None:

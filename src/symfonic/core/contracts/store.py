@@ -104,6 +104,15 @@ class ClaimedPause:
 
 
 @dataclass(frozen=True)
+class OwnClaim:
+    """A pause its owner claimed without reading it first: the row as the claim
+    left it, and what the turn runs on."""
+
+    pause: PauseRecord
+    claimed: ClaimedPause
+
+
+@dataclass(frozen=True)
 class SweepReport:
     expired: int
     abandoned: int
@@ -186,6 +195,18 @@ class Store(Protocol):
 
         ``None`` when the claim lost. The winner gets the pause's checkpoint and
         the history it continues, read in the same transaction as the claim.
+        """
+        ...
+
+    async def claim_own_pause(
+        self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
+    ) -> OwnClaim | None:
+        """The single-use claim of a pause by its owner, with nothing read first.
+
+        As :meth:`claim_pause`, and only if the pause is addressed to no
+        audience, is ``claim.principal``'s, belongs to ``agent`` and is of one
+        of ``kinds``. ``None`` (nothing written) when any of it does not hold:
+        the caller then reads the pause to learn why.
         """
         ...
 
