@@ -1,14 +1,15 @@
 """PostgreSQL's steps of a turn: each one statement, one round trip.
 
 On PostgreSQL every statement is a round trip to the server, and an explicit
-transaction costs two more (``BEGIN``, ``COMMIT``). Run as :class:`SqlStore`'s
-units of work, the five steps of a pause-and-resume cycle would take twenty-one
-round trips; written as one statement each, with data-modifying ``WITH`` clauses
-and the reads a step needs in its ``RETURNING``, they take five, and with the
-round trips go most of a cycle's latency and of the client's CPU. One statement is
-one transaction: it commits whole or not at all, exactly as the units of work
-it replaces. The history a turn runs on comes back aggregated into one JSON
-array (``json_agg``), one value to decode however long the history is.
+transaction costs two more (``BEGIN``, ``COMMIT``). Starting a turn and claiming
+a pause are one statement for both databases already
+(:mod:`symfonic.storage.history_statements`; here the history is a ``json_agg``);
+the steps that end a turn are units of work of several statements in
+:class:`SqlStore`, and are written here as one statement each, with
+data-modifying ``WITH`` clauses, so a cycle makes one round trip per step and
+with the round trips go most of its latency and of the client's CPU. One
+statement is one transaction: it commits whole or not at all, exactly as the
+unit of work it replaces.
 
 The conditions are the same as :class:`SqlStore`'s, in SQL. Publishing a resumed
 turn must not mark its pause published unless the session is still at the
@@ -33,38 +34,23 @@ it started from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from functools import cache
-from typing import Any
+from dataclasses import replace
 
-from symfonic.core.contracts.store import (
-    CheckpointRecord,
-    Claim,
-    ClaimedPause,
-    OwnClaim,
-    PauseRecord,
-    RunStart,
-)
-from symfonic.core.contracts.types import InteractionKind
+from symfonic.core.contracts.store import CheckpointRecord, PauseRecord
 from symfonic.core.messages import MessageBody
+from symfonic.storage.history_statements import history_statements
 from symfonic.storage.queries import (
-    BEGIN_RUN,
-    CLAIM,
     DROP_CHECKPOINT,
     END_RUN,
     INSERT_PAUSE,
     NEXT_REVISION_ENDING_RUN,
     PAUSE_INSERT,
-    claim_params,
     completed_outcome,
     insert_row,
-    own_claim,
-    own_claim_params,
     pause_params,
 )
-from symfonic.storage.rows import checkpoint_of, pause_of, session_of
 from symfonic.storage.sql_store import SqlStore, claim_lapsed, revision_conflict, run_lost
-from symfonic.storage.statements import Row, Statement, json_text, json_value
+from symfonic.storage.statements import Statement, json_text
 
 
 def _history(session: str, revision: str) -> str:
@@ -73,12 +59,6 @@ def _history(session: str, revision: str) -> str:
         "(SELECT json_agg(m.body ORDER BY m.seq) FROM symfonic_messages m"
         f" WHERE m.session_id = {session} AND m.revision <= {revision})"
     )
-
-
-def _returning_also(statement: Statement, columns: str) -> Statement:
-    """``statement`` (which ends in a RETURNING list) returning ``columns`` too."""
-    assert " RETURNING " in statement.text
-    return Statement(f"{statement.text}, {columns}")
 
 
 def _without_waiting_for_the_disk(statement: Statement) -> Statement:
@@ -97,23 +77,9 @@ def _without_waiting_for_the_disk(statement: Statement) -> Statement:
     )
 
 
-HISTORY = Statement(f"SELECT {_history(':session_id', ':revision')} AS bodies")
-
-_SESSION_HISTORY = _history("symfonic_sessions.session_id", "symfonic_sessions.revision")
-BEGIN_RUN_WITH_HISTORY = _without_waiting_for_the_disk(
-    _returning_also(BEGIN_RUN, f"{_SESSION_HISTORY} AS history")
-)
+_HISTORIES = history_statements(_history)
+HISTORIES = replace(_HISTORIES, begin_run=_without_waiting_for_the_disk(_HISTORIES.begin_run))
 END_RUN_WITHOUT_WAITING = _without_waiting_for_the_disk(END_RUN)
-
-_CLAIMED_HISTORY = (
-    f"{_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')} AS history"
-)
-CLAIM_WITH_TURN = _returning_also(CLAIM, _CLAIMED_HISTORY)
-
-
-@cache
-def own_claim_with_turn(kinds: int) -> Statement:
-    return _returning_also(own_claim(kinds), _CLAIMED_HISTORY)
 
 
 # The turn's messages, appended after the row ``bumped`` returns, numbered on
@@ -161,38 +127,13 @@ def _texts(bodies: Sequence[MessageBody]) -> list[str | None]:
     return [json_text(body) for body in bodies]
 
 
-def _claimed(row: Row) -> ClaimedPause:
-    return ClaimedPause(checkpoint_of(row), json_value(row["history"]) or [])  # NULL: none
-
-
 class PostgresStatements(SqlStore):
     """The steps of a turn, one round trip each."""
 
-    HISTORY = HISTORY
-
-    async def _start_run(self, params: dict[str, Any], *, now: datetime) -> RunStart | None:
-        row = (await self._write_one(BEGIN_RUN_WITH_HISTORY(**params))).first()
-        if row is None:
-            return None
-        return RunStart(
-            session_of(row, now=now),
-            json_value(row["history"]) or [],  # json_agg of no rows is NULL
-            pending_pause=int(row["pending"]) > 0,
-        )
+    HISTORIES = HISTORIES
 
     async def end_run(self, session_id: str, run_id: str) -> None:
         await self._cleanup(END_RUN_WITHOUT_WAITING(session_id=session_id, run_id=run_id))
-
-    async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
-        row = (await self._write_one(CLAIM_WITH_TURN(**claim_params(claim, now=now)))).first()
-        return None if row is None else _claimed(row)
-
-    async def claim_own_pause(
-        self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
-    ) -> OwnClaim | None:
-        params = own_claim_params(claim, agent=agent, kinds=kinds, now=now)
-        row = (await self._write_one(own_claim_with_turn(len(kinds))(**params))).first()
-        return None if row is None else OwnClaim(pause_of(row), _claimed(row))
 
     async def publish_turn(
         self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str

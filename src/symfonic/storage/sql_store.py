@@ -25,9 +25,10 @@ level would turn those losers into serialisation failures instead of a clean
 The statements (:mod:`symfonic.storage.queries`) are plain SQL that both
 databases accept; where they differ, the adapter says so: row locks for the
 sweep (``LOCK_FOR_SWEEP``), the aggregate that returns a history as one JSON
-array (``HISTORY``), and PostgreSQL's one-statement steps
-(:mod:`symfonic.storage.postgres_statements`). How units of work run, driver
-failures and start-up are in :mod:`symfonic.storage.transactions`.
+array (``HISTORIES``, :mod:`symfonic.storage.history_statements`), and
+PostgreSQL's one-statement steps (:mod:`symfonic.storage.postgres_statements`).
+How units of work run, driver failures and start-up are in
+:mod:`symfonic.storage.transactions`.
 """
 
 from __future__ import annotations
@@ -49,11 +50,10 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.core.messages import MessageBody
+from symfonic.storage.history_statements import HistoryStatements, history_of
 from symfonic.storage.queries import (
     ABANDON_CLAIM,
     ABANDON_PENDING,
-    BEGIN_RUN,
-    CLAIM,
     CLAIMED_PAUSE,
     CREATE_SESSION,
     END_RUN,
@@ -71,20 +71,17 @@ from symfonic.storage.queries import (
     SUPERSEDE,
     claim_params,
     completed_outcome,
-    own_claim,
     own_claim_params,
     pause_params,
     sweep_statements,
 )
 from symfonic.storage.rows import PAUSE_COLUMNS, checkpoint_of, pause_of, session_of
 from symfonic.storage.statements import (
-    Query,
     Result,
     Row,
     Statement,
     Unit,
     json_text,
-    json_value,
 )
 from symfonic.storage.transactions import SqlTransactions
 
@@ -139,11 +136,9 @@ def _append(
     return revision
 
 
-def history_of(result: Result) -> list[MessageBody]:
-    """The bodies an adapter's ``HISTORY`` returned, as one JSON array (or NULL: none)."""
-    row = result.first()
-    bodies: list[MessageBody] = [] if row is None else json_value(row["bodies"]) or []
-    return bodies
+def _claimed(row: Row) -> ClaimedPause:
+    """What a won claim's row holds: the checkpoint, and the history it continues."""
+    return ClaimedPause(checkpoint_of(row), history_of(row["history"]))
 
 
 def _pause_or_none(result: Result) -> PauseRecord | None:
@@ -156,10 +151,8 @@ class SqlStore(SqlTransactions):
 
     # Row locks for the sweep's inner SELECT, in the adapter's dialect.
     LOCK_FOR_SWEEP: ClassVar[str] = ""
-    # A session's committed history up to :revision, oldest first, aggregated by
-    # the database into one JSON array in a column ``bodies``: one value to
-    # decode, not a row and a parse per message.
-    HISTORY: ClassVar[Statement]
+    # The statements that return a session's history, in the adapter's SQL.
+    HISTORIES: ClassVar[HistoryStatements]
 
     # sessions and history -------------------------------------------------
 
@@ -180,9 +173,9 @@ class SqlStore(SqlTransactions):
         return None if row is None else session_of(row, now=datetime.now(UTC))
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
-        return history_of(
-            await self._read_one(self.HISTORY(session_id=session_id, revision=up_to_revision))
-        )
+        read = self.HISTORIES.history(session_id=session_id, revision=up_to_revision)
+        row = (await self._read_one(read)).first()
+        return [] if row is None else history_of(row["bodies"])
 
     async def begin_run(
         self,
@@ -204,20 +197,14 @@ class SqlStore(SqlTransactions):
             "base_revision": base_revision,
             "refuse_pending": refuse_pending,
         }
-        return await self._start_run(params, now=now)
-
-    async def _start_run(self, params: dict[str, Any], *, now: datetime) -> RunStart | None:
-        """The run marker's conditional update, then the history, in one transaction."""
-
-        def start() -> Unit[RunStart | None]:
-            row = (yield BEGIN_RUN(**params)).first()
-            if row is None:
-                return None
-            session = session_of(row, now=now)
-            history = yield self.HISTORY(session_id=session.session_id, revision=session.revision)
-            return RunStart(session, history_of(history), pending_pause=int(row["pending"]) > 0)
-
-        return await self._write(start())
+        row = (await self._write_one(self.HISTORIES.begin_run(**params))).first()
+        if row is None:
+            return None
+        return RunStart(
+            session_of(row, now=now),
+            history_of(row["history"]),
+            pending_pause=int(row["pending"]) > 0,
+        )
 
     async def end_run(self, session_id: str, run_id: str) -> None:
         """Clear this run's marker (only this run's); retried like every cleanup."""
@@ -276,23 +263,16 @@ class SqlStore(SqlTransactions):
         return None if row is None else checkpoint_of(row)
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
-        taken = await self._write(self._take(CLAIM(**claim_params(claim, now=now))))
-        return None if taken is None else taken[1]
+        claiming = self.HISTORIES.claim(**claim_params(claim, now=now))
+        row = (await self._write_one(claiming)).first()
+        return None if row is None else _claimed(row)
 
     async def claim_own_pause(
         self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
     ) -> OwnClaim | None:
         params = own_claim_params(claim, agent=agent, kinds=kinds, now=now)
-        taken = await self._write(self._take(own_claim(len(kinds))(**params)))
-        return None if taken is None else OwnClaim(pause_of(taken[0]), taken[1])
-
-    def _take(self, update: Query) -> Unit[tuple[Row, ClaimedPause] | None]:
-        """A claim's conditional update, then the history the claimed turn continues."""
-        row = (yield update).first()
-        if row is None:
-            return None
-        history = yield self.HISTORY(session_id=row["session_id"], revision=row["base_revision"])
-        return row, ClaimedPause(checkpoint_of(row), history_of(history))
+        row = (await self._write_one(self.HISTORIES.own_claims[len(kinds)](**params))).first()
+        return None if row is None else OwnClaim(pause_of(row), _claimed(row))
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
         claimed = CLAIMED_PAUSE(session_id=session_id, claim_id=claim_id)

@@ -24,7 +24,8 @@ passive one, which waits for no reader and no writer.
 A read is one statement, which under WAL goes on while another process holds
 the write lock; the rare read refused its snapshot is retried on a thread, in a
 deferred (plain ``BEGIN``) transaction. The reads a step needs with its write
-(a turn's history, a claimed pause's checkpoint) are in the write's transaction.
+(a turn's history, a claimed pause's checkpoint) are in the write's own
+statement, or its transaction.
 
 ``synchronous=NORMAL`` under WAL survives a crash of any process; only a power
 cut can lose the last commits.
@@ -51,9 +52,10 @@ from typing import Any, TypeVar
 import anyio
 
 from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.storage.history_statements import history_statements
 from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.statements import Query, Result, Statement, Unit, one
+from symfonic.storage.statements import Query, Result, Unit, one
 
 BUSY_TIMEOUT_SECONDS = 30
 # SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
@@ -82,15 +84,22 @@ def _path_of(url: str) -> str:
     raise ValueError(f"not a SQLite store URL: {url!r}")
 
 
-class SqliteStore(SqlStore):
-    # SQLite before 3.44 has no ORDER BY inside an aggregate. It feeds an
-    # aggregate the rows of an ordered subquery in their order, and never
-    # flattens such a subquery into it (rule 16 of its query flattener).
-    HISTORY = Statement(
-        "SELECT '[' || coalesce(group_concat(body, ','), '') || ']' AS bodies"
-        " FROM (SELECT body FROM symfonic_messages"
-        " WHERE session_id = :session_id AND revision <= :revision ORDER BY seq)"
+def _history(session: str, revision: str) -> str:
+    """A session's history up to a revision, as one JSON array (``[]`` when empty).
+
+    SQLite before 3.44 has no ORDER BY inside an aggregate. It feeds an
+    aggregate the rows of an ordered subquery in their order, and never
+    flattens such a subquery into it (rule 16 of its query flattener).
+    """
+    return (
+        "(SELECT '[' || coalesce(group_concat(body, ','), '') || ']'"
+        " FROM (SELECT m.body FROM symfonic_messages m"
+        f" WHERE m.session_id = {session} AND m.revision <= {revision} ORDER BY m.seq))"
     )
+
+
+class SqliteStore(SqlStore):
+    HISTORIES = history_statements(_history)
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
