@@ -25,17 +25,14 @@ PROFILES = {
         "*profile*: the two model calls through langchain-core's `BaseChatModel.ainvoke` "
         "(callback manager, run ids, an `inspect.signature` of the model on every call, two "
         "`asyncio.gather`s) are ≈31% of a cycle, ≈0.3–0.4 ms each: LangGraph pays them too.",
-        "*profile*: the store is ≈40%: four write transactions (start, pause, claim, publish) "
-        "and one read, ten statements (a pause's checkpoint is in its row, so no table of its "
-        "own is inserted, read and deleted), each transaction run whole on the event loop. "
-        "SQLite's own code is only ≈7% of a cycle's ≈5.8 million instructions (callgrind); "
-        "what its commits cost is system calls: ≈37 `pwrite`s a cycle (two for each of ≈17 WAL "
-        "pages) and ≈29 `fcntl` lock calls (strace). The rest is the adapter's Python "
-        "(binding, rows to records, JSON).",
-        "*profile*: ≈80% of a cycle's instructions are the interpreter's (callgrind), and "
-        "CPython 3.11 maps and unmaps a 16 KB frame-stack chunk ≈29 times a cycle, each time "
-        "a call chain crosses a chunk's end and returns (strace -k: `_PyThreadState_PopFrame`): "
-        "both systems pay that, in proportion to the Python they run.",
+        "*profile*: the store is ≈40%: four write transactions (start, pause, claim, publish), "
+        "seven statements: starting a turn and claiming a pause are one statement each (the "
+        "history they return is a subquery of their `RETURNING`), a pause's checkpoint is in "
+        "its row, and the owner's approval is claimed without the pause being looked up. "
+        "SQLite's own code is ≈7% of a cycle's ≈5.7 million instructions (callgrind; the "
+        "interpreter runs ≈80%); its commits cost system calls: of ≈96 a cycle, ≈38 are "
+        "`pwrite`s (two for each WAL page) and ≈27 `fcntl` locks (strace). The rest of the "
+        "store is the adapter's Python (binding, rows to records, JSON).",
         "*profile*: the rest, ≈27%, is spread thinly over symfonic's own Python (the kernel, "
         "typed events, tokens, the generators that carry events), no item above ≈3%. A plain "
         "approval is accepted without walking the pause's `oneOf` schema (jsonschema took "

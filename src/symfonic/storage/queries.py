@@ -82,7 +82,6 @@ _CLAIM = (
 CLAIM = Statement(f"{_CLAIM} RETURNING {CHECKPOINT_COLUMNS}")
 
 
-@cache
 def own_claim(kinds: int) -> Statement:
     """The claim of a pause its owner answers unread, among ``kinds`` kinds.
 
@@ -95,6 +94,8 @@ def own_claim(kinds: int) -> Statement:
         f"{_CLAIM} AND audience IS NULL AND principal = :principal AND agent = :agent"
         f" AND kind IN ({names}) RETURNING {PAUSE_COLUMNS}, checkpoint_format, checkpoint"
     )
+
+
 ABANDON_PENDING = Statement(
     "UPDATE symfonic_pauses SET state = 'abandoned'"
     " WHERE session_id = :session_id AND state = 'pending'"

@@ -76,13 +76,7 @@ from symfonic.storage.queries import (
     sweep_statements,
 )
 from symfonic.storage.rows import PAUSE_COLUMNS, checkpoint_of, pause_of, session_of
-from symfonic.storage.statements import (
-    Result,
-    Row,
-    Statement,
-    Unit,
-    json_text,
-)
+from symfonic.storage.statements import Result, Row, Statement, Unit, json_text
 from symfonic.storage.transactions import SqlTransactions
 
 
@@ -270,6 +264,8 @@ class SqlStore(SqlTransactions):
     async def claim_own_pause(
         self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
     ) -> OwnClaim | None:
+        if not kinds:
+            return None  # no pause is of none of the kinds
         params = own_claim_params(claim, agent=agent, kinds=kinds, now=now)
         row = (await self._write_one(self.HISTORIES.own_claims[len(kinds)](**params))).first()
         return None if row is None else OwnClaim(pause_of(row), _claimed(row))
