@@ -94,85 +94,88 @@ class _Prototype:
     at 1,000 messages, validating it is over half of a pause/resume cycle. For a body
     whose every field :func:`_assembled` has type-checked, validation would only
     copy the fields and the defaults below, so they are copied directly. Mutable
-    defaults are created fresh for every message, as pydantic's factories do.
+    defaults (empty dicts and lists) are created fresh for every message, as
+    pydantic's factories do. ``fields_set`` is what validation records as set:
+    the fields :func:`_validated` always passes for the role.
     """
 
-    def __init__(self, cls: type[BaseMessage], sample: BaseMessage) -> None:
+    def __init__(self, cls: type[BaseMessage], sample: BaseMessage, fields_set: set[str]) -> None:
         self._cls = cls
         self._defaults = dict(sample.__dict__)
-        self._fresh = tuple(
-            (name, type(value))
-            for name, value in self._defaults.items()
-            if isinstance(value, dict | list)
-        )
+        self._fresh_dicts = tuple(n for n, v in self._defaults.items() if type(v) is dict)
+        self._fresh_lists = tuple(n for n, v in self._defaults.items() if type(v) is list)
+        self._fields_set = frozenset(fields_set)
 
-    def build(self, values: dict[str, Any]) -> BaseMessage:
+    def build(self, content: str, fields: dict[str, Any] | None = None) -> BaseMessage:
+        """The message of ``content`` and, past the defaults, ``fields``."""
         state = self._defaults.copy()
-        for name, factory in self._fresh:
-            state[name] = factory()
-        state.update(values)
+        for name in self._fresh_dicts:
+            state[name] = {}
+        for name in self._fresh_lists:
+            state[name] = []
+        state["content"] = content
+        if fields is not None:
+            state.update(fields)
         message = object.__new__(self._cls)
         _SET_DICT(message, state)
-        _SET_FIELDS_SET(message, set(values))
+        _SET_FIELDS_SET(message, set(self._fields_set))
         _SET_EXTRA(message, {})
         _SET_PRIVATE(message, None)
         return message
 
 
-def _prototype(cls: type[BaseMessage], **required: Any) -> _Prototype | None:
+def _prototype(cls: type[BaseMessage], fields_set: set[str], **required: Any) -> _Prototype | None:
     """A prototype, or ``None`` where copying state would not equal validating."""
     sample = cls(content="", **required)
     extra = sample.__pydantic_extra__
+    mutable = [v for v in sample.__dict__.values() if isinstance(v, dict | list)]
     plain = (
         cls.__pydantic_post_init__ is None
         and sample.__pydantic_private__ is None
         and type(extra) is dict
         and not extra
+        and all(type(v) in (dict, list) and not v for v in mutable)
     )
-    return _Prototype(cls, sample) if plain else None
+    return _Prototype(cls, sample, fields_set) if plain else None
 
 
-_PROTOTYPES = {
-    role: prototype
-    for role, prototype in (
-        ("human", _prototype(HumanMessage)),
-        ("system", _prototype(SystemMessage)),
-        ("ai", _prototype(AIMessage)),
-        ("tool", _prototype(ToolMessage, tool_call_id="")),
-    )
-    if prototype is not None
-}
+_HUMAN = _prototype(HumanMessage, {"content"})
+_SYSTEM = _prototype(SystemMessage, {"content"})
+_AI = _prototype(AIMessage, {"content", "tool_calls"})
+_TOOL = _prototype(ToolMessage, {"content", "tool_call_id", "name", "status"}, tool_call_id="")
 
 
 def _assembled(body: Mapping[str, Any]) -> BaseMessage | None:
-    """The message of a body in :func:`body_of`'s shape, or ``None`` for any other."""
+    """The message of a body in :func:`body_of`'s shape, or ``None`` for any other.
+
+    One function, not a helper per field: it runs once per message of history,
+    twice a cycle, and a Python call costs as much as the checks it would hold.
+    """
     role = body.get("role")
-    if not isinstance(role, str):
-        return None
-    prototype = _PROTOTYPES.get(role)
-    if prototype is None:
-        return None
-    values = _checked_fields(role, body)
-    return None if values is None else prototype.build(values)
-
-
-def _checked_fields(role: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The fields validation would give the message, where every one is well-typed."""
     content = body.get("content", "")
     if type(content) is not str:
         return None
+    if role == "human":
+        return None if _HUMAN is None else _HUMAN.build(content)
     if role == "ai":
-        calls = _tool_calls(body.get("tool_calls") or [])
-        return None if calls is None else {"content": content, "tool_calls": calls}
+        if _AI is None:
+            return None
+        stored = body.get("tool_calls")
+        if not stored:
+            return _AI.build(content)
+        calls = _tool_calls(stored)
+        return None if calls is None else _AI.build(content, {"tool_calls": calls})
     if role == "tool":
         call_id, name = body.get("tool_call_id"), body.get("name")
         status = body.get("status", "success")
-        if type(call_id) is not str or not (name is None or type(name) is str):
+        if _TOOL is None or type(call_id) is not str:
             return None
-        if status not in ("success", "error"):
+        if not (name is None or type(name) is str) or status not in ("success", "error"):
             return None
-        return {"content": content, "tool_call_id": call_id, "name": name, "status": status}
-    return {"content": content}
+        return _TOOL.build(content, {"tool_call_id": call_id, "name": name, "status": status})
+    if role == "system":
+        return None if _SYSTEM is None else _SYSTEM.build(content)
+    return None
 
 
 def _tool_calls(stored: Any) -> list[dict[str, Any]] | None:
