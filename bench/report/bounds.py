@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from bench.report.figures import STORE_TITLES, Results
 from bench.report.http import server_cores
+from bench.report.marginal import render_marginal
 from bench.report.targets import FLOOR_SHARE, SPEEDUP_AT_ZERO, check_targets
 
 PROFILE_NOTE = (
@@ -242,6 +243,7 @@ def render_bounds(results: Results) -> list[str]:
         lines += [f"- {bullet}" for bullet in bullets if bullet]
         lines.append("")
     lines += [f"**History.** {HISTORY_NOTE}", ""]
+    lines += render_marginal(results)
     lines += ["What would close the gap:", ""]
     lines += [f"{i}. {remedy}" for i, remedy in enumerate(REMEDIES, start=1)]
     return [*lines, ""]
