@@ -7,11 +7,14 @@ from typing import Any
 
 from bench.report.figures import Results
 from bench.report.markdown import render
-from bench.report.plots import write_plots
 
 
 def write_report(document: dict[str, Any], report_path: Path) -> list[Path]:
     """Write the Markdown report and its plots (in the report's folder); return the paths."""
+    # matplotlib comes with the bench extra; the report's text, targets and bounds
+    # import without it (the tests read them with the dev extra alone).
+    from bench.report.plots import write_plots
+
     results = Results(document)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     plots = write_plots(results, report_path.parent)
