@@ -200,7 +200,9 @@ def median_rounds(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     The median round's figures are kept together (latencies, bytes, memory come
     from the same measurement as its cycles per second); every round's cycles per
-    second is kept beside them, so the report can show the spread.
+    second is kept beside them, so the report can show the spread, and by round
+    number (``cycles_per_second_by_round``), so it can pair a configuration's
+    systems as they were measured, back to back in the same round.
     """
     by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in measured:
@@ -215,5 +217,13 @@ def median_rounds(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
             chosen.append(rows[-1])
             continue
         median = ok[(len(ok) - 1) // 2]
-        chosen.append(median | {"rounds_cycles_per_second": [r["cycles_per_second"] for r in ok]})
+        chosen.append(
+            median
+            | {
+                "rounds_cycles_per_second": [r["cycles_per_second"] for r in ok],
+                "cycles_per_second_by_round": {
+                    str(r["round"]): r["cycles_per_second"] for r in ok if "round" in r
+                },
+            }
+        )
     return chosen

@@ -89,12 +89,17 @@ PROFILED_MS = {"sqlite": (1.0, 2.2), "postgresql": (2.3, 4.9)}
 STALE_FACTOR = 1.5
 
 REMEDIES = (
-    "History: stored bodies are already assembled without pydantic's validation "
-    "(`tests/test_messages.py` pins them equal to what langchain-core builds). What is left is "
-    "the objects themselves. A worker-local cache of committed history, keyed by session and "
-    "revision, would skip one of the two rebuilds on the worker that paused; a resume on "
-    "another worker, the case the store exists for, would gain nothing, and every open "
-    "conversation would stay in memory. Not done.",
+    "History: the widening table above gives, step by step, the most an added message may "
+    "cost symfonic: LangGraph's cost per message divided by the ratio at the lower history. "
+    "The two targets pull against each other there: the higher the ratio at history 0, the "
+    "less each message of history may cost for the ratio to keep rising. Stored bodies are "
+    "already assembled without pydantic's validation (`tests/test_messages.py` pins them equal "
+    "to what langchain-core builds), in one function per message. What is left of a rebuild "
+    "is the database's read, the JSON decode, the objects themselves and langchain-core's "
+    "passes, of about equal weight. A worker-local cache of committed history, keyed by "
+    "session and revision, would skip one of the two rebuilds on the worker that paused; a "
+    "resume on another worker, the case the store exists for, would gain nothing, and every "
+    "open conversation would stay in memory. Not done.",
     "The garbage collector: a deployment that holds long histories can make full collections "
     "rarer (`gc.set_threshold`); that is a process-wide choice symfonic leaves to the "
     "deployment, and the benchmark leaves every system at Python's thresholds (each child only "

@@ -6,6 +6,7 @@ reading the same keys with the same units.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,33 @@ class Results:
         if a is None or b is None or b == 0:
             return None
         return float(a) / float(b)
+
+    def round_ratios(
+        self, top: str, bottom: str, store: str, history: int, concurrency: int
+    ) -> list[float]:
+        """``top`` ÷ ``bottom`` in cycles per second, one per round that measured both.
+
+        A round runs a configuration's systems back to back, so each of these
+        compares them at one moment of a machine whose speed drifts.
+        """
+        rounds = [
+            self.value(system, store, history, concurrency, "cycles_per_second_by_round") or {}
+            for system in (top, bottom)
+        ]
+        return [
+            rounds[0][n] / rounds[1][n]
+            for n in sorted(rounds[0], key=int)
+            if n in rounds[1] and rounds[1][n]
+        ]
+
+    def speedup(
+        self, top: str, bottom: str, store: str, history: int, concurrency: int
+    ) -> float | None:
+        """The median of :meth:`round_ratios`; without rounds, the median rounds' quotient."""
+        paired = self.round_ratios(top, bottom, store, history, concurrency)
+        if paired:
+            return statistics.median(paired)
+        return self.ratio(top, bottom, store, history, concurrency, "cycles_per_second")
 
     def axis(self, field: str, store: str | None = None) -> list[Any]:
         values = {r[field] for r in self.rows if store is None or r["store"] == store}

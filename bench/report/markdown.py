@@ -162,6 +162,9 @@ def render(results: Results, plots: list[str]) -> str:
         "Ratios are symfonic's figure divided by the other system's, in the same row.",
         f"The whole matrix ran {_rounds(results)}, the systems' order rotated each round;",
         "each configuration's figures are those of its median round by cycles per second.",
+        "The targets compare speeds round by round: a round measures a configuration's systems",
+        "back to back, and a target's ratio is the median of the rounds' ratios (each round's",
+        "is listed), which can differ from the quotient of two median rounds in the tables.",
         "",
     ]
     if results.http:
