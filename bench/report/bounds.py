@@ -87,6 +87,8 @@ HISTORY_NOTE = (
 # (its speed moves by 2× within an hour): a run far outside profiles another build.
 PROFILED_MS = {"sqlite": (1.0, 2.2), "postgresql": (2.3, 4.9)}
 STALE_FACTOR = 1.5
+# Stores whose commits are a server's work, which the benchmark process waits for.
+SERVER_STORES = frozenset({"postgresql"})
 
 REMEDIES = (
     "History: the widening table above gives, step by step, the most an added message may "
@@ -205,6 +207,14 @@ def _measured(results: Results, store: str) -> str:
             f". The LangGraph target asks for {b.for_langgraph:.2f} ms, less than the floor "
             "itself: no system making these commits reaches it on this machine"
         )
+    elif store in SERVER_STORES and b.for_langgraph is not None and b.floor is not None:
+        text += (
+            f". One cycle waits for its commits and computes in turn: the LangGraph target "
+            f"({b.for_langgraph:.2f} ms) leaves {b.for_langgraph - b.floor:.2f} ms beside the "
+            f"floor's {b.floor:.2f} ms of commits (their own client CPU included)"
+        )
+        if b.cpu is not None:
+            text += f", for symfonic's {b.cpu:.2f} ms of CPU"
     return text + "."
 
 

@@ -99,9 +99,12 @@ def render_marginal(results: Results) -> list[str]:
     ]
     lines = [
         "What the widening asks, step by step: the cycle time each added message of history "
-        "costs (the difference of 1000 ÷ cycles/s between two histories, per message). The "
+        "costs (the difference of 1000 ÷ cycles/s between two histories, each system's median "
+        "round, per message). The "
         "ratio rises over a step exactly when LangGraph's cost per message is at least the "
-        "ratio at the lower history times symfonic's (`bench/report/marginal.py`).",
+        "ratio at the lower history times symfonic's (`bench/report/marginal.py`). The targets "
+        "judge the widening on the median of the rounds' ratios, this table on the median "
+        "rounds, so a step within a few percent of the line can read differently in the two.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(" --- " for _ in header) + "|",
