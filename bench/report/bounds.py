@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.report.figures import STORE_TITLES, Results
+from bench.report.figures import STORE_TITLES, Results, markdown_table
 from bench.report.http import server_cores
 from bench.report.marginal import render_marginal
 from bench.report.targets import FLOOR_SHARE, SPEEDUP_AT_ZERO, check_targets
@@ -171,7 +171,7 @@ def _budget_table(results: Results) -> list[str]:
         "needed for 50% of the floor",
         "symfonic over the tighter",
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    rows = []
     for store in results.axis("store"):
         if 0 not in results.axis("history", store):
             continue
@@ -182,8 +182,8 @@ def _budget_table(results: Results) -> list[str]:
                 over = "within" if b.symfonic <= b.needed else f"{b.symfonic / b.needed:.2f}×"
             cells = [STORE_TITLES.get(store, store), str(c), _ms(b.symfonic), _ms(b.cpu)]
             cells += [_ms(b.langgraph), _ms(b.floor), _ms(b.for_langgraph), _ms(b.for_floor)]
-            lines.append("| " + " | ".join([*cells, over]) + " |")
-    return [*lines, ""]
+            rows.append([*cells, over])
+    return markdown_table(header, rows)
 
 
 def _measured(results: Results, store: str) -> str:

@@ -7,7 +7,7 @@ reading the same keys with the same units.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +127,13 @@ class Results:
         order = list(SYSTEM_TITLES)
         present = {r["system"] for r in self.rows}
         return [s for s in order if s in present] + sorted(present - set(order))
+
+
+def markdown_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+    """A Markdown table, then the blank line that ends it."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
 
 
 def ratio_text(value: float | None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report.figures import STORE_TITLES, Results
+from bench.report.figures import STORE_TITLES, Results, markdown_table
 
 
 def _cell(value: Any, unit: str = "") -> str:
@@ -34,20 +34,21 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
         "server cores busy",
         "client CPU per resume, ms",
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    table_rows = []
     for row in sorted(rows, key=lambda r: int(r["clients"])):
-        cells = [
-            str(row["clients"]),
-            _cell(row.get("resumes_per_s")),
-            _cell(row.get("p50_ms")),
-            _cell(row.get("p99_ms")),
-            f"{row.get('resumes', 0):,} ({row.get('failures', 0)})",
-            _cell(row.get("server_cpu_ms_per_resume")),
-            _cell(server_cores(row)),
-            _cell(row.get("client_cpu_ms_per_resume")),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return [*lines, ""]
+        table_rows.append(
+            [
+                str(row["clients"]),
+                _cell(row.get("resumes_per_s")),
+                _cell(row.get("p50_ms")),
+                _cell(row.get("p99_ms")),
+                f"{row.get('resumes', 0):,} ({row.get('failures', 0)})",
+                _cell(row.get("server_cpu_ms_per_resume")),
+                _cell(server_cores(row)),
+                _cell(row.get("client_cpu_ms_per_resume")),
+            ]
+        )
+    return markdown_table(header, table_rows)
 
 
 def render_http(results: Results) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from bench.report.figures import STORE_TITLES, Results, ratio_text
+from bench.report.figures import STORE_TITLES, Results, markdown_table, ratio_text
 
 
 @dataclass(frozen=True)
@@ -106,11 +106,9 @@ def render_marginal(results: Results) -> list[str]:
         "judge the widening on the median of the rounds' ratios, this table on the median "
         "rounds, so a step within a few percent of the line can read differently in the two.",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join(" --- " for _ in header) + "|",
     ]
-    for step in found:
-        cells = [
+    rows = [
+        [
             STORE_TITLES.get(step.store, step.store),
             str(step.concurrency),
             f"{step.low:,} → {step.high:,}",
@@ -121,5 +119,6 @@ def render_marginal(results: Results) -> list[str]:
             f"{step.symfonic_allowed:,.1f}",
             "yes" if step.widens else "**no**",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return [*lines, ""]
+        for step in found
+    ]
+    return [*lines, *markdown_table(header, rows)]

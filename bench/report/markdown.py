@@ -7,23 +7,24 @@ row, so every comparison is pair by pair (same store, history and concurrency).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from bench.report.bounds import render_bounds
-from bench.report.figures import FIGURES, STORE_TITLES, SYSTEM_TITLES, Figure, Results, ratio_text
+from bench.report.figures import (
+    FIGURES,
+    STORE_TITLES,
+    SYSTEM_TITLES,
+    Figure,
+    Results,
+    markdown_table,
+    ratio_text,
+)
 from bench.report.http import render_http
 from bench.report.targets import check_targets
 
 RATIOS = (("symfonic", "langgraph"), ("symfonic", "floor"))
 # Rounds that differ by more than this (max ÷ min cycles/s) are worth a note.
 SPREAD_NOTE = 1.25
-
-
-def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return [*lines, ""]
 
 
 def _machine(meta: dict[str, Any]) -> list[str]:
@@ -41,7 +42,7 @@ def _machine(meta: dict[str, Any]) -> list[str]:
     rows.append(["options", f"`{meta.get('options', {})}`"])
     if "total_seconds" in meta:
         rows.append(["run time", f"{meta['total_seconds']:.0f} s"])
-    return ["## Machine, versions, date", "", *_table(["", ""], rows)]
+    return ["## Machine, versions, date", "", *markdown_table(["", ""], rows)]
 
 
 def _figure_table(results: Results, store: str, figure: Figure) -> list[str]:
@@ -61,7 +62,7 @@ def _figure_table(results: Results, store: str, figure: Figure) -> list[str]:
             rows.append(row)
     better = "higher" if figure.higher_is_better else "lower"
     title = f"### {figure.title} ({better} is better)" if figure.ratio else f"### {figure.title}"
-    return [title, "", *_table(header, rows)]
+    return [title, "", *markdown_table(header, rows)]
 
 
 def _store_section(results: Results, store: str) -> list[str]:
@@ -80,7 +81,7 @@ def _store_section(results: Results, store: str) -> list[str]:
 
 def _targets(results: Results) -> list[str]:
     rows = [[c.target, c.measured, c.verdict] for c in check_targets(results)]
-    return ["## Targets", "", *_table(["target", "measured", "verdict"], rows)]
+    return ["## Targets", "", *markdown_table(["target", "measured", "verdict"], rows)]
 
 
 def _label(row: dict[str, Any]) -> str:
