@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import anyio
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_core.messages.tool import ToolCall
+from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import Runnable
 
 from symfonic.core.contracts.errors import ModelError
@@ -51,7 +52,7 @@ class Counters:
 
 
 Heartbeat = Callable[[], Awaitable[None]]
-BoundModel = Runnable[Sequence[BaseMessage], BaseMessage]
+BoundModel = Runnable[LanguageModelInput, BaseMessage]
 
 
 def bind_tools(model: BaseChatModel, toolbox: ToolBox) -> BoundModel:
@@ -255,12 +256,18 @@ class Kernel:
         return None
 
     async def _parts(self, messages: Sequence[BaseMessage]) -> AsyncIterator[BaseMessage]:
-        """What one model call sends: its chunks if it streams, else its whole reply."""
+        """What one model call sends: its chunks if it streams, else its whole reply.
+
+        The messages go to the model as a prompt value, the form a chat model
+        turns any input into first. Given a list, langchain-core would check and
+        copy every message of the history twice over before the call.
+        """
+        prompt = ChatPromptValue.model_construct(messages=messages)
         if self.streaming:
-            async for part in self.bound.astream(messages):
+            async for part in self.bound.astream(prompt):
                 yield part
         else:
-            yield await self.bound.ainvoke(messages)
+            yield await self.bound.ainvoke(prompt)
 
     async def _call_model(
         self, messages: Sequence[BaseMessage]
