@@ -3,26 +3,28 @@
 A turn runs on its session's committed history, so the two steps that start
 one -- a first turn's run marker and a resumed turn's claim -- return it with
 their row: the history is a correlated subquery in the step's ``RETURNING``,
-aggregated by the database into one JSON array. Each step is then one
+aggregated by the database into one text, the bodies joined by commas. Each step is then one
 statement, which is one round trip on PostgreSQL and a transaction without
 ``BEGIN`` and ``COMMIT`` on SQLite, and the history is one value to decode, not
 a row and a parse per message. Only the aggregate differs between the two
-databases, and each adapter passes its own.
+databases, and each adapter passes its own; the brackets that make the text
+one JSON array are added here, where they cost a copy and not an SQL
+concatenation.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from symfonic.core.contracts.types import InteractionKind
 from symfonic.core.messages import MessageBody
 from symfonic.storage.queries import BEGIN_RUN, CLAIM, own_claim
-from symfonic.storage.statements import Statement, json_value
+from symfonic.storage.statements import Statement
 
-# SQL for "the history of session S up to revision R, oldest first, as one JSON
-# array", given S and R as SQL expressions.
+# SQL for "the bodies of session S up to revision R, oldest first, joined by
+# commas, or NULL for none", given S and R as SQL expressions.
 Aggregate = Callable[[str, str], str]
 
 
@@ -60,7 +62,9 @@ def history_statements(aggregate: Aggregate) -> HistoryStatements:
     )
 
 
-def history_of(value: Any) -> list[MessageBody]:
-    """The bodies of a history column: one JSON array, or NULL for none."""
-    bodies: list[MessageBody] = json_value(value) or []
+def history_of(value: str | None) -> list[MessageBody]:
+    """The bodies of a history column: JSON bodies joined by commas, or NULL for none."""
+    if value is None:
+        return []
+    bodies: list[MessageBody] = json.loads(f"[{value}]")
     return bodies

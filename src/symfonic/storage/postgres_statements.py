@@ -54,9 +54,9 @@ from symfonic.storage.statements import Statement, json_text
 
 
 def _history(session: str, revision: str) -> str:
-    """A session's committed history up to a revision, as one JSON array (NULL when empty)."""
+    """A session's committed bodies up to a revision, joined by commas (NULL when none)."""
     return (
-        "(SELECT json_agg(m.body ORDER BY m.seq) FROM symfonic_messages m"
+        "(SELECT string_agg(m.body::text, ',' ORDER BY m.seq) FROM symfonic_messages m"
         f" WHERE m.session_id = {session} AND m.revision <= {revision})"
     )
 
