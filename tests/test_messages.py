@@ -24,7 +24,7 @@ from langchain_core.messages import (
 )
 from pydantic import ValidationError
 
-from symfonic.core.messages import body_of, message_of, messages_of
+from symfonic.core.messages import _assembled, body_of, message_of, messages_of
 
 
 def validated(body: dict[str, Any]) -> BaseMessage:
@@ -152,3 +152,19 @@ def test_every_body_of_the_stored_shape_assembles_as_validation_would(
     body: dict[str, Any],
 ) -> None:
     assert state(message_of(body)) == state(validated(body))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"role": "human", "content": "hi"},
+        {"role": "system", "content": "be brief"},
+        {"role": "ai", "content": "", "tool_calls": [{"id": "c1", "name": "pay", "args": {}}]},
+        {"role": "ai", "content": "done"},
+        {"role": "tool", "content": "ok", "tool_call_id": "c1", "name": "pay"},
+    ],
+)
+def test_the_installed_langchain_core_takes_the_assembly_path(body: dict[str, Any]) -> None:
+    # A langchain-core whose messages gained a mutable field would silently fall
+    # back to validation everywhere: correct, but twice as slow per message.
+    assert _assembled(body) is not None

@@ -85,6 +85,14 @@ _SET_DICT = BaseModel.__dict__["__dict__"].__set__
 _SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+_new = object.__new__
+
+# The mutable fields a message's validation fills with fresh empty containers:
+# two dicts on every message, two lists more on an AIMessage. Named here, not
+# found by a loop, because they are set once per message of history; a
+# langchain-core whose messages have others gets no prototype at all.
+_FRESH_DICTS = ("additional_kwargs", "response_metadata")
+_FRESH_LISTS = ("tool_calls", "invalid_tool_calls")
 
 
 class _Prototype:
@@ -102,21 +110,21 @@ class _Prototype:
     def __init__(self, cls: type[BaseMessage], sample: BaseMessage, fields_set: set[str]) -> None:
         self._cls = cls
         self._defaults = dict(sample.__dict__)
-        self._fresh_dicts = tuple(n for n, v in self._defaults.items() if type(v) is dict)
-        self._fresh_lists = tuple(n for n, v in self._defaults.items() if type(v) is list)
+        self._lists = _FRESH_LISTS[0] in self._defaults
         self._fields_set = frozenset(fields_set)
 
     def build(self, content: str, fields: dict[str, Any] | None = None) -> BaseMessage:
         """The message of ``content`` and, past the defaults, ``fields``."""
         state = self._defaults.copy()
-        for name in self._fresh_dicts:
-            state[name] = {}
-        for name in self._fresh_lists:
-            state[name] = []
         state["content"] = content
+        state["additional_kwargs"] = {}
+        state["response_metadata"] = {}
+        if self._lists:
+            state["tool_calls"] = []
+            state["invalid_tool_calls"] = []
         if fields is not None:
             state.update(fields)
-        message = object.__new__(self._cls)
+        message = _new(self._cls)
         _SET_DICT(message, state)
         _SET_FIELDS_SET(message, set(self._fields_set))
         _SET_EXTRA(message, {})
@@ -127,14 +135,16 @@ class _Prototype:
 def _prototype(cls: type[BaseMessage], fields_set: set[str], **required: Any) -> _Prototype | None:
     """A prototype, or ``None`` where copying state would not equal validating."""
     sample = cls(content="", **required)
-    extra = sample.__pydantic_extra__
-    mutable = [v for v in sample.__dict__.values() if isinstance(v, dict | list)]
+    state, extra = sample.__dict__, sample.__pydantic_extra__
+    mutable = {n: type(v) for n, v in state.items() if isinstance(v, dict | list)}
+    lists = _FRESH_LISTS if _FRESH_LISTS[0] in state else ()
     plain = (
         cls.__pydantic_post_init__ is None
         and sample.__pydantic_private__ is None
         and type(extra) is dict
         and not extra
-        and all(type(v) in (dict, list) and not v for v in mutable)
+        and mutable == dict.fromkeys(_FRESH_DICTS, dict) | dict.fromkeys(lists, list)
+        and not any(state[n] for n in mutable)
     )
     return _Prototype(cls, sample, fields_set) if plain else None
 
@@ -200,7 +210,12 @@ def bodies_of(messages: Iterable[BaseMessage]) -> list[MessageBody]:
 
 
 def messages_of(bodies: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
-    return [message_of(b) for b in bodies]
+    # message_of, without a call of its own per message.
+    messages = []
+    for body in bodies:
+        message = _assembled(body)
+        messages.append(_validated(body) if message is None else message)
+    return messages
 
 
 def text_of(message: BaseMessage) -> str:
