@@ -24,8 +24,8 @@ level would turn those losers into serialisation failures instead of a clean
 
 The statements (:mod:`symfonic.storage.queries`) are plain SQL that both
 databases accept; where they differ, the adapter says so: row locks for the
-sweep (``LOCK_FOR_SWEEP``), the aggregate that returns a history as one JSON
-array (``HISTORIES``, :mod:`symfonic.storage.history_statements`), and
+sweep (``LOCK_FOR_SWEEP``), the aggregate that returns a history as one text
+(``HISTORIES``, :mod:`symfonic.storage.history_statements`), and
 PostgreSQL's one-statement steps (:mod:`symfonic.storage.postgres_statements`).
 How units of work run, driver failures and start-up are in
 :mod:`symfonic.storage.transactions`.
