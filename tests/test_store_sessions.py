@@ -54,6 +54,27 @@ async def test_history_grows_by_revision_and_reads_up_to_one(store: Store) -> No
     assert await store.history(session_id, 2) == turn("one") + turn("two")
 
 
+async def test_history_reads_back_bodies_that_hold_its_own_separators(store: Store) -> None:
+    # The database joins the stored bodies with commas and the store brackets them:
+    # text that looks like that framing must come back as it went in.
+    tricky = [
+        {"role": "human", "content": '],[{"role": "ai"}, "x"],\n'},
+        {
+            "role": "ai",
+            "content": "",
+            "tool_calls": [{"id": "c,1", "name": "pay", "args": {"to": "[a, b]", "n": [1, {}]}}],
+        },
+        {"role": "tool", "content": "ok, ] done ☃", "tool_call_id": "c,1", "name": "pay"},
+        {"role": "ai", "content": ","},
+    ]
+    session_id = await new_session(store)
+    assert await store.publish_turn(session_id, 0, tricky, "run-1") == 1
+    assert await store.history(session_id, 1) == tricky
+    now = datetime.now(UTC)
+    start = await store.begin_run(session_id, "run-2", now=now, lease_until=now + MINUTE)
+    assert start is not None and start.history == tricky
+
+
 async def test_a_stale_publish_conflicts_and_appends_nothing(store: Store) -> None:
     session_id = await new_session(store)
     racers = [turn(f"racer {i}") for i in range(8)]

@@ -3,13 +3,13 @@
 A turn runs on its session's committed history, so the two steps that start
 one -- a first turn's run marker and a resumed turn's claim -- return it with
 their row: the history is a correlated subquery in the step's ``RETURNING``,
-aggregated by the database into one text, the bodies joined by commas. Each step is then one
-statement, which is one round trip on PostgreSQL and a transaction without
-``BEGIN`` and ``COMMIT`` on SQLite, and the history is one value to decode, not
-a row and a parse per message. Only the aggregate differs between the two
-databases, and each adapter passes its own; the brackets that make the text
-one JSON array are added here, where they cost a copy and not an SQL
-concatenation.
+aggregated by the database into one text, the stored bodies joined by commas.
+Each step is then one statement, which is one round trip on PostgreSQL and a
+transaction without ``BEGIN`` and ``COMMIT`` on SQLite, and the history is one
+value to decode, not a row and a parse per message. Only the aggregate differs
+between the two databases, and each adapter passes its own; the brackets that
+make the text one JSON array are added here, where they cost one copy, not an
+SQL concatenation.
 """
 
 from __future__ import annotations
