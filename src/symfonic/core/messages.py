@@ -107,10 +107,12 @@ class _Prototype:
     the fields :func:`_validated` always passes for the role.
     """
 
-    def __init__(self, cls: type[BaseMessage], sample: BaseMessage, fields_set: set[str]) -> None:
+    def __init__(
+        self, cls: type[BaseMessage], sample: BaseMessage, fields_set: set[str], *, lists: bool
+    ) -> None:
         self._cls = cls
         self._defaults = dict(sample.__dict__)
-        self._lists = _FRESH_LISTS[0] in self._defaults
+        self._lists = lists
         self._fields_set = frozenset(fields_set)
 
     def build(self, content: str, fields: dict[str, Any] | None = None) -> BaseMessage:
@@ -146,7 +148,7 @@ def _prototype(cls: type[BaseMessage], fields_set: set[str], **required: Any) ->
         and mutable == dict.fromkeys(_FRESH_DICTS, dict) | dict.fromkeys(lists, list)
         and not any(state[n] for n in mutable)
     )
-    return _Prototype(cls, sample, fields_set) if plain else None
+    return _Prototype(cls, sample, fields_set, lists=bool(lists)) if plain else None
 
 
 _HUMAN = _prototype(HumanMessage, {"content"})
