@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
-SYSTEM_TITLES = {"symfonic": "symfonic", "langgraph": "LangGraph", "floor": "floor"}
+SYSTEM_TITLES = {
+    "symfonic": "symfonic",
+    "langgraph": "LangGraph",
+    "floor": "floor",
+    "floor+model": "floor + model calls",
+}
 
 
 def _bytes(value: float) -> str:

@@ -22,7 +22,7 @@ PLOTS = (
     ("bench_bytes.png", "bytes_per_cycle", "bytes written per cycle"),
     ("bench_latency.png", "resume_p50_ms", "resume latency p50 (ms)"),
 )
-_STYLE = {"symfonic": "o-", "langgraph": "s--", "floor": "^:"}
+_STYLE = {"symfonic": "o-", "langgraph": "s--", "floor": "^:", "floor+model": "v-."}
 
 
 def _plot(results: Results, key: str, label: str, path: Path) -> None:

@@ -11,7 +11,7 @@ import importlib
 
 from bench.workloads.base import StoreKind, Workload
 
-SYSTEMS = ("symfonic", "langgraph", "floor")
+SYSTEMS = ("symfonic", "langgraph", "floor", "floor+model")
 
 # system → store → "module:Class"
 _REGISTRY: dict[str, dict[StoreKind, str]] = {
@@ -26,6 +26,10 @@ _REGISTRY: dict[str, dict[StoreKind, str]] = {
     "floor": {
         "sqlite": "bench.workloads.floor_sqlite:SqliteFloor",
         "postgresql": "bench.workloads.floor_postgres:PostgresFloor",
+    },
+    "floor+model": {
+        "sqlite": "bench.workloads.floor_model:ModelFloor",
+        "postgresql": "bench.workloads.floor_model:ModelFloor",
     },
 }
 
@@ -42,7 +46,8 @@ _PROBES: dict[str, tuple[str, ...]] = {
         "langgraph.checkpoint.sqlite.aio:AsyncSqliteSaver",
         "langgraph.checkpoint.postgres.aio:AsyncPostgresSaver",
     ),
-    "floor": ("aiosqlite:connect", "asyncpg:create_pool"),
+    "floor": ("sqlite3:connect", "asyncpg:create_pool"),
+    "floor+model": ("sqlite3:connect", "asyncpg:create_pool"),
 }
 
 

@@ -16,13 +16,14 @@ from typing import Any
 
 import asyncpg
 
-from bench.workloads.base import Workload, WorkloadError, package_version
+from bench.workloads.base import WorkloadError, package_version
 from bench.workloads.floor_rows import (
     ANSWER,
     CLAIM_LEASE,
     OUTCOME,
     QUERY,
     RESPONSE_SCHEMA,
+    Floor,
     FloorSession,
     PauseRow,
     checkpoint_body,
@@ -80,9 +81,7 @@ def _count(status: str) -> int:
     return int(status.rsplit(" ", 1)[-1])
 
 
-class PostgresFloor(Workload):
-    system = "floor"
-
+class PostgresFloor(Floor):
     _pool: asyncpg.Pool | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -120,7 +119,7 @@ class PostgresFloor(Workload):
                 self._sessions[key] = FloorSession(key, 0, len(bodies))
         return keys
 
-    async def pause(self, session: str) -> Any:
+    async def pause(self, session: str) -> PauseRow:
         state = self._sessions[session]
         row = PauseRow.new()
         body = checkpoint_body(row.call_id, state.revision)
@@ -138,9 +137,7 @@ class PostgresFloor(Workload):
         )
         return row
 
-    async def resume(self, session: str, handle: Any) -> None:
-        row: PauseRow = handle
-        state = self._sessions[session]
+    async def claim(self, row: PauseRow) -> str:
         now = datetime.now(UTC)
         claim_id = uuid.uuid4().hex
         status = await self.pool.execute(
@@ -148,6 +145,10 @@ class PostgresFloor(Workload):
         )
         if _count(status) != 1:
             raise WorkloadError(f"floor claim of {row.pause_id} lost")
+        return claim_id
+
+    async def publish(self, session: str, row: PauseRow, claim_id: str) -> None:
+        state = self._sessions[session]
         bodies = turn_bodies(row.call_id)
         counts = await self.pool.fetchrow(
             PUBLISH,

@@ -1,4 +1,5 @@
-"""The rows the floor writes: the same sizes a real pause/resume cycle must commit.
+"""The rows the floor writes, the same sizes a real pause/resume cycle must commit,
+and the three commits every floor splits its cycle into.
 
 The floor is the database doing only what a cycle cannot avoid, so its rows must
 be as large as the real ones, or it would be a floor nobody can reach:
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 import json
 import uuid
+from abc import abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 
 from bench.history import FINAL_ANSWER, TOOL_ARGS, TOOL_NAME, TOOL_RESULT, USER_MESSAGE
+from bench.workloads.base import Workload
 
 CHECKPOINT_BYTES = 1536
 PAUSE_TTL = timedelta(hours=24)
@@ -101,3 +105,29 @@ class FloorSession:
     session_id: str
     revision: int
     message_count: int
+
+
+class Floor(Workload):
+    """A floor's cycle as its three commits: pause, then claim and publish.
+
+    A resume is the claim and the publish back to back; they are separate so that
+    :mod:`bench.workloads.floor_model` can call a model between them, where a
+    runtime's resumed turn does.
+    """
+
+    system = "floor"
+
+    @abstractmethod
+    async def pause(self, session: str) -> PauseRow:
+        """Commit 1: the pause row, its checkpoint in it."""
+
+    @abstractmethod
+    async def claim(self, row: PauseRow) -> str:
+        """Commit 2: the single-use claim; its id."""
+
+    @abstractmethod
+    async def publish(self, session: str, row: PauseRow, claim_id: str) -> None:
+        """Commit 3: the revision bumped, the turn's messages, the pause published."""
+
+    async def resume(self, session: str, handle: Any) -> None:
+        await self.publish(session, handle, await self.claim(handle))

@@ -22,13 +22,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.workloads.base import Workload, WorkloadError
+from bench.workloads.base import WorkloadError
 from bench.workloads.floor_rows import (
     ANSWER,
     CLAIM_LEASE,
     OUTCOME,
     QUERY,
     RESPONSE_SCHEMA,
+    Floor,
     FloorSession,
     PauseRow,
     checkpoint_body,
@@ -73,9 +74,7 @@ PUBLISH_PAUSE = (
 )
 
 
-class SqliteFloor(Workload):
-    system = "floor"
-
+class SqliteFloor(Floor):
     _conn: sqlite3.Connection | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -125,7 +124,7 @@ class SqliteFloor(Workload):
         self.conn.execute("COMMIT")
         return keys
 
-    async def pause(self, session: str) -> Any:
+    async def pause(self, session: str) -> PauseRow:
         state = self._sessions[session]
         row = PauseRow.new()
         created, expires = row.created_at.isoformat(), row.expires_at.isoformat()
@@ -149,9 +148,7 @@ class SqliteFloor(Workload):
         )
         return row
 
-    async def resume(self, session: str, handle: Any) -> None:
-        row: PauseRow = handle
-        state = self._sessions[session]
+    async def claim(self, row: PauseRow) -> str:
         now = datetime.now(UTC)
         claim_id = uuid.uuid4().hex
         lease = (now + CLAIM_LEASE).isoformat()
@@ -159,6 +156,10 @@ class SqliteFloor(Workload):
         (claimed,) = self._write([(CLAIM, claim_args)])
         if claimed != 1:
             raise WorkloadError(f"floor claim of {row.pause_id} lost")
+        return claim_id
+
+    async def publish(self, session: str, row: PauseRow, claim_id: str) -> None:
+        state = self._sessions[session]
         bodies = turn_bodies(row.call_id)
         revision = state.revision + 1
         statements: list[tuple[str, tuple[Any, ...]]] = [
