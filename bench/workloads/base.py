@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
 StoreKind = Literal["sqlite", "postgresql"]
 
 
@@ -34,6 +36,14 @@ class HistoryBody:
 
     def as_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
+
+
+def history_messages(history: Sequence[HistoryBody]) -> list[BaseMessage]:
+    """The seeded history as the langchain-core messages a model is handed (new objects)."""
+    return [
+        HumanMessage(body.content) if body.role == "human" else AIMessage(body.content)
+        for body in history
+    ]
 
 
 @dataclass(frozen=True)

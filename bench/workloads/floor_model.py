@@ -19,34 +19,24 @@ the most of the floor one can reach.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.prompt_values import ChatPromptValue
 
 from bench.history import TOOL_NAME, TOOL_RESULT, USER_MESSAGE
-from bench.workloads.base import HistoryBody, Workload, WorkloadError, WorkloadSpec
+from bench.workloads import workload_class
+from bench.workloads.base import Workload, WorkloadError, WorkloadSpec, history_messages
 from bench.workloads.floor_rows import Floor
 from bench.workloads.scripted_model import ScriptedToolModel
 
 
 def _floor(spec: WorkloadSpec) -> Floor:
-    if spec.store == "sqlite":
-        from bench.workloads.floor_sqlite import SqliteFloor
-
-        return SqliteFloor(spec)
-    from bench.workloads.floor_postgres import PostgresFloor
-
-    return PostgresFloor(spec)
-
-
-def history_messages(history: Sequence[HistoryBody]) -> tuple[BaseMessage, ...]:
-    """The seeded history as the langchain-core messages a model is handed."""
-    return tuple(
-        HumanMessage(body.content) if body.role == "human" else AIMessage(body.content)
-        for body in history
-    )
+    """The store's own floor, as the harness runs it."""
+    floor = workload_class("floor", spec.store)(spec)
+    if not isinstance(floor, Floor):
+        raise TypeError(f"the {spec.store} floor does not split its cycle into commits")
+    return floor
 
 
 class ModelFloor(Workload):
@@ -56,7 +46,7 @@ class ModelFloor(Workload):
         super().__init__(spec)
         self._floor = _floor(spec)
         self._model = ScriptedToolModel()
-        self._history = history_messages(spec.history)
+        self._history = tuple(history_messages(spec.history))
 
     async def open(self) -> None:
         await self._floor.open()

@@ -22,12 +22,12 @@ import warnings
 from contextlib import AsyncExitStack
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.types import Command, interrupt
 
 from bench.history import TOOL_RESULT, USER_MESSAGE
-from bench.workloads.base import Workload, WorkloadError, package_version
+from bench.workloads.base import Workload, WorkloadError, history_messages, package_version
 from bench.workloads.scripted_model import ScriptedToolModel
 
 with warnings.catch_warnings():
@@ -44,13 +44,6 @@ async def send_payment(amount: int, currency: str, invoice: str) -> str:
     if not isinstance(answer, dict) or answer.get("decision") != "approve":
         return "the person rejected the payment"
     return TOOL_RESULT
-
-
-def _history_messages(bodies: list[dict[str, str]]) -> list[BaseMessage]:
-    return [
-        HumanMessage(b["content"]) if b["role"] == "human" else AIMessage(b["content"])
-        for b in bodies
-    ]
 
 
 class LangGraphWorkload(Workload):
@@ -109,13 +102,13 @@ class LangGraphWorkload(Workload):
             await self._saver.setup()  # migrations; the SQLite saver ran its setup on open
 
     async def add_sessions(self, count: int) -> list[str]:
-        bodies = [b.as_dict() for b in self.spec.history]
+        history = self.spec.history
         keys = [f"thread-{next(self._thread_numbers):05d}" for _ in range(count)]
         for key in keys:
-            if bodies:
+            if history:
                 # Built per thread so no two threads share message objects (or memory).
                 await self._graph.aupdate_state(
-                    self._config(key), {"messages": _history_messages(bodies)}, as_node="agent"
+                    self._config(key), {"messages": history_messages(history)}, as_node="agent"
                 )
         return keys
 
