@@ -395,6 +395,22 @@ async def test_the_winning_claim_reads_the_turn_and_its_history(store: Store) ->
     assert await store.claim_pause(claim_of(pause), now=T0) is None
 
 
+async def test_the_owners_claim_reads_the_history_at_the_pauses_base_revision(
+    store: Store,
+) -> None:
+    session_id = await new_session(store)
+    await store.publish_turn(session_id, 0, TURN, "seed")
+    pause = await paused(store, session_id, kind=InteractionKind.APPROVAL, base_revision=1)
+    await store.publish_turn(session_id, 1, [{"role": "human", "content": "later"}], "other")
+    claim = Claim(pause.pause_id, uuid.uuid4().hex, "ann", {"decision": "approve"},
+                  "resolved", T0, T0 + HOUR)
+    won = await store.claim_own_pause(
+        claim, agent="assistant", kinds=frozenset({InteractionKind.APPROVAL}), now=T0
+    )
+    assert won is not None
+    assert won.claimed.history == TURN
+
+
 async def test_a_run_that_lost_its_hold_records_no_pause(store: Store) -> None:
     session_id = await new_session(store)
     now = T0 + timedelta(minutes=1)

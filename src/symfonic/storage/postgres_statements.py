@@ -38,7 +38,7 @@ from dataclasses import replace
 
 from symfonic.core.contracts.store import CheckpointRecord, PauseRecord
 from symfonic.core.messages import MessageBody
-from symfonic.storage.history_statements import history_statements
+from symfonic.storage.history_statements import history_in_the_step
 from symfonic.storage.queries import (
     DROP_CHECKPOINT,
     END_RUN,
@@ -77,7 +77,7 @@ def _without_waiting_for_the_disk(statement: Statement) -> Statement:
     )
 
 
-_HISTORIES = history_statements(_history)
+_HISTORIES = history_in_the_step(_history)
 HISTORIES = replace(_HISTORIES, begin_run=_without_waiting_for_the_disk(_HISTORIES.begin_run))
 END_RUN_WITHOUT_WAITING = _without_waiting_for_the_disk(END_RUN)
 

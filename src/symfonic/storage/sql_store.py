@@ -24,8 +24,8 @@ level would turn those losers into serialisation failures instead of a clean
 
 The statements (:mod:`symfonic.storage.queries`) are plain SQL that both
 databases accept; where they differ, the adapter says so: row locks for the
-sweep (``LOCK_FOR_SWEEP``), the aggregate that returns a history as one text
-(``HISTORIES``, :mod:`symfonic.storage.history_statements`), and
+sweep (``LOCK_FOR_SWEEP``), the statements that return a history and where
+they read it (``HISTORIES``, :mod:`symfonic.storage.history_statements`), and
 PostgreSQL's one-statement steps (:mod:`symfonic.storage.postgres_statements`).
 How units of work run, driver failures and start-up are in
 :mod:`symfonic.storage.transactions`.
@@ -76,7 +76,7 @@ from symfonic.storage.queries import (
     sweep_statements,
 )
 from symfonic.storage.rows import PAUSE_COLUMNS, checkpoint_of, pause_of, session_of
-from symfonic.storage.statements import Result, Row, Statement, Unit, json_text
+from symfonic.storage.statements import Query, Result, Row, Statement, Unit, json_text
 from symfonic.storage.transactions import SqlTransactions
 
 
@@ -130,9 +130,8 @@ def _append(
     return revision
 
 
-def _claimed(row: Row) -> ClaimedPause:
-    """What a won claim's row holds: the checkpoint, and the history it continues."""
-    return ClaimedPause(checkpoint_of(row), history_of(row["history"]))
+# A step that started a turn: its row, and the history the turn runs on.
+Started = tuple[Row, list[MessageBody]]
 
 
 def _pause_or_none(result: Result) -> PauseRecord | None:
@@ -171,6 +170,28 @@ class SqlStore(SqlTransactions):
         row = (await self._read_one(read)).first()
         return [] if row is None else history_of(row["bodies"])
 
+    async def _with_history(self, step: Query, revision: str) -> Started | None:
+        """A step that starts a turn, its row and the history the turn runs on.
+
+        The history is the step's session's up to the revision in the row's
+        column ``revision``, read in the step's transaction (see
+        :mod:`symfonic.storage.history_statements`); ``None`` if the step
+        touched no row.
+        """
+        if self.HISTORIES.in_the_step:
+            row = (await self._write_one(step)).first()
+            return None if row is None else (row, history_of(row["history"]))
+        return await self._write(self._step_then_history(step, revision))
+
+    def _step_then_history(self, step: Query, revision: str) -> Unit[Started | None]:
+        row = (yield step).first()
+        if row is None:
+            return None
+        at = self.HISTORIES.history(session_id=row["session_id"], revision=row[revision])
+        read = (yield at).first()
+        assert read is not None  # an aggregate always returns its one row
+        return row, history_of(read["bodies"])
+
     async def begin_run(
         self,
         session_id: str,
@@ -191,14 +212,11 @@ class SqlStore(SqlTransactions):
             "base_revision": base_revision,
             "refuse_pending": refuse_pending,
         }
-        row = (await self._write_one(self.HISTORIES.begin_run(**params))).first()
-        if row is None:
+        started = await self._with_history(self.HISTORIES.begin_run(**params), "revision")
+        if started is None:
             return None
-        return RunStart(
-            session_of(row, now=now),
-            history_of(row["history"]),
-            pending_pause=int(row["pending"]) > 0,
-        )
+        row, history = started
+        return RunStart(session_of(row, now=now), history, pending_pause=int(row["pending"]) > 0)
 
     async def end_run(self, session_id: str, run_id: str) -> None:
         """Clear this run's marker (only this run's); retried like every cleanup."""
@@ -258,8 +276,11 @@ class SqlStore(SqlTransactions):
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
         claiming = self.HISTORIES.claim(**claim_params(claim, now=now))
-        row = (await self._write_one(claiming)).first()
-        return None if row is None else _claimed(row)
+        claimed = await self._with_history(claiming, "base_revision")
+        if claimed is None:
+            return None
+        row, history = claimed
+        return ClaimedPause(checkpoint_of(row), history)
 
     async def claim_own_pause(
         self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
@@ -267,8 +288,12 @@ class SqlStore(SqlTransactions):
         if not kinds:
             return None  # no pause is of none of the kinds
         params = own_claim_params(claim, agent=agent, kinds=kinds, now=now)
-        row = (await self._write_one(self.HISTORIES.own_claims[len(kinds)](**params))).first()
-        return None if row is None else OwnClaim(pause_of(row), _claimed(row))
+        claiming = self.HISTORIES.own_claims[len(kinds)](**params)
+        claimed = await self._with_history(claiming, "base_revision")
+        if claimed is None:
+            return None
+        row, history = claimed
+        return OwnClaim(pause_of(row), ClaimedPause(checkpoint_of(row), history))
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
         claimed = CLAIMED_PAUSE(session_id=session_id, claim_id=claim_id)

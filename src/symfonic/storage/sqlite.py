@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import anyio
 
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.storage.history_statements import history_statements
+from symfonic.storage.history_statements import history_after_the_step
 from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Query, Result, Unit, one
@@ -101,7 +101,7 @@ def _history(session: str, revision: str) -> str:
 
 
 class SqliteStore(SqlStore):
-    HISTORIES = history_statements(_history)
+    HISTORIES = history_after_the_step(_history)
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
