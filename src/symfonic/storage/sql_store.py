@@ -183,6 +183,14 @@ class SqlStore(SqlTransactions):
             return None if row is None else (row, history_of(row["history"]))
         return await self._write(self._step_then_history(step, revision))
 
+    async def _claim(self, claiming: Query) -> tuple[Row, ClaimedPause] | None:
+        """A won claim's row, and what it holds: the checkpoint and the history it continues."""
+        claimed = await self._with_history(claiming, "base_revision")
+        if claimed is None:
+            return None
+        row, history = claimed
+        return row, ClaimedPause(checkpoint_of(row), history)
+
     def _step_then_history(self, step: Query, revision: str) -> Unit[Started | None]:
         row = (yield step).first()
         if row is None:
@@ -275,12 +283,8 @@ class SqlStore(SqlTransactions):
         return None if row is None else checkpoint_of(row)
 
     async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
-        claiming = self.HISTORIES.claim(**claim_params(claim, now=now))
-        claimed = await self._with_history(claiming, "base_revision")
-        if claimed is None:
-            return None
-        row, history = claimed
-        return ClaimedPause(checkpoint_of(row), history)
+        won = await self._claim(self.HISTORIES.claim(**claim_params(claim, now=now)))
+        return None if won is None else won[1]
 
     async def claim_own_pause(
         self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
@@ -288,12 +292,8 @@ class SqlStore(SqlTransactions):
         if not kinds:
             return None  # no pause is of none of the kinds
         params = own_claim_params(claim, agent=agent, kinds=kinds, now=now)
-        claiming = self.HISTORIES.own_claims[len(kinds)](**params)
-        claimed = await self._with_history(claiming, "base_revision")
-        if claimed is None:
-            return None
-        row, history = claimed
-        return OwnClaim(pause_of(row), ClaimedPause(checkpoint_of(row), history))
+        won = await self._claim(self.HISTORIES.own_claims[len(kinds)](**params))
+        return None if won is None else OwnClaim(pause_of(won[0]), won[1])
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
         claimed = CLAIMED_PAUSE(session_id=session_id, claim_id=claim_id)
