@@ -16,7 +16,7 @@ import pytest
 from bench.history import TOOL_NAME, make_history
 from bench.report.ceiling import render_ceiling
 from bench.report.figures import Results
-from bench.report.targets import check_targets
+from bench.report.targets import Check, check_targets
 from bench.workloads import unavailable_reason, workload_class
 from bench.workloads.base import WorkloadSpec
 from bench.workloads.floor_model import ModelFloor
@@ -100,36 +100,53 @@ async def test_it_writes_exactly_what_the_floor_writes(tmp_path: Path) -> None:
     assert bound == floor
 
 
-def _rows(rates: dict[str, float]) -> Results:
-    return Results(
+def _rows(rates: dict[str, float], *, history: int = 0) -> list[dict[str, Any]]:
+    return [
         {
-            "results": [
-                {
-                    "system": system,
-                    "store": "sqlite",
-                    "history": 0,
-                    "concurrency": 1,
-                    "status": "ok",
-                    "cycles_per_second": rate,
-                }
-                for system, rate in rates.items()
-            ]
+            "system": system,
+            "store": "sqlite",
+            "history": history,
+            "concurrency": 1,
+            "status": "ok",
+            "cycles_per_second": rate,
         }
-    )
+        for system, rate in rates.items()
+    ]
+
+
+def _floor_check(*configurations: list[dict[str, Any]]) -> Check:
+    results = Results({"results": [row for rows in configurations for row in rows]})
+    (check,) = [c for c in check_targets(results) if "floor" in c.target]
+    return check
 
 
 def test_the_report_says_where_the_floor_target_is_out_of_reach() -> None:
     # The bound reaches 40% of the floor: no runtime on langchain-core reaches 50%.
-    results = _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 400.0})
-    (floor_check,) = [c for c in check_targets(results) if "floor" in c.target]
+    rows = _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 400.0})
+    floor_check = _floor_check(rows)
     assert floor_check.met is False
+    assert floor_check.verdict == "**missed: out of reach**"
     assert "out of reach" in floor_check.measured and "h=0 c=1" in floor_check.measured
-    table = "\n".join(render_ceiling(results, 0.5))
+    table = "\n".join(render_ceiling(Results({"results": rows}), 0.5))
     assert "| SQLite | 0 | 1 | 30% | 40% (below the target) | 75% |" in table
 
 
 def test_a_reachable_floor_target_is_not_called_out_of_reach() -> None:
-    results = _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 600.0})
-    (floor_check,) = [c for c in check_targets(results) if "floor" in c.target]
+    rows = _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 600.0})
+    floor_check = _floor_check(rows)
     assert floor_check.met is False and "out of reach" not in floor_check.measured
-    assert "| SQLite | 0 | 1 | 30% | 60% | 50% |" in "\n".join(render_ceiling(results, 0.5))
+    assert floor_check.verdict == "**missed**"
+    assert "| SQLite | 0 | 1 | 30% | 60% | 50% |" in "\n".join(
+        render_ceiling(Results({"results": rows}), 0.5)
+    )
+
+
+def test_a_miss_within_reach_anywhere_keeps_the_plain_verdict() -> None:
+    # Out of reach at history 0, but missed within reach at history 100.
+    floor_check = _floor_check(
+        _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 400.0}),
+        _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 600.0}, history=100),
+    )
+    assert "out of reach" in floor_check.measured and "h=0 c=1" in floor_check.measured
+    assert floor_check.verdict == "**missed**"
+

@@ -267,7 +267,7 @@ def _http(results: Results, store: str) -> str | None:
 def render_bounds(results: Results) -> list[str]:
     lines = ["## What bounds symfonic here", ""]
     missed = [c for c in check_targets(results) if c.met is False]
-    lines += [f"- **missed**: {c.target}: {c.measured}." for c in missed] or [
+    lines += [f"- {c.verdict}: {c.target}: {c.measured}." for c in missed] or [
         "No target is missed in this run."
     ]
     goals = "/".join(f"{v:.0f}" for v in SPEEDUP_AT_ZERO.values())
