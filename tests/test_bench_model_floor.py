@@ -114,39 +114,40 @@ def _rows(rates: dict[str, float], *, history: int = 0) -> list[dict[str, Any]]:
     ]
 
 
-def _floor_check(*configurations: list[dict[str, Any]]) -> Check:
-    results = Results({"results": [row for rows in configurations for row in rows]})
+def _results(*configurations: list[dict[str, Any]]) -> Results:
+    return Results({"results": [row for rows in configurations for row in rows]})
+
+
+def _floor_check(results: Results) -> Check:
     (check,) = [c for c in check_targets(results) if "floor" in c.target]
     return check
 
 
 def test_the_report_says_where_the_floor_target_is_out_of_reach() -> None:
     # The bound reaches 40% of the floor: no runtime on langchain-core reaches 50%.
-    rows = _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 400.0})
-    floor_check = _floor_check(rows)
+    results = _results(_rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 400.0}))
+    floor_check = _floor_check(results)
     assert floor_check.met is False
     assert floor_check.verdict == "**missed: out of reach**"
     assert "out of reach" in floor_check.measured and "h=0 c=1" in floor_check.measured
-    table = "\n".join(render_ceiling(Results({"results": rows}), 0.5))
+    table = "\n".join(render_ceiling(results, 0.5))
     assert "| SQLite | 0 | 1 | 30% | 40% (below the target) | 75% |" in table
 
 
 def test_a_reachable_floor_target_is_not_called_out_of_reach() -> None:
-    rows = _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 600.0})
-    floor_check = _floor_check(rows)
+    results = _results(_rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 600.0}))
+    floor_check = _floor_check(results)
     assert floor_check.met is False and "out of reach" not in floor_check.measured
     assert floor_check.verdict == "**missed**"
-    assert "| SQLite | 0 | 1 | 30% | 60% | 50% |" in "\n".join(
-        render_ceiling(Results({"results": rows}), 0.5)
-    )
+    assert "| SQLite | 0 | 1 | 30% | 60% | 50% |" in "\n".join(render_ceiling(results, 0.5))
 
 
 def test_a_miss_within_reach_anywhere_keeps_the_plain_verdict() -> None:
     # Out of reach at history 0, but missed within reach at history 100.
-    floor_check = _floor_check(
+    results = _results(
         _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 400.0}),
         _rows({"symfonic": 300.0, "floor": 1000.0, "floor+model": 600.0}, history=100),
     )
+    floor_check = _floor_check(results)
     assert "out of reach" in floor_check.measured and "h=0 c=1" in floor_check.measured
     assert floor_check.verdict == "**missed**"
-
