@@ -78,3 +78,14 @@ async def test_pauses_lists_then_answers_each_pending_pause(
         # "s" declines: a cancelled answer is still an answer, and the turn goes on.
         assert len(published) == 2 and pending == []
         assert sorted(p.answer_status for p in published) == ["cancelled", "resolved"]
+
+
+def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from symfonic.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"symfonic {version('symfonic')}"

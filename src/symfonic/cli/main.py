@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 
 COMMANDS = ("demo", "chat", "pauses", "serve")
 
@@ -15,6 +16,7 @@ def parser() -> argparse.ArgumentParser:
         prog="symfonic",
         description="Agent turns that pause for a person and resume exactly once.",
     )
+    root.add_argument("--version", action="version", version=f"symfonic {version('symfonic')}")
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"symfonic.cli.{name}").register(sub)
