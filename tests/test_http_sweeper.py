@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import anyio
 import pytest
 
@@ -17,6 +19,7 @@ from http_support import (
     serve,
     within_a_second,
 )
+from symfonic.agent.retention import Retention
 from symfonic.core.contracts.types import PauseState
 
 pytestmark = pytest.mark.anyio
@@ -64,3 +67,24 @@ async def test_sweeper_abandons_a_claim_whose_lease_ran_out(store_url: str) -> N
             f"/v1/sessions/{session_id}/turns", json={"message": "pay"}, headers=JSON
         )
         assert turn.json()["status"] == "paused"
+
+
+async def test_with_a_retention_the_sweeper_prunes_idle_finished_sessions(
+    store_url: str,
+) -> None:
+    clock = Clock()
+    agent = payment_agent(store_url, pause_ttl=90 * 86400, clock=clock)
+    retention = Retention(timedelta(days=30))
+    async with serve(agent, sweep_interval=0.01, retention=retention) as client:
+        finished, paused = await paused_turn(client)
+        body = {"token": paused["pause_token"], "answer": APPROVE}
+        assert (await client.post("/v1/resume", json=body, headers=JSON)).status_code == 200
+        waiting, _ = await paused_turn(client)
+        clock.advance(31 * 86400)
+
+        async def pruned() -> bool:
+            return await agent.store.get_session(finished) is None
+
+        await within_a_second(pruned)
+        assert (await client.get(f"/v1/sessions/{waiting}")).status_code == 200
+        assert (await client.get(f"/v1/sessions/{finished}")).status_code == 404

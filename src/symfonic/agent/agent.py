@@ -23,11 +23,18 @@ from symfonic.agent.first_turn import OnPendingPause, first_turn, owned_session
 from symfonic.agent.models import resolve_model
 from symfonic.agent.outcomes import collect
 from symfonic.agent.resume import resume_turn
+from symfonic.agent.retention import Retention, prune
 from symfonic.capabilities.human.interactions import Interaction
 from symfonic.capabilities.human.tokens import TokenSigner
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import PauseRecord, SessionRecord, Store, SweepReport
+from symfonic.core.contracts.store import (
+    PauseRecord,
+    PruneReport,
+    SessionRecord,
+    Store,
+    SweepReport,
+)
 from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
@@ -235,6 +242,13 @@ class SymfonicAgent:
         """Expire stale pauses and abandon claims whose worker stopped renewing."""
         await self.open()
         return await self.store.sweep(self.clock())
+
+    async def prune(
+        self, retention: Retention, on_batch: Callable[[PruneReport], None] | None = None
+    ) -> PruneReport:
+        """Delete finished sessions idle for longer than the retention keeps them."""
+        await self.open()
+        return await prune(self.store, retention, self.clock(), on_batch)
 
     # turns ------------------------------------------------------------------
 

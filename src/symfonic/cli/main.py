@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import version
 
-COMMANDS = ("demo", "chat", "pauses", "serve")
+COMMANDS = ("demo", "chat", "pauses", "serve", "prune")
 
 
 def parser() -> argparse.ArgumentParser:

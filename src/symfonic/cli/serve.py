@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL
+from symfonic.agent.retention import Retention, parse_age
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage import store_url
 
@@ -55,8 +56,28 @@ def register(sub: Any) -> None:
         help=f"seconds between sweeps of expired pauses and lapsed claims (default: "
         f"{SWEEP_INTERVAL:g}; 0 disables)",
     )
+    p.add_argument(
+        "--retention",
+        metavar="AGE",
+        help="delete finished sessions idle for longer than AGE (e.g. 30d) on every sweep "
+        "(default: keep everything)",
+    )
+    p.add_argument(
+        "--keep-answered",
+        action="store_true",
+        help="with --retention, keep answered pauses' rows as an audit",
+    )
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
     p.set_defaults(run=run)
+
+
+def retention_of(args: argparse.Namespace) -> Retention | None:
+    """The retention ``--retention`` asks for, or ``None`` to keep everything."""
+    if args.retention is None:
+        if args.keep_answered:
+            raise ConfigurationError("--keep-answered needs --retention AGE")
+        return None
+    return Retention(parse_age(args.retention), keep_answered=args.keep_answered)
 
 
 def load_agent(spec: str) -> SymfonicAgent:
@@ -108,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         authenticator = Authenticator.from_spec(os.environ.get("SYMFONIC_API_KEYS"))
         agents = [load_agent(spec) for spec in args.agents or [DEFAULT_AGENT]]
+        retention = retention_of(args)
     except ConfigurationError as error:
         print(f"symfonic serve: {error}", file=sys.stderr)
         return 2
@@ -127,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from symfonic.agent.fastapi.app import create_app
 
     app = create_app(agents, store=url, api_keys=authenticator,
-                     sweep_interval=args.sweep_interval)
+                     sweep_interval=args.sweep_interval, retention=retention)
     freeze_after_startup(app)
     config = uvicorn.Config(
         app,

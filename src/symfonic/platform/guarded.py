@@ -10,7 +10,7 @@ that some other worker can resume.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from langchain_core.messages import BaseMessage
 
@@ -75,7 +75,8 @@ class GuardedConversation:
             interrupt_id=event.interrupt_id,
             base_revision=base_revision,
             state=PauseState.PENDING,
-            created_at=datetime.now(UTC),
+            # The agent's clock when the event was built, which its expiry counts from.
+            created_at=event.expires_at - timedelta(seconds=self.pause_ttl),
             expires_at=event.expires_at,
         )
         checkpoint = TurnCheckpointStore.record_of(

@@ -21,15 +21,16 @@ from symfonic.storage.statements import Statement, json_text
 
 CREATE_SESSION = Statement(
     "INSERT INTO symfonic_sessions"
-    " (session_id, principal, agent, revision, message_count, metadata, created_at)"
-    " VALUES (:session_id, :principal, :agent, :revision, 0, :metadata, :created_at)"
+    " (session_id, principal, agent, revision, message_count, metadata, created_at, active_at)"
+    " VALUES (:session_id, :principal, :agent, :revision, 0, :metadata, :created_at,"
+    " :created_at)"
 )
 GET_SESSION = Statement(
     f"SELECT {SESSION_COLUMNS} FROM symfonic_sessions WHERE session_id = :session_id"
 )
 _WAITING = "state = 'pending' AND expires_at > :now"
 BEGIN_RUN = Statement(
-    "UPDATE symfonic_sessions SET run_id = :run_id, run_lease = :lease_until"
+    "UPDATE symfonic_sessions SET run_id = :run_id, run_lease = :lease_until, active_at = :now"
     " WHERE session_id = :session_id AND (run_id IS NULL OR run_lease < :now)"
     # The casts name the parameters' types where PostgreSQL cannot infer them.
     " AND (CAST(:principal AS TEXT) IS NULL OR principal = :principal)"

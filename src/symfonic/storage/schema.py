@@ -35,6 +35,8 @@ sessions = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("run_id", sa.String(64), nullable=True),
     sa.Column("run_lease", Timestamp, nullable=True),
+    # The session's creation or its latest first turn: what retention measures idleness by.
+    sa.Column("active_at", Timestamp, nullable=True, index=True),
 )
 
 messages = sa.Table(

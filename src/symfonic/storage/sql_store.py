@@ -44,6 +44,7 @@ from symfonic.core.contracts.store import (
     ClaimedPause,
     OwnClaim,
     PauseRecord,
+    PruneReport,
     RunStart,
     SessionRecord,
     SweepReport,
@@ -75,6 +76,7 @@ from symfonic.storage.queries import (
     pause_params,
     sweep_statements,
 )
+from symfonic.storage.retention import prune_batch
 from symfonic.storage.rows import PAUSE_COLUMNS, checkpoint_of, pause_of, session_of
 from symfonic.storage.statements import Query, Result, Row, Statement, Unit, json_text
 from symfonic.storage.transactions import SqlTransactions
@@ -378,3 +380,9 @@ class SqlStore(SqlTransactions):
             return SweepReport(expired=expired, abandoned=abandoned)
 
         return await self._write(sweep())
+
+    async def prune(
+        self, *, cutoff: datetime, now: datetime, batch: int, keep_answered: bool
+    ) -> PruneReport:
+        unit = prune_batch(cutoff=cutoff, now=now, batch=batch, keep_answered=keep_answered)
+        return await self._write(unit)

@@ -18,8 +18,9 @@ refused), the unit is handed, before any of it has run, to a worker thread whose
 connection waits up to ``busy_timeout``; writers of this process that come
 meanwhile queue behind it on the loop. Checkpoints, the only step that writes
 the database file and syncs it, are off the loop too: the loop's connection
-never checkpoints, and every ``CHECKPOINT_EVERY`` commits a worker thread runs a
-passive one, which waits for no reader and no writer.
+never checkpoints, and every ``CHECKPOINT_EVERY`` commits a worker thread runs
+one that empties the WAL (see :meth:`SqliteStore._checkpoint`), so the WAL
+holds at most the commits since the last one, however long the load lasts.
 
 A read is one statement, which under WAL goes on while another process holds
 the write lock; the rare read refused its snapshot is retried on a thread, in a
@@ -63,6 +64,10 @@ BUSY_CODES = frozenset({5, 6})
 # Commits on the loop between two checkpoints (about SQLite's own default of
 # 1,000 WAL pages at a cycle's few pages per commit).
 CHECKPOINT_EVERY = 256
+# Bytes of WAL file kept when the log starts over, for a checkpoint that could
+# not truncate it (another process reading an old snapshot): SQLite's writer
+# cuts the file back to this instead of leaving it at its largest.
+WAL_SIZE_LIMIT = 16 * 1024 * 1024
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
@@ -108,6 +113,7 @@ class SqliteStore(SqlStore):
         self._path = _path_of(url)
         self._inline: sqlite3.Connection | None = None
         self._commits = 0
+        self._checkpointing = False
         # Writers that found the file locked by another process, queued in order.
         self._waiting = anyio.Lock()
         self._waiting_writer: sqlite3.Connection | None = None
@@ -126,6 +132,7 @@ class SqliteStore(SqlStore):
         )
         connection.row_factory = sqlite3.Row
         connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         return connection
 
     def _open_inline(self) -> sqlite3.Connection:
@@ -205,20 +212,35 @@ class SqliteStore(SqlStore):
 
     async def _count_commit(self) -> None:
         self._commits += 1
-        if self._commits >= CHECKPOINT_EVERY:
+        if self._commits >= CHECKPOINT_EVERY and not self._checkpointing:
             self._commits = 0
-            # The write has committed: its caller must learn so, cancelled or not.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._checkpoint)
+            self._checkpointing = True
+            try:
+                # The write has committed: its caller must learn so, cancelled or not.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._checkpoint)
+            finally:
+                self._checkpointing = False
 
     def _checkpoint(self) -> None:
-        """Copy committed WAL pages into the database file, waiting for no one."""
+        """Copy every committed WAL page into the database file and empty the WAL.
+
+        A passive checkpoint waits for nobody, so under steady writes it always
+        ends behind the newest commit, and SQLite starts a WAL over only once a
+        checkpoint has caught up: the file grows for as long as the load lasts.
+        ``TRUNCATE`` waits here, on a worker thread, for the write lock and for
+        readers of older snapshots (both brief), copies everything and cuts the
+        file to zero. The loop's writers that arrive meanwhile find the lock
+        taken and wait for it on a thread, as they do for another process.
+        """
         connection = self._take_reader()
         try:
-            connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy:
+                logger.debug("a checkpoint could not empty the WAL; the next one tries again")
         except sqlite3.OperationalError:
-            # Another connection is checkpointing; the next turn of the count tries again.
-            logger.debug("a passive checkpoint was refused", exc_info=True)
+            # Another process is checkpointing; the next turn of the count tries again.
+            logger.debug("a checkpoint was refused", exc_info=True)
         finally:
             self._give_back(connection)
 

@@ -28,6 +28,7 @@ from symfonic.agent.fastapi.routes_resume import resume_router
 from symfonic.agent.fastapi.routes_sessions import sessions_router
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL, sweep_periodically
+from symfonic.agent.retention import Retention
 from symfonic.core.contracts.store import Store
 
 MAX_BODY_SIZE = 4 << 20
@@ -48,6 +49,7 @@ def create_app(
     store: str | Store | None = None,
     api_keys: str | Authenticator | None = None,
     sweep_interval: float = SWEEP_INTERVAL,
+    retention: Retention | None = None,
     max_body_size: int = MAX_BODY_SIZE,
     title: str = "symfonic",
 ) -> FastAPI:
@@ -58,6 +60,8 @@ def create_app(
     or an :class:`Authenticator` (default ``SYMFONIC_API_KEYS``); with none,
     every caller is the principal ``local``. ``sweep_interval``: seconds between
     sweeps of expired pauses and lapsed claims; 0 turns the sweeper off.
+    ``retention``: with one, each sweep also deletes the finished sessions idle
+    for longer than it keeps them (default: nothing is ever deleted).
     ``max_body_size``: larger request bodies get a 413.
     """
     if isinstance(agents, ServiceHost):
@@ -77,7 +81,7 @@ def create_app(
         try:
             async with anyio.create_task_group() as tasks:
                 if sweep_interval > 0:
-                    tasks.start_soon(sweep_periodically, host, sweep_interval)
+                    tasks.start_soon(sweep_periodically, host, sweep_interval, retention)
                 yield
                 tasks.cancel_scope.cancel()
         finally:

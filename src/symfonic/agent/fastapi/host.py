@@ -16,13 +16,14 @@ from collections.abc import Sequence
 import anyio
 
 from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.retention import Retention
 from symfonic.core.contracts.errors import (
     ConfigurationError,
     PauseNotFound,
     RequestError,
     SessionNotFound,
 )
-from symfonic.core.contracts.store import PauseRecord, Store, SweepReport
+from symfonic.core.contracts.store import PauseRecord, PruneReport, Store, SweepReport
 from symfonic.storage import open_store
 
 
@@ -102,6 +103,10 @@ class ServiceHost:
     async def sweep(self) -> SweepReport:
         """Expire stale pauses and abandon lapsed claims, on the default agent's clock."""
         return await self.agents[self.default_agent].sweep()
+
+    async def prune(self, retention: Retention) -> PruneReport:
+        """Delete the sessions ``retention`` no longer keeps, on the default agent's clock."""
+        return await self.agents[self.default_agent].prune(retention)
 
     def agent(self, name: str | None) -> SymfonicAgent:
         """The agent called ``name`` (default: the first)."""

@@ -1,4 +1,5 @@
-"""The background sweep: pending pauses past their expiry, claims past their lease.
+"""The background sweep: pending pauses past their expiry, claims past their lease,
+and, with a retention, finished sessions idle for longer than it keeps them.
 
 A worker that dies mid-resume cannot abandon its own claim; its lease simply
 stops being renewed. Some live worker has to notice, and every worker running
@@ -14,24 +15,38 @@ import logging
 import anyio
 
 from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.retention import Retention
 
 logger = logging.getLogger("symfonic.http")
 
 SWEEP_INTERVAL = 5.0
 
 
-async def sweep_periodically(host: ServiceHost, interval: float = SWEEP_INTERVAL) -> None:
+async def sweep_periodically(
+    host: ServiceHost, interval: float = SWEEP_INTERVAL, retention: Retention | None = None
+) -> None:
     """Sweep now, then every ``interval`` seconds, until cancelled."""
     while True:
         try:
-            report = await host.sweep()
+            await _sweep_once(host, retention)
         except Exception as error:
             logger.warning("the pause sweep failed; retrying in %gs: %s", interval, error)
-        else:
-            if report.expired or report.abandoned:
-                logger.info(
-                    "swept %d expired pauses and %d lapsed claims",
-                    report.expired,
-                    report.abandoned,
-                )
         await anyio.sleep(interval)
+
+
+async def _sweep_once(host: ServiceHost, retention: Retention | None) -> None:
+    report = await host.sweep()
+    if report.expired or report.abandoned:
+        logger.info(
+            "swept %d expired pauses and %d lapsed claims", report.expired, report.abandoned
+        )
+    if retention is None:
+        return
+    pruned = await host.prune(retention)
+    if pruned.sessions:
+        logger.info(
+            "pruned %d idle sessions (%d messages, %d pauses)",
+            pruned.sessions,
+            pruned.messages,
+            pruned.pauses,
+        )

@@ -118,6 +118,15 @@ class SweepReport:
     abandoned: int
 
 
+@dataclass(frozen=True)
+class PruneReport:
+    """What one batch of retention deleted: sessions, and their messages and pauses."""
+
+    sessions: int
+    messages: int
+    pauses: int
+
+
 class Store(Protocol):
     """The port every adapter implements; open it with ``async with``."""
 
@@ -163,6 +172,16 @@ class Store(Protocol):
         ...
 
     async def end_run(self, session_id: str, run_id: str) -> None: ...
+
+    async def prune(
+        self, *, cutoff: datetime, now: datetime, batch: int, keep_answered: bool
+    ) -> PruneReport:
+        """Delete up to ``batch`` finished sessions idle since before ``cutoff``.
+
+        One transaction. A session with a pause pending or claimed, or a first
+        turn running, is never deleted; see :mod:`symfonic.storage.retention`.
+        """
+        ...
 
     async def publish_turn(
         self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str

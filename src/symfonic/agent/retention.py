@@ -1,0 +1,82 @@
+"""How long finished sessions are kept, and pruning them batch by batch.
+
+Nothing is deleted unless an operator asks: retention is off by default. When
+it is on, the sweeper prunes on every pass and ``symfonic prune`` does it by
+hand; both go through :func:`prune`, one short transaction per batch, so a
+large backlog never holds the store's locks for long. What may be deleted at
+all (never a session with a pause pending or claimed, or a turn running) is the
+store's rule: :mod:`symfonic.storage.retention`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import anyio
+import anyio.lowlevel
+
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.store import PruneReport, Store
+
+PRUNE_BATCH = 100
+_AGE = re.compile(r"(\d+)([dhm])")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
+@dataclass(frozen=True)
+class Retention:
+    """Delete finished sessions idle for longer than ``older_than``.
+
+    ``keep_answered`` keeps the rows of answered pauses (who answered, when and
+    what) as an audit after their session is gone. ``batch``: sessions per
+    transaction.
+    """
+
+    older_than: timedelta
+    keep_answered: bool = False
+    batch: int = PRUNE_BATCH
+
+    def __post_init__(self) -> None:
+        if self.older_than <= timedelta(0):
+            raise ConfigurationError("retention must keep sessions for some time, not none")
+        if self.batch < 1:
+            raise ConfigurationError("a retention batch must hold at least one session")
+
+
+def parse_age(text: str) -> timedelta:
+    """``30d``, ``12h`` or ``90m`` as a duration; a clear error for anything else."""
+    match = _AGE.fullmatch(text.strip())
+    if match is None or int(match.group(1)) == 0:
+        raise ConfigurationError(
+            f"{text!r} is not an age: write a whole number and a unit, e.g. 30d, 12h or 90m"
+        )
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+async def prune(
+    store: Store,
+    retention: Retention,
+    now: datetime,
+    on_batch: Callable[[PruneReport], None] | None = None,
+) -> PruneReport:
+    """Prune batch after batch until one comes back short; the totals."""
+    cutoff = now - retention.older_than
+    sessions = messages = pauses = 0
+    while True:
+        report = await store.prune(
+            cutoff=cutoff, now=now, batch=retention.batch, keep_answered=retention.keep_answered
+        )
+        sessions, messages, pauses = (
+            sessions + report.sessions,
+            messages + report.messages,
+            pauses + report.pauses,
+        )
+        if on_batch is not None and report.sessions:
+            on_batch(report)
+        if report.sessions < retention.batch:
+            return PruneReport(sessions=sessions, messages=messages, pauses=pauses)
+        # Let the turns waiting on this worker run between two batches.
+        await anyio.lowlevel.checkpoint()

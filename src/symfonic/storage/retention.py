@@ -1,0 +1,73 @@
+"""Retention: deleting finished sessions that have been idle too long.
+
+A session is *finished* when nothing can still happen to it without a new
+turn: no pause is waiting or being answered, and no first turn holds its run
+marker. It is *idle since* the latest of its last first turn (``active_at``),
+its pauses' creation and their answers. Only sessions both finished and idle
+since before the cutoff are deleted, with their history, pauses and the
+checkpoints those pauses hold.
+
+The condition is checked by the ``DELETE`` itself, not by an earlier read, so a
+turn that starts on a session while it is being pruned either commits first
+(and the session no longer matches) or finds the session gone. Each batch is
+one transaction over at most ``batch`` sessions, so pruning a large backlog
+never holds the database's locks for long.
+
+``keep_answered`` keeps the audit: the rows of pauses a person answered (who,
+when, what) stay, without their checkpoints, after their session has gone.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from symfonic.core.contracts.store import PruneReport
+from symfonic.storage.statements import Query, Statement, Unit
+
+_FINISHED_AND_IDLE = (
+    "active_at < :cutoff AND (run_id IS NULL OR run_lease < :now)"
+    " AND NOT EXISTS (SELECT 1 FROM symfonic_pauses p"
+    " WHERE p.session_id = symfonic_sessions.session_id"
+    " AND (p.state IN ('pending', 'claimed') OR p.created_at >= :cutoff"
+    " OR p.answered_at >= :cutoff))"
+)
+DELETE_SESSIONS = Statement(
+    "DELETE FROM symfonic_sessions WHERE session_id IN (SELECT session_id"
+    f" FROM symfonic_sessions WHERE {_FINISHED_AND_IDLE} ORDER BY active_at LIMIT :batch)"
+    f" AND {_FINISHED_AND_IDLE} RETURNING session_id"
+)
+_CHILDREN = {
+    "messages": "DELETE FROM symfonic_messages WHERE session_id IN ({ids})",
+    "pauses": "DELETE FROM symfonic_pauses WHERE session_id IN ({ids})",
+    "unanswered pauses": (
+        "DELETE FROM symfonic_pauses WHERE session_id IN ({ids}) AND answered_at IS NULL"
+    ),
+    "checkpoints": (
+        "UPDATE symfonic_pauses SET checkpoint_format = NULL, checkpoint = NULL"
+        " WHERE session_id IN ({ids})"
+    ),
+}
+
+
+def _of_sessions(rows: str, session_ids: list[str]) -> Query:
+    """One statement over ``rows`` of these sessions (an ``IN`` list, counted by both drivers)."""
+    names = {f"s{index}": session_id for index, session_id in enumerate(session_ids)}
+    ids = ", ".join(f":{name}" for name in names)
+    return Statement(_CHILDREN[rows].format(ids=ids))(**names)
+
+
+def prune_batch(
+    *, cutoff: datetime, now: datetime, batch: int, keep_answered: bool
+) -> Unit[PruneReport]:
+    """Delete up to ``batch`` finished sessions idle since before ``cutoff``, in one unit."""
+    deleted = yield DELETE_SESSIONS(cutoff=cutoff, now=now, batch=batch)
+    sessions = [str(row["session_id"]) for row in deleted.rows]
+    if not sessions:
+        return PruneReport(sessions=0, messages=0, pauses=0)
+    messages = (yield _of_sessions("messages", sessions)).rowcount
+    if keep_answered:
+        pauses = (yield _of_sessions("unanswered pauses", sessions)).rowcount
+        yield _of_sessions("checkpoints", sessions)
+    else:
+        pauses = (yield _of_sessions("pauses", sessions)).rowcount
+    return PruneReport(sessions=len(sessions), messages=messages, pauses=pauses)
