@@ -138,3 +138,38 @@ async def test_a_downgrade_gives_waiting_checkpoints_their_table_back(store_url:
     async with open_store(store_url):
         pass
     assert await _migrated(store_url, _downgraded_checkpoints) == [("waiting", 1, 3)]
+
+
+def _sessions_before_activity_was_recorded(connection: sa.Connection) -> None:
+    """The schema before sessions recorded their activity: an old session and a new one."""
+    _alembic(connection, lambda config: command.upgrade(config, "0002"))
+    tables = sa.MetaData()
+    tables.reflect(connection)
+    for session_id, created_at in (("old", T0), ("new", T0 + timedelta(days=45))):
+        connection.execute(
+            tables.tables["symfonic_sessions"]
+            .insert()
+            .values(
+                session_id=session_id,
+                principal="ann",
+                agent="assistant",
+                revision=0,
+                message_count=0,
+                metadata={},
+                created_at=created_at,
+            )
+        )
+
+
+async def test_sessions_from_before_the_upgrade_are_idle_since_their_creation(
+    store_url: str,
+) -> None:
+    await _migrated(store_url, _sessions_before_activity_was_recorded)
+    async with open_store(store_url) as store:
+        now = T0 + timedelta(days=50)
+        report = await store.prune(
+            cutoff=now - timedelta(days=30), now=now, batch=10, keep_answered=False
+        )
+        assert report.sessions == 1
+        assert await store.get_session("old") is None
+        assert await store.get_session("new") is not None
