@@ -77,12 +77,16 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 @contextmanager
-def serving(store: str, log: Path) -> Iterator[Server]:
-    """A ``symfonic serve`` process on loopback, once healthy."""
+def serving(store: str, log: Path, *, python: str = sys.executable) -> Iterator[Server]:
+    """A ``symfonic serve`` process on loopback, once healthy.
+
+    ``python``: the interpreter whose installed symfonic serves, so another
+    checkout's build can be measured the same way (the soak's "before").
+    """
     port = _free_port()
     env = {**os.environ, "SYMFONIC_API_KEYS": "", "SYMFONIC_POOL_SIZE": str(SERVER_POOL_SIZE)}
     command = [
-        sys.executable,
+        python,
         "-m",
         "symfonic",
         "serve",
