@@ -26,7 +26,6 @@ from tenacity import (
     AsyncRetrying,
     RetryCallState,
     retry_if_exception_type,
-    stop_before_delay,
     wait_exponential_jitter,
 )
 
@@ -85,14 +84,14 @@ class ClaimLease:
         if not self._lost and now - self._renewed >= self._length / 3:
             try:
                 await self._renew(now)
-            except StoreUnavailable:
+            except StoreUnavailable as error:
                 if self._window() <= 0:
                     raise PauseAbandoned(
                         "this resume's claim could not be renewed before its lease ran out; "
                         "nothing will be published"
-                    ) from None
+                    ) from error
                 # The lease still holds; the next event or beat tries again.
-                logger.warning("could not renew a claim's lease; the store is out of reach")
+                logger.warning("could not renew a claim's lease: %s", error)
         if self._lost:
             raise PauseAbandoned(
                 "this resume's claim lapsed while the turn ran; nothing will be published"
@@ -102,9 +101,9 @@ class ClaimLease:
         """Renew now, while a tool runs; a lost claim is raised at the next ``keep``."""
         try:
             await self._renew(self._clock())
-        except StoreUnavailable:
+        except StoreUnavailable as error:
             # The next beat or event tries again; the lease has two thirds left.
-            logger.warning("could not renew a claim's lease; the store is out of reach")
+            logger.warning("could not renew a claim's lease: %s", error)
 
     async def outlast(self, write: Callable[[], Awaitable[T]]) -> T:
         """Run one of the claim's writes, retried while the store is out of reach.
@@ -113,19 +112,28 @@ class ClaimLease:
         (or, for a commit whose reply was lost, that the write took effect and
         the retry finds it done -- each write is keyed by this claim). A conflict,
         a lost claim, anything else is an answer and propagates at once. The
-        first attempt always runs; no attempt starts past the window, and the
-        last error is raised as it is.
+        first attempt always runs; the backoff is cut short so that the last
+        attempt starts at the end of the window, none after it, and the last
+        error is raised as it is.
         """
+        stop_at = anyio.current_time() + self._window()
+        backoff = wait_exponential_jitter(
+            multiplier=FIRST_RETRY_DELAY, max=LONGEST_RETRY_DELAY, jitter=FIRST_RETRY_DELAY
+        )
+
+        def pause(state: RetryCallState) -> float:
+            return max(0.0, min(backoff(state), stop_at - anyio.current_time()))
+
+        def window_over(_: RetryCallState) -> bool:
+            return anyio.current_time() >= stop_at
 
         async def attempt() -> T:  # tenacity awaits only what it sees is a coroutine function
             return await write()
 
         retrying = AsyncRetrying(
             retry=retry_if_exception_type(StoreUnavailable),
-            stop=stop_before_delay(max(self._window(), 0.0)),
-            wait=wait_exponential_jitter(
-                multiplier=FIRST_RETRY_DELAY, max=LONGEST_RETRY_DELAY, jitter=FIRST_RETRY_DELAY
-            ),
+            stop=window_over,
+            wait=pause,
             sleep=anyio.sleep,
             before_sleep=_log_retry,
             reraise=True,

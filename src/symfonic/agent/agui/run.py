@@ -4,10 +4,10 @@ Whatever happens, the stream is well formed: a refusal (anything that stops the
 run before it starts) is a stream of exactly one ``RUN_ERROR``; a run that
 started ends with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``. The one
 exception is a store out of reach before the run started: nothing was decided,
-so it raises, and the route answers 503 with ``Retry-After`` as the native API does. The symfonic
-stream is closed with ``aclosing``, so a client that goes away mid-run closes
-the turn at once -- which is what moves a claimed pause to ``abandoned``
-instead of leaving it claimed.
+so it raises, and the route answers 503 with ``Retry-After`` as the native API
+does. The symfonic stream is closed with ``aclosing``, so a client that goes
+away mid-run closes the turn at once -- which is what moves a claimed pause to
+``abandoned`` instead of leaving it claimed.
 """
 
 from __future__ import annotations
