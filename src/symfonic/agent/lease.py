@@ -1,22 +1,48 @@
-"""Keeping a claim alive while its turn runs.
+"""Keeping a claim alive while its turn runs, and what its writes may wait for.
 
 A claim carries a lease so that a worker that dies mid-resume leaves a row the
 sweeper can move to ``abandoned``. A live turn renews the lease as its events
 arrive, and on a heartbeat while a tool runs (a tool yields no events, and may
 run longer than the lease); if a renewal finds the claim gone, the turn stops at
 its next event, because whatever it would publish is no longer its to publish.
+
+The lease is also what keeps every other worker out, so it bounds how long the
+claim's own writes (publish, second pause, abandon) may wait for a store that is
+out of reach: :meth:`ClaimLease.outlast` retries them until a margin before the
+lease as last written, and only a store that stays away longer than that loses
+the answer. A renewal that meets the outage is not a reason to stop the turn
+either, while the lease it already holds has time left.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import TypeVar
+
+import anyio
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    wait_exponential_jitter,
+)
 
 from symfonic.core.contracts.errors import PauseAbandoned, StoreUnavailable
 from symfonic.core.contracts.store import Store
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# The part of the lease kept back from retries: the last attempt must finish,
+# and another worker's sweeper, whose clock may run a little ahead, must not
+# see the lease run out before it does.
+RETRY_MARGIN = 0.1
+# Backoff between attempts while the store is out of reach, in seconds.
+FIRST_RETRY_DELAY = 0.05
+LONGEST_RETRY_DELAY = 1.0
 
 
 class ClaimLease:
@@ -28,24 +54,44 @@ class ClaimLease:
         *,
         seconds: float,
         clock: Callable[[], datetime],
+        renewed: datetime | None = None,
     ) -> None:
+        """``renewed``: when the lease the claim wrote was counted from (default: now)."""
         self._store = store
         self._session_id = session_id
         self._claim_id = claim_id
         self._length = timedelta(seconds=seconds)
         self._clock = clock
-        self._renewed = clock()
+        self._renewed = clock() if renewed is None else renewed
         self._lost = False
         self.interval = seconds / 3
 
     def until(self) -> datetime:
         return self._clock() + self._length
 
+    def deadline(self) -> datetime:
+        """When the lease the row holds runs out, as far as this turn knows it was written."""
+        return self._renewed + self._length
+
+    def _window(self) -> float:
+        """Seconds left for this claim's writes: up to the margin before the deadline."""
+        stop = self.deadline() - self._length * RETRY_MARGIN
+        return (stop - self._clock()).total_seconds()
+
     async def keep(self) -> None:
         """Renew once a third of the lease has passed; cheap to call on every event."""
         now = self._clock()
         if not self._lost and now - self._renewed >= self._length / 3:
-            await self._renew(now)
+            try:
+                await self._renew(now)
+            except StoreUnavailable as error:
+                if self._window() <= 0:
+                    raise PauseAbandoned(
+                        "this resume's claim could not be renewed before its lease ran out; "
+                        "nothing will be published"
+                    ) from error
+                # The lease still holds; the next event or beat tries again.
+                logger.warning("could not renew a claim's lease: %s", error)
         if self._lost:
             raise PauseAbandoned(
                 "this resume's claim lapsed while the turn ran; nothing will be published"
@@ -55,12 +101,57 @@ class ClaimLease:
         """Renew now, while a tool runs; a lost claim is raised at the next ``keep``."""
         try:
             await self._renew(self._clock())
-        except StoreUnavailable:
+        except StoreUnavailable as error:
             # The next beat or event tries again; the lease has two thirds left.
-            logger.warning("could not renew a claim's lease", exc_info=True)
+            logger.warning("could not renew a claim's lease: %s", error)
+
+    async def outlast(self, write: Callable[[], Awaitable[T]]) -> T:
+        """Run one of the claim's writes, retried while the store is out of reach.
+
+        Only :class:`StoreUnavailable` is retried: it means nothing was written
+        (or, for a commit whose reply was lost, that the write took effect and
+        the retry finds it done -- each write is keyed by this claim). A conflict,
+        a lost claim, anything else is an answer and propagates at once. The
+        first attempt always runs; the backoff is cut short so that the last
+        attempt starts at the end of the window, none after it, and the last
+        error is raised as it is.
+        """
+        stop_at = anyio.current_time() + self._window()
+        backoff = wait_exponential_jitter(
+            multiplier=FIRST_RETRY_DELAY, max=LONGEST_RETRY_DELAY, jitter=FIRST_RETRY_DELAY
+        )
+
+        def pause(state: RetryCallState) -> float:
+            return max(0.0, min(backoff(state), stop_at - anyio.current_time()))
+
+        def window_over(_: RetryCallState) -> bool:
+            return anyio.current_time() >= stop_at
+
+        async def attempt() -> T:  # tenacity awaits only what it sees is a coroutine function
+            return await write()
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(StoreUnavailable),
+            stop=window_over,
+            wait=pause,
+            sleep=anyio.sleep,
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        return await retrying(attempt)
 
     async def _renew(self, now: datetime) -> None:
         held = await self._store.renew_claim(self._session_id, self._claim_id, now + self._length)
         self._lost = not held
         if held:
             self._renewed = now
+
+
+def _log_retry(state: RetryCallState) -> None:
+    # The driver's words stay here, in the log; they never reach a client.
+    failure = state.outcome.exception() if state.outcome is not None else None
+    logger.warning(
+        "a claimed pause's write found the store out of reach (attempt %d); retrying: %s",
+        state.attempt_number,
+        failure,
+    )

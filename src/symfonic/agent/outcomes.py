@@ -33,7 +33,15 @@ def error_event(error: Exception) -> ErrorEvent:
         return ErrorEvent(code=error.error_code, message=str(error))
     if isinstance(error, RevisionConflict):
         return ErrorEvent(code="revision_conflict", message=str(error))
-    if isinstance(error, StoreUnavailable | PauseAbandoned):
+    if isinstance(error, StoreUnavailable):
+        # The driver's words are for the operator: they go to the log only.
+        logger.warning("a turn could not be recorded, the store is out of reach: %s", error)
+        return ErrorEvent(
+            code="internal",
+            message="the store could not be reached in time to record this turn; "
+            "nothing was published",
+        )
+    if isinstance(error, PauseAbandoned):
         return ErrorEvent(code="internal", message=str(error))
     if isinstance(error, SymfonicError) and error.code != "internal":
         return ErrorEvent(code=error.code, message=str(error))

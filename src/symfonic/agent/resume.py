@@ -5,7 +5,8 @@ that does not verify, a principal who may not answer, a pause no longer
 pending, an answer that fails the schema, a refused budget -- is checked before
 the claim, so a refused request never spends the token. The claim is the one
 conditional statement that decides the race; after it, :class:`ResumedTurn`
-either publishes, records a second pause, or moves the pause to ``abandoned``.
+either publishes, records a second pause, or moves the pause to ``abandoned``,
+each write retried within the claim's lease while the store is out of reach.
 
 An owner's answer that needs no schema (a cancellation, the plain approval),
 to an agent without a quota, is claimed without the pause being read first:
@@ -225,8 +226,14 @@ async def _claim_unread(
         return None
     pause, claimed = won
     turn.session_id = pause.session_id  # known once the claim has returned the row
+    # Counted from ``now``, as the lease the claim wrote was.
     lease = ClaimLease(
-        agent.store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
+        agent.store,
+        pause.session_id,
+        turn.claim_id,
+        seconds=agent.claim_lease,
+        clock=agent.clock,
+        renewed=now,
     )
     return _Won(pause, turn, admitted, lease, claimed)
 
@@ -265,6 +272,7 @@ async def resume_turn(
             raise refusal(latest, agent.clock())
     pause, turn, admitted, lease, claimed = won
     turn.claimed = True
+    turn.lease = lease  # from here on, the claim's writes wait out an unreachable store
     try:
         try:
             history = messages_of(claimed.history)

@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from symfonic.capabilities.human.tokens import TokenSigner, new_pause_id
 from symfonic.capabilities.human.turnstate import TurnCheckpointStore
-from symfonic.core.contracts.errors import InteractionConfigurationError
+from symfonic.core.contracts.errors import InteractionConfigurationError, PauseAbandoned
 from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent
 from symfonic.core.messages import bodies_of
@@ -60,7 +60,12 @@ class GuardedConversation:
         supersedes: str | None = None,
         run_id: str | None = None,
     ) -> None:
-        """Write the pause row and its checkpoint in one transaction."""
+        """Write the pause row and its checkpoint in one transaction.
+
+        With ``supersedes``, recording the same second pause twice records it
+        once: a retry whose first attempt committed but lost its reply finds
+        the claim already superseded by this very pause, and is done.
+        """
         assert result.interaction is not None
         pause = PauseRecord(
             pause_id=event.pause_id,
@@ -82,7 +87,21 @@ class GuardedConversation:
         checkpoint = TurnCheckpointStore.record_of(
             event.pause_id, session_id, base_revision, result
         )
-        await self.store.record_pause(pause, checkpoint, supersedes=supersedes, run_id=run_id)
+        try:
+            await self.store.record_pause(
+                pause, checkpoint, supersedes=supersedes, run_id=run_id
+            )
+        except PauseAbandoned:
+            if supersedes is None:
+                raise
+            replaced = await self.store.claimed_pause(session_id, supersedes)
+            done = (
+                replaced is not None
+                and replaced.state is PauseState.SUPERSEDED
+                and (replaced.outcome or {}).get("pause_id") == event.pause_id
+            )
+            if not done:
+                raise
 
     async def publish_turn(
         self,

@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import PauseAbandoned, UnusableFinal
 from symfonic.core.contracts.store import PauseRecord, Store
-from symfonic.core.contracts.types import KernelResult, StopReason
+from symfonic.core.contracts.types import KernelResult, PauseState, StopReason
 from symfonic.core.messages import bodies_of
 
 __all__ = ["PauseDesk", "TransportConversation", "UnusableFinal", "answer_of_result"]
@@ -55,8 +55,21 @@ class PauseDesk:
         *,
         messages: Sequence[BaseMessage],
     ) -> int:
-        """Commit the resumed turn at its pause's base revision; the new revision."""
-        return await self._store.publish_resume(session_id, claim_id, bodies_of(messages), answer)
+        """Commit the resumed turn at its pause's base revision; the new revision.
+
+        Publishing a claim twice is publishing it once: a retry whose first
+        attempt committed but lost its reply finds the pause already published
+        by this very claim (claim ids are never reused), and that is its answer.
+        """
+        try:
+            return await self._store.publish_resume(
+                session_id, claim_id, bodies_of(messages), answer
+            )
+        except PauseAbandoned:
+            settled = await self._store.claimed_pause(session_id, claim_id)
+            if settled is not None and settled.state is PauseState.PUBLISHED:
+                return settled.base_revision + 1
+            raise
 
     async def pending(self, principal: str, session_id: str, claim_id: str) -> PauseRecord:
         """The pause this claim answers, as recorded."""

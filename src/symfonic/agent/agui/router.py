@@ -4,7 +4,10 @@ Authentication is the caller's dependency, the same one the native API uses, so
 a principal is a principal whichever protocol it speaks. Past authentication and
 a body that parses as ``RunAgentInput``, every outcome -- a refusal included --
 travels as AG-UI events in the stream, never as a bare HTTP error, because that
-is where an AG-UI client looks for it.
+is where an AG-UI client looks for it. The exception is a store out of reach
+before the run started: the run's first event is pulled before the response
+exists, so that is a 503 with ``Retry-After`` and nothing claimed, the same
+answer the native API gives.
 """
 
 from collections.abc import Callable
@@ -20,6 +23,7 @@ from symfonic.agent.agui.stream import RunEventStream
 from symfonic.agent.fastapi.errors import documented
 from symfonic.agent.fastapi.host import ServiceHost, UnknownAgent
 from symfonic.agent.fastapi.schemas import ErrorResponse
+from symfonic.agent.fastapi.started import StartedTurn
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
 
@@ -70,7 +74,7 @@ def agui_router(host: ServiceHost, principal: Callable[..., Any]) -> APIRouter:
     )
     async def run(run_input: RunAgentInput, caller: Caller, opened: Host) -> RunEventStream:
         """Run an agent on an AG-UI thread; the response is the run's AG-UI event stream."""
-        return RunEventStream(agui_run(opened, caller, run_input))
+        return RunEventStream(await StartedTurn.start(agui_run(opened, caller, run_input)))
 
     @router.get(
         "/v1/agui/capabilities",

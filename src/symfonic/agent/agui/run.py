@@ -2,10 +2,12 @@
 
 Whatever happens, the stream is well formed: a refusal (anything that stops the
 run before it starts) is a stream of exactly one ``RUN_ERROR``; a run that
-started ends with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``. The symfonic
-stream is closed with ``aclosing``, so a client that goes away mid-run closes
-the turn at once -- which is what moves a claimed pause to ``abandoned``
-instead of leaving it claimed.
+started ends with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``. The one
+exception is a store out of reach before the run started: nothing was decided,
+so it raises, and the route answers 503 with ``Retry-After`` as the native API
+does. The symfonic stream is closed with ``aclosing``, so a client that goes
+away mid-run closes the turn at once -- which is what moves a claimed pause to
+``abandoned`` instead of leaving it claimed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ag_ui.core import BaseEvent, RunAgentInput
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.agent.agui.threads import Acknowledge, Resume, plan_run
 from symfonic.agent.outcomes import error_event
-from symfonic.core.contracts.errors import RequestError, SessionPaused
+from symfonic.core.contracts.errors import RequestError, SessionPaused, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 
 if TYPE_CHECKING:
@@ -62,6 +64,8 @@ async def agui_run(
         for event in projection.fail(*refusal(error)):
             yield event
     except Exception as error:
+        if isinstance(error, StoreUnavailable) and not projection.started:
+            raise  # nothing was claimed or started: the route answers 503
         failed = error_event(error)
         for event in projection.fail(failed.code, failed.message):
             yield event

@@ -1,5 +1,9 @@
 """An AG-UI run as Server-Sent Events, raced against the client going away.
 
+The run's first event is pulled before this response exists (see
+:mod:`symfonic.agent.fastapi.started`), so a store out of reach before the run
+started can still be a 503.
+
 The run is closed the moment the client disconnects -- cancelled mid-``await``
 (waiting on the model, or on a slow tool) or closed at its ``yield`` -- because
 closing it is what runs the turn's shielded cleanup: a claimed pause that
@@ -18,6 +22,7 @@ from ag_ui.encoder import EventEncoder
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from symfonic.agent.fastapi.started import StartedTurn
 from symfonic.agent.fastapi.streaming import stream_until_disconnect
 
 PING_INTERVAL = 15.0
@@ -29,11 +34,11 @@ class RunEventStream(StreamingResponse):
     """The SSE response of one AG-UI run; closing it closes the run."""
 
     def __init__(
-        self, events: AsyncGenerator[BaseEvent, None], *, ping_interval: float = PING_INTERVAL
+        self, run: StartedTurn[BaseEvent], *, ping_interval: float = PING_INTERVAL
     ) -> None:
         encoder = EventEncoder()
-        self._events = events
-        self._frames = _frames(encoder, events)
+        self._events = run
+        self._frames = _frames(encoder, run)
         super().__init__(self._frames, headers=HEADERS, media_type=encoder.get_content_type())
         self._ping_interval = ping_interval
 
@@ -51,7 +56,7 @@ class RunEventStream(StreamingResponse):
 
 
 async def _frames(
-    encoder: EventEncoder, events: AsyncGenerator[BaseEvent, None]
+    encoder: EventEncoder, events: StartedTurn[BaseEvent]
 ) -> AsyncGenerator[bytes, None]:
     async for event in events:
         yield encoder.encode(event).encode()

@@ -3,9 +3,11 @@
 Errors raised before a stream starts -- symfonic's ``RequestError`` tree, a
 malformed body, an unknown route, an unreachable store -- all leave the service
 in this shape, with the status of the SPEC's table, so a client needs one
-parser. A 401 says how to authenticate (``WWW-Authenticate: Bearer``) and a 429
-says when to come back (``Retry-After``). Anything unexpected is logged here and
-answered with a bare ``internal`` error that reveals nothing of the request.
+parser. A 401 says how to authenticate (``WWW-Authenticate: Bearer``); a 429 and
+a 503 (the store out of reach, nothing claimed) say when to come back
+(``Retry-After``). What the database driver said goes to the log, never into a
+body. Anything unexpected is logged here and answered with a bare ``internal``
+error that reveals nothing of the request.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from symfonic.core.contracts.errors import (
 logger = logging.getLogger("symfonic.http")
 
 MAX_VALIDATION_ERRORS = 5
+# Seconds a client refused with 503 waits before trying again: a database that
+# restarts or fails over is typically back within a second or two.
+STORE_RETRY_AFTER = 2
 # Codes named after the current RFC 9110 phrase where Python's is older.
 _CODES = {413: "content_too_large", 422: "invalid_request"}
 
@@ -53,8 +58,13 @@ def _request_error(_: Request, error: Exception) -> JSONResponse:
 
 
 def _store_unavailable(_: Request, error: Exception) -> JSONResponse:
-    logger.warning("the store is unavailable: %s", error)
-    return error_response(503, StoreUnavailable.code, "the store is unavailable; try again")
+    logger.warning("refused a request, the store is out of reach: %s", error)
+    return error_response(
+        503,
+        StoreUnavailable.code,
+        "the store is unavailable and nothing was recorded; try again shortly",
+        {"Retry-After": str(STORE_RETRY_AFTER)},
+    )
 
 
 def _where(location: Any) -> str:
@@ -111,15 +121,18 @@ _WHEN = {
     422: "Malformed body, or an answer that fails the pause's `response_schema` "
     "(the token is not spent).",
     429: "Budget refused before the claim (the token is not spent); see `Retry-After`.",
-    503: "The store is unavailable.",
+    503: "The store is unreachable and nothing was claimed (`store_unavailable`); "
+    "see `Retry-After`.",
 }
 
+_RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds until a retry may succeed.",
+                    "schema": {"type": "integer"}}
+}
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}},
-    429: {
-        "Retry-After": {"description": "Seconds until a retry may succeed.",
-                        "schema": {"type": "integer"}}
-    },
+    429: _RETRY_AFTER,
+    503: _RETRY_AFTER,
 }
 
 

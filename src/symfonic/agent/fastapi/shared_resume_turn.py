@@ -11,21 +11,29 @@ failure that published nothing -- an error, a late revision conflict, a client
 disconnect -- moves the pause row to ``abandoned`` under a shielded cancel
 scope. The token is already spent, so this never makes the pause redeemable
 again; it only stops a dead row from staying ``pending``.
+
+Each of those writes -- the publish, the second pause, the abandon -- is run
+through the claim's lease once the host hands it over (``lease``): a store out
+of reach is waited for while the lease keeps every other worker out, so a
+restart of the database does not cost the person their answer.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
+from symfonic.agent.lease import ClaimLease
 from symfonic.core.contracts.types import KernelDone, KernelResult, RawEvent
 from symfonic.kernel.limits import Limits
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class _FinalObserver:
@@ -67,6 +75,8 @@ class ResumedTurn:
         self.claimed = False
         self.settled = False
         self.revision: int | None = None
+        # The won claim's lease: what the writes below may wait for the store.
+        self.lease: ClaimLease | None = None
 
     def admission(self, *, budgeted: bool) -> Any:
         """The host's pre-claim admission hook, observing every raw event."""
@@ -95,25 +105,40 @@ class ResumedTurn:
             result = self._observer.result
             answer = answer_of_result(result)
             assert result is not None
-            self.revision = await pauses.publish(
-                self._principal, self.session_id, self.claim_id, answer, messages=result.messages
+            self.revision = await self._within_lease(
+                lambda: pauses.publish(
+                    self._principal,
+                    self.session_id,
+                    self.claim_id,
+                    answer,
+                    messages=result.messages,
+                )
             )
             self.settled = True
             return
         token = getattr(event, "pause_token", None)
         if token is not None:
             assert self._observer is not None and self._observer.result is not None
-            pause = await pauses.pending(self._principal, self.session_id, self.claim_id)
-            await self._guarded.record_pause(
-                self._principal,
-                self.session_id,
-                self._scope,
-                event,
-                self._observer.result,
-                pause.base_revision,
-                supersedes=self.claim_id,
-            )
+            paused = self._observer.result
+
+            async def record() -> None:
+                pause = await pauses.pending(self._principal, self.session_id, self.claim_id)
+                await self._guarded.record_pause(
+                    self._principal,
+                    self.session_id,
+                    self._scope,
+                    event,
+                    paused,
+                    pause.base_revision,
+                    supersedes=self.claim_id,
+                )
+
+            await self._within_lease(record)
             self.settled = True
+
+    async def _within_lease(self, write: Callable[[], Awaitable[T]]) -> T:
+        """One write of this claim: retried while the lease lasts, once without one."""
+        return await (write() if self.lease is None else self.lease.outlast(write))
 
     async def release(self) -> None:
         """Abandon a claimed pause that published nothing; idempotent, shielded."""
@@ -122,8 +147,10 @@ class ResumedTurn:
         self.settled = True
         with anyio.CancelScope(shield=True):
             try:
-                await self._guarded.conversation.pauses.abandon(
-                    self._principal, self.session_id, self.claim_id
+                await self._within_lease(
+                    lambda: self._guarded.conversation.pauses.abandon(
+                        self._principal, self.session_id, self.claim_id
+                    )
                 )
             except Exception:
                 logger.warning(

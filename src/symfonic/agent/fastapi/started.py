@@ -1,28 +1,29 @@
-"""A turn whose first event has been pulled.
+"""A turn (or an AG-UI run) whose first event has been pulled.
 
 Every refusal of a turn or resume (unknown session, busy, paused, stale
-revision, bad token, bad answer, budget) raises from the stream's first
-``__anext__``, before any event. Pulling that event before a response exists is
-what lets a refusal be a plain JSON error with its own status instead of a 200
-stream that says "error".
+revision, bad token, bad answer, budget, a store out of reach before the claim)
+raises from the stream's first ``__anext__``, before any event. Pulling that
+event before a response exists is what lets a refusal be a plain JSON error
+with its own status instead of a 200 stream that says "error".
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import Generic, TypeVar
 
-from symfonic.core.contracts.types import Event
+E = TypeVar("E")
 
 
-class StartedTurn:
+class StartedTurn(Generic[E]):
     """The first event, and the rest of the stream; ``aclose`` ends the turn."""
 
-    def __init__(self, first: Event, rest: AsyncGenerator[Event, None]) -> None:
+    def __init__(self, first: E, rest: AsyncGenerator[E, None]) -> None:
         self.first = first
         self._rest = rest
 
     @classmethod
-    async def start(cls, events: AsyncGenerator[Event, None]) -> StartedTurn:
+    async def start(cls, events: AsyncGenerator[E, None]) -> StartedTurn[E]:
         """Pull the first event; refusals raise here and the stream is closed."""
         try:
             first = await anext(events)
@@ -33,11 +34,10 @@ class StartedTurn:
             raise
         return cls(first, events)
 
-    async def __aiter__(self) -> AsyncGenerator[Event, None]:
+    async def __aiter__(self) -> AsyncGenerator[E, None]:
         yield self.first
         async for event in self._rest:
             yield event
 
     async def aclose(self) -> None:
         await self._rest.aclose()
-

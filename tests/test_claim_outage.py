@@ -1,0 +1,220 @@
+"""A won claim's writes wait out a store that is out of reach, for as long as the lease allows.
+
+Each test puts an outage in front of one store method: its first calls raise
+``StoreUnavailable`` with a driver's words in it, as the adapters do when the
+server restarts, and (``committed``) optionally after the real write took
+effect, as when a commit's reply is lost with the connection. Only what the
+lease allows is waited for; a conflict is an answer and is never retried.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from symfonic import SymfonicAgent
+from symfonic.agent.lease import RETRY_MARGIN
+from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
+from symfonic.core.contracts.types import PauseState
+from symfonic.testing import ScriptedChatModel, call, reply
+
+pytestmark = pytest.mark.anyio
+
+APPROVE = {"decision": "approve"}
+DRIVER = "CannotConnectNowError: the database system is shutting down"
+
+
+class Outage:
+    """Stands in for one store method: its first ``failures`` calls find the store away."""
+
+    def __init__(
+        self,
+        real: Callable[..., Awaitable[Any]],
+        failures: float,
+        *,
+        committed: bool = False,
+        error: Exception | None = None,
+    ) -> None:
+        self.real = real
+        self.failures = failures
+        self.committed = committed
+        self.error = error
+        self.calls: list[datetime] = []
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(datetime.now(UTC))
+        if len(self.calls) <= self.failures:
+            if self.committed:
+                await self.real(*args, **kwargs)
+            raise self.error or StoreUnavailable(f"the store could not complete a write: {DRIVER}")
+        return await self.real(*args, **kwargs)
+
+
+def transfer_agent(
+    store_url: str,
+    *,
+    pauses: int = 1,
+    lease: float = 120.0,
+    work: float = 0.0,
+    model: ScriptedChatModel | None = None,
+) -> SymfonicAgent:
+    async def transfer(amount: int) -> str:
+        """Move money."""
+        await anyio.sleep(work)
+        return f"moved {amount}"
+
+    steps = [call("transfer", {"amount": 9}) for _ in range(pauses)]
+    model = model or ScriptedChatModel.from_script([*steps, reply("Moved.")])
+    return SymfonicAgent(
+        model=model, tools=[transfer], approval={"transfer"}, store=store_url, claim_lease=lease
+    )
+
+
+def outage(
+    monkeypatch: pytest.MonkeyPatch, agent: SymfonicAgent, method: str, failures: float, **kw: Any
+) -> Outage:
+    wrapper = Outage(getattr(agent.store, method), failures, **kw)
+    monkeypatch.setattr(agent.store, method, wrapper)
+    return wrapper
+
+
+async def test_a_publish_that_meets_an_outage_is_retried_and_publishes(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with transfer_agent(store_url) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        publish = outage(monkeypatch, agent, "publish_resume", failures=3)
+        done = await agent.resume(paused.pause.token, APPROVE)
+        assert (done.status, done.answer, done.revision) == ("complete", "Moved.", 1)
+        assert len(publish.calls) == 4
+        row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.PUBLISHED
+
+
+async def test_a_publish_whose_reply_was_lost_is_published_once(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with transfer_agent(store_url) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        publish = outage(monkeypatch, agent, "publish_resume", failures=1, committed=True)
+        done = await agent.resume(paused.pause.token, APPROVE)
+        # The retry found the pause published by this very claim: that is its publish.
+        assert (done.status, done.revision) == ("complete", 1)
+        assert len(publish.calls) == 2
+        session = await agent.get_session(paused.session_id)
+        assert session.revision == 1
+        assert len(await agent.store.history(paused.session_id, 99)) == 4
+
+
+async def test_a_second_pause_whose_reply_was_lost_is_recorded_once(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with transfer_agent(store_url, pauses=2) as agent:
+        first = await agent.run("move 9")
+        assert first.pause is not None
+        record = outage(monkeypatch, agent, "record_pause", failures=1, committed=True)
+        second = await agent.resume(first.pause.token, APPROVE)
+        assert second.status == "paused" and second.pause is not None
+        assert len(record.calls) == 2
+        rows = await agent.store.session_pauses(first.session_id)
+        assert [(r.pause_id, r.state) for r in rows] == [
+            (first.pause.pause_id, PauseState.SUPERSEDED),
+            (second.pause.pause_id, PauseState.PENDING),
+        ]
+        done = await agent.resume(second.pause.token, APPROVE)
+        assert (done.status, done.revision) == ("complete", 1)
+
+
+async def test_a_store_away_longer_than_the_lease_gives_up_before_it_and_abandons(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lease = 1.0
+    async with transfer_agent(store_url, lease=lease) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        publish = outage(monkeypatch, agent, "publish_resume", failures=math.inf)
+        failed = await agent.resume(paused.pause.token, APPROVE)
+        gave_up = datetime.now(UTC)
+        assert failed.status == "failed" and failed.error is not None
+        row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.ABANDONED
+        assert row.lease_until is not None
+        # Retried for most of the lease, the last attempt at the margin (give or
+        # take the event loop's lateness, which the margin is there to absorb),
+        # and the turn gave up (and abandoned its claim) before the lease ran out.
+        margin = timedelta(seconds=lease * RETRY_MARGIN)
+        assert len(publish.calls) >= 4  # backoff from 50 ms, doubling
+        assert publish.calls[-1] - publish.calls[0] > timedelta(seconds=lease / 2)
+        assert row.lease_until - margin * 2 < publish.calls[-1] < row.lease_until - margin / 2
+        assert gave_up < row.lease_until
+        assert (await agent.get_session(paused.session_id)).revision == 0
+        # What the driver said is not what the caller reads.
+        assert "CannotConnectNowError" not in failed.error.message
+        assert "shutting down" not in failed.error.message
+
+
+@pytest.mark.parametrize(
+    "conflict",
+    [
+        RevisionConflict("another turn was published first"),
+        PauseAbandoned("this resume's claim lapsed before it could publish"),
+    ],
+    ids=["revision_conflict", "claim_lapsed"],
+)
+async def test_a_conflict_is_an_answer_and_is_not_retried(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, conflict: Exception
+) -> None:
+    async with transfer_agent(store_url) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        publish = outage(monkeypatch, agent, "publish_resume", failures=1, error=conflict)
+        failed = await agent.resume(paused.pause.token, APPROVE)
+        assert failed.status == "failed" and failed.error is not None
+        assert failed.error.code == ("revision_conflict" if isinstance(
+            conflict, RevisionConflict) else "internal")
+        assert len(publish.calls) == 1
+        row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.ABANDONED
+
+
+async def test_an_abandon_that_meets_an_outage_is_retried(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if any(isinstance(m, ToolMessage) for m in messages):
+            raise RuntimeError("the model broke")  # after the claim: the turn fails
+        return call("transfer", {"amount": 9})
+
+    agent = transfer_agent(store_url, model=ScriptedChatModel(respond=respond))
+    async with agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        abandon = outage(monkeypatch, agent, "abandon_claim", failures=2)
+        failed = await agent.resume(paused.pause.token, APPROVE)
+        assert failed.status == "failed"
+        assert len(abandon.calls) == 3
+        row = await agent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.ABANDONED
+
+
+async def test_a_renewal_that_meets_an_outage_inside_the_lease_does_not_stop_the_turn(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lease = 0.6
+    # The tool outlasts a third of the lease: its heartbeats and the renewal at
+    # the next event all find the store away, with most of the lease still held.
+    async with transfer_agent(store_url, lease=lease, work=lease / 2) as agent:
+        paused = await agent.run("move 9")
+        assert paused.pause is not None
+        renew = outage(monkeypatch, agent, "renew_claim", failures=math.inf)
+        done = await agent.resume(paused.pause.token, APPROVE)
+        assert (done.status, done.answer) == ("complete", "Moved.")
+        assert len(renew.calls) >= 2
