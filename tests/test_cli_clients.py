@@ -90,3 +90,21 @@ def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"symfonic {version('symfonic')}"
+
+
+async def test_a_message_to_a_waiting_session_offers_to_abandon_the_pause(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from symfonic.cli.chat import Chat
+
+    async with running(sqlite_url) as (client, agent):
+        waiting = await agent.run("Pay alice 5 EUR")
+        assert waiting.pause is not None
+        chat = Chat(client, Terminal(), typed("y", "d"))
+        chat.session_id = waiting.session_id
+        await chat.say("Pay bob 2 EUR")
+        out = capsys.readouterr().out
+        assert "still waiting for an answer" in out and "refused" not in out
+        assert "← send_payment [declined]" in out
+        abandoned = await agent.pauses("local", PauseState.ABANDONED)
+        assert [p.pause_id for p in abandoned] == [waiting.pause.pause_id]
