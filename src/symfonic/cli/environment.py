@@ -30,6 +30,8 @@ READS: dict[str, dict[str, str]] = {
         "SYMFONIC_API_KEYS": "keys the service accepts, 'alice=key1,carol=key3:approver' "
         "(unset or empty: everyone is 'local', loopback only)",
         **_STORE,
+        "SYMFONIC_STORE": "store URL when --store is not given; it overrides the store the "
+        "agents declare (default: theirs, else sqlite:///symfonic.db)",
         "OPENAI_API_KEY, ANTHROPIC_API_KEY": "read by the model provider an agent uses",
     },
 }
