@@ -13,6 +13,7 @@ from symfonic.agent.fastapi.app import create_app
 from symfonic.cli.chat import converse
 from symfonic.cli.client import Client
 from symfonic.cli.pauses import review
+from symfonic.cli.terminal import Terminal
 from symfonic.core.contracts.types import PauseState
 from symfonic.demo import demo_agent
 
@@ -46,7 +47,7 @@ async def test_chat_answers_an_approval_inline_and_the_payment_is_published(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async with running(sqlite_url) as (client, agent):
-        await converse(client, None, typed("Pay bob 7 EUR", "a"))
+        await converse(client, None, Terminal(), typed("Pay bob 7 EUR", "a"))
         out = capsys.readouterr().out
         assert "Approve send_payment" in out
         assert "Done. payment" in out
@@ -58,7 +59,7 @@ async def test_chat_reject_with_reason_reaches_the_model(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async with running(sqlite_url) as (client, _):
-        await converse(client, None, typed("Pay carol 3 EUR", "r", "not today"))
+        await converse(client, None, Terminal(), typed("Pay carol 3 EUR", "r", "not today"))
         assert "rejected this call: not today" in capsys.readouterr().out
 
 
@@ -69,10 +70,10 @@ async def test_pauses_lists_then_answers_each_pending_pause(
         for name in ("alice", "bob"):
             result = await agent.run(f"Pay {name} 5 EUR")
             assert result.status == "paused"
-        assert await review(client, answer=False) == 2
+        assert await review(client, Terminal(), answer=False) == 2
         listing = capsys.readouterr().out
         assert listing.count("[approval]") == 2 and "sfp_" not in listing  # no token shown
-        assert await review(client, answer=True, ask=typed("a", "s")) == 2
+        assert await review(client, Terminal(), answer=True, ask=typed("a", "s")) == 2
         published = await agent.pauses("local", PauseState.PUBLISHED)
         pending = await agent.pauses("local", PauseState.PENDING)
         # "s" declines: a cancelled answer is still an answer, and the turn goes on.
@@ -89,3 +90,21 @@ def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"symfonic {version('symfonic')}"
+
+
+async def test_a_message_to_a_waiting_session_offers_to_abandon_the_pause(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from symfonic.cli.chat import Chat
+
+    async with running(sqlite_url) as (client, agent):
+        waiting = await agent.run("Pay alice 5 EUR")
+        assert waiting.pause is not None
+        chat = Chat(client, Terminal(), typed("y", "d"))
+        chat.session_id = waiting.session_id
+        await chat.say("Pay bob 2 EUR")
+        out = capsys.readouterr().out
+        assert "still waiting for an answer" in out and "refused" not in out
+        assert "← send_payment [declined]" in out
+        abandoned = await agent.pauses("local", PauseState.ABANDONED)
+        assert [p.pause_id for p in abandoned] == [waiting.pause.pause_id]

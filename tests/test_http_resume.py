@@ -152,6 +152,23 @@ async def test_invalid_answer_is_422_and_the_token_is_not_spent(store_url: str) 
         assert good.json()["status"] == "complete"
 
 
+async def test_a_refused_answer_says_what_was_wrong_in_words(sqlite_url: str) -> None:
+    agent = payment_agent(sqlite_url)
+    async with serve(agent) as client:
+        _, paused = await paused_turn(client)
+        said = []
+        for answer in [{"decision": "maybe"}, {"decision": "edit", "args": {"amount": "five"}}]:
+            bad = await client.post(
+                "/v1/resume", json={"token": paused["pause_token"], "answer": answer}
+            )
+            assert bad.status_code == 422
+            said.append(bad.json()["error"]["message"])
+        assert said == [
+            'decision must be one of "approve", "edit" or "reject"',
+            "amount must be a whole number",
+        ]
+
+
 async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
     agent = payment_agent(sqlite_url)
     async with serve(agent) as client:

@@ -1,4 +1,11 @@
-"""``symfonic chat``: talk to a running service; pauses are answered inline."""
+"""``symfonic chat``: talk to a running service; pauses are answered inline.
+
+A pause never strands the session. An answer the service refuses (422) is
+explained and the question asked again, with an edit starting from what the
+person last sent. The person may instead leave a pause, and their next message
+abandons it (``on_pending_pause=abandon``); a message sent while the session
+still waits is offered the same choice rather than a bare 409.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,12 @@ import argparse
 from typing import Any
 
 import anyio
+import httpx
 
-from symfonic.cli.client import DEFAULT_URL, ApiError, Client
+from symfonic.cli.client import DEFAULT_URL, ApiError, Client, Frame
 from symfonic.cli.prompts import Ask, answer_for
-from symfonic.cli.render import show
+from symfonic.cli.render import TurnView
+from symfonic.cli.terminal import Terminal, failed
 
 
 def register(sub: Any) -> None:
@@ -19,35 +28,95 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-async def converse(client: Client, agent: str | None, ask: Ask = input) -> None:
-    session = await client.create_session(agent)
-    print(f"session {session['session_id']} with agent {session['agent']}; Ctrl-D to quit\n")
+class Chat:
+    """One session's conversation: messages out, streams shown, pauses answered."""
+
+    def __init__(self, client: Client, term: Terminal, ask: Ask) -> None:
+        self.client, self.term, self.ask = client, term, ask
+        self.session_id = ""
+        self.abandon_next = False
+
+    async def start(self, agent: str | None) -> None:
+        session = await self.client.create_session(agent)
+        self.session_id = session["session_id"]
+        self.term.line(f"session {self.session_id} with agent {session['agent']}; "
+                       "Ctrl-D to quit", "dim")
+        self.term.blank()
+
+    async def say(self, message: str) -> None:
+        view = TurnView(self.term)
+        options = {"on_pending_pause": "abandon"} if self.abandon_next else {}
+        try:
+            last = await view.show(self.client.turn(self.session_id, message, **options))
+        except ApiError as error:
+            if error.code != "session_paused" or not self._abandon_wanted():
+                self.term.line(self.client.explain(error), "yellow", label="refused: ")
+                return
+            last = await view.show(
+                self.client.turn(self.session_id, message, on_pending_pause="abandon")
+            )
+        self.abandon_next = False
+        await self._answer(view, last)
+
+    def _abandon_wanted(self) -> bool:
+        self.term.line("this session is still waiting for an answer to a pause.", "yellow")
+        choice = self.ask("  abandon that pause and send your message? [y/N] ")
+        return choice.strip().lower() in {"y", "yes"}
+
+    async def _answer(self, view: TurnView, last: Frame | None) -> None:
+        while last is not None and last.type == "turn.paused":
+            pause = last.data
+            current = view.calls.get(pause["tool_call_id"], {})
+            while True:
+                reply = answer_for(pause, self.ask, self.term, current=current, may_abandon=True)
+                if reply.action == "abandon":
+                    self.abandon_next = True
+                    self.term.line("left unanswered; your next message abandons it.", "dim",
+                                   indent=2)
+                    return
+                if reply.action == "cancelled":
+                    view.decline(pause["tool_call_id"])
+                try:
+                    last = await view.show(
+                        self.client.resume(pause["pause_token"], reply.answer, reply.action)
+                    )
+                    break
+                except ApiError as error:
+                    if error.status != 422:
+                        self.term.line(self.client.explain(error), "yellow", label="refused: ")
+                        return
+                    self.term.line(f"{error.message}. Try again.", "yellow",
+                                   label="not accepted: ", indent=2)
+                    if isinstance(reply.answer, dict) and "args" in reply.answer:
+                        current = dict(reply.answer["args"])
+
+
+async def converse(client: Client, agent: str | None, term: Terminal, ask: Ask | None = None
+                   ) -> None:
+    """Chat until the person presses Ctrl-D."""
+    chat = Chat(client, term, ask or term.ask)
+    await chat.start(agent)
     while True:
         try:
-            message = ask("you: ").strip()
+            message = chat.ask("you: ").strip()
+            if message:
+                await chat.say(message)
         except EOFError:
-            print()
+            term.blank()
             return
-        if not message:
-            continue
-        try:
-            last = await show(client.turn(session["session_id"], message))
-            while last is not None and last.type == "turn.paused":
-                answer = answer_for(last.data, ask)
-                status = "cancelled" if answer is None else "resolved"
-                last = await show(client.resume(last.data["pause_token"], answer, status))
-        except ApiError as error:
-            print(f"refused: {error}")
 
 
 def run(args: argparse.Namespace) -> int:
+    term = Terminal()
+    client = Client(args.url)
+
     async def main() -> None:
-        async with Client(args.url) as client:
-            await converse(client, args.agent)
+        async with client:
+            await converse(client, args.agent, term)
 
     try:
         anyio.run(main)
-    except OSError as error:
-        print(f"cannot reach {args.url}: {error}")
-        return 1
+    except (ApiError, httpx.HTTPError) as error:
+        term.quiet()
+        return failed("chat", client.explain(error))
     return 0

@@ -3,7 +3,8 @@
 The API key comes from ``SYMFONIC_API_KEY`` (never a command-line argument,
 which other users of the machine can read) and travels only in the
 ``Authorization`` header. Streams are read as SSE frames and handed back as
-``(event type, data)`` pairs.
+``(event type, data)`` pairs. :meth:`Client.explain` turns whatever stopped a
+request into one line that says what to do about it.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Client:
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("SYMFONIC_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.base_url, self.has_key = base_url, bool(key)
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers=headers,
@@ -107,3 +109,28 @@ class Client:
 
     def resume(self, token: str, answer: Any, status: str = "resolved") -> AsyncIterator[Frame]:
         return self._stream("/v1/resume", {"token": token, "answer": answer, "status": status})
+
+    def explain(self, error: Exception) -> str:
+        """What stopped a request, and what the person can do about it, in one line."""
+        url = self.base_url
+        if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout | httpx.UnsupportedProtocol):
+            return (
+                f"cannot reach a symfonic service at {url}; start one with 'symfonic serve', "
+                "or pass --url with the address it serves on"
+            )
+        if isinstance(error, httpx.TransportError):
+            return f"the connection to {url} failed ({type(error).__name__}); is it still running?"
+        if not isinstance(error, ApiError):
+            return str(error)
+        if error.status == 401 and not self.has_key:
+            return f"the service at {url} needs an API key: set SYMFONIC_API_KEY to your key"
+        if error.status == 401:
+            return (
+                f"the service at {url} does not accept the key in SYMFONIC_API_KEY; "
+                "set it to a key the service was started with"
+            )
+        if error.code == "unknown_agent":
+            return f"{error.message}; name one of them with --agent"
+        if error.status == 503:
+            return f"the service at {url} cannot reach its store right now; try again shortly"
+        return f"the service refused: {error.message}"

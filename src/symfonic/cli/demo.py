@@ -14,11 +14,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from typing import Any
 
 import anyio
 
+from symfonic.cli.render import shown
+from symfonic.cli.terminal import fill
 from symfonic.core.contracts.errors import SymfonicError
 from symfonic.demo import demo_agent
 from symfonic.storage import store_url
@@ -41,20 +42,38 @@ def register(sub: Any) -> None:
 
 
 def _say(who: str, text: str) -> None:
-    body = textwrap.indent(textwrap.fill(text, 68), " " * 22).lstrip()
-    print(f"  {who:<19} {body}")
+    print("\n".join(fill(text, 90, indent=22, first=f"  {who:<19} ")))
 
 
 async def _pause_step(url: str, message: str) -> dict[str, Any]:
     async with demo_agent(url) as agent:
         result = await agent.run(message, principal="local")
         if result.pause is None:
-            raise SystemExit(f"the turn did not pause: {result.status} {result.error}")
+            return {
+                "session_id": result.session_id,
+                "status": result.status,
+                "answer": result.answer,
+                "error": None if result.error is None else result.error.message,
+            }
         return {
             "session_id": result.session_id,
+            "status": result.status,
             "token": result.pause.token,
             "query": result.pause.query,
         }
+
+
+def _did_not_pause(paused: dict[str, Any]) -> int:
+    """Say what the turn did instead of pausing; there is nothing to resume."""
+    pid = paused["pid"]
+    if paused["status"] == "failed":
+        print(f"[process 1, pid {pid}] the turn failed: {paused['error']}")
+        return 1
+    print(f"[process 1, pid {pid}] the turn finished without pausing; the assistant answered:")
+    print("\n".join(fill(shown(paused["answer"]), 90, indent=14)))
+    print("[process 1] nothing it did needed approval, so there is nothing to resume.")
+    print(f"            To see a pause, ask for a payment: --message {json.dumps(MESSAGE)}")
+    return 0
 
 
 async def _resume_step(url: str, token: str, answer: Any) -> dict[str, Any]:
@@ -77,7 +96,7 @@ async def _transcript(url: str, session_id: str) -> None:
     for body in history:
         role = body["role"]
         if role == "human":
-            _say(f"{session.principal} (user)", str(body["content"]))
+            _say(f"{session.principal} (user)", shown(body["content"]))
         elif role == "ai" and body.get("tool_calls"):
             for c in body["tool_calls"]:
                 _say("assistant", f"calls {c['name']}({json.dumps(c['args'])})")
@@ -89,16 +108,20 @@ async def _transcript(url: str, session_id: str) -> None:
                         f"{pause.audience or pause.principal}",
                     )
                     if pause.answered_by is not None and pause.answered_at is not None:
+                        given = (
+                            "declined to answer"
+                            if pause.answer_status == "cancelled"
+                            else json.dumps(pause.answer)
+                        )
                         _say(
                             "",
                             f"↳ answered by {pause.answered_by} at "
-                            f"{pause.answered_at:%H:%M:%S}: {json.dumps(pause.answer)} "
-                            f"({pause.state.value})",
+                            f"{pause.answered_at:%H:%M:%S}: {given} ({pause.state.value})",
                         )
         elif role == "ai":
-            _say("assistant", str(body["content"]))
+            _say("assistant", shown(body["content"]))
         elif role == "tool":
-            _say(f"tool {body.get('name') or ''}".strip(), str(body["content"]))
+            _say(f"tool {body.get('name') or ''}".strip(), shown(body["content"]))
 
 
 def _child(step: str, url: str, stdin: str, extra: list[str]) -> dict[str, Any]:
@@ -120,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         answer = json.loads(args.answer)
     except ValueError:
-        print(f"--answer is not JSON: {args.answer!r}", file=sys.stderr)
+        print(f"symfonic demo: --answer is not JSON: {args.answer}", file=sys.stderr)
         return 2
     try:
         if args.step == "pause":
@@ -136,8 +159,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(f"symfonic demo — store {url}, scripted model, no network\n")
-    print(f"[process 1] the user asks: {args.message!r}")
+    print(f"[process 1] the user asks: {json.dumps(args.message, ensure_ascii=False)}")
     paused = _child("pause", url, "", ["--message", args.message])
+    if "token" not in paused:
+        return _did_not_pause(paused)
     print(f"[process 1, pid {paused['pid']}] the turn paused before paying. It asks:")
     print(f"              {paused['query']}")
     print("[process 1] exited. The pause and its checkpoint are in the store; nothing ran.\n")

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import version
 
+from symfonic.cli.environment import epilog
+
 COMMANDS = ("demo", "chat", "pauses", "serve", "prune")
 
 
@@ -20,6 +22,9 @@ def parser() -> argparse.ArgumentParser:
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"symfonic.cli.{name}").register(sub)
+        command = sub.choices[name]
+        command.epilog = epilog(name)
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
     return root
 
 

@@ -1,4 +1,8 @@
-"""``symfonic pauses``: list the pauses you may answer, and answer them one by one."""
+"""``symfonic pauses``: list the pauses you may answer, and answer them one by one.
+
+An answer the service refuses (422) is explained and the question asked again;
+a declined pause is shown as declined.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,12 @@ import argparse
 from typing import Any
 
 import anyio
+import httpx
 
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client
 from symfonic.cli.prompts import Ask, answer_for
-from symfonic.cli.render import show
+from symfonic.cli.render import TurnView
+from symfonic.cli.terminal import Terminal, failed
 
 
 def register(sub: Any) -> None:
@@ -19,39 +25,54 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-async def review(client: Client, *, answer: bool, ask: Ask = input) -> int:
+async def _answer(client: Client, term: Terminal, ask: Ask, pause: dict[str, Any]) -> None:
+    view = TurnView(term)
+    current: dict[str, Any] = {}
+    while True:
+        reply = answer_for(pause, ask, term, current=current)
+        if reply.action == "cancelled":
+            view.decline(pause["tool_call_id"])
+        try:
+            await view.show(client.resume(pause["token"], reply.answer, reply.action))
+            return
+        except ApiError as error:
+            if error.status != 422:
+                term.line(client.explain(error), "yellow", label="refused: ")
+                return
+            term.line(f"{error.message}. Try again.", "yellow", label="not accepted: ", indent=2)
+            if isinstance(reply.answer, dict) and "args" in reply.answer:
+                current = dict(reply.answer["args"])
+
+
+async def review(client: Client, term: Terminal, *, answer: bool, ask: Ask | None = None) -> int:
+    """List the pending pauses, then (if ``answer``) answer each; how many there were."""
     pending = await client.pending_pauses()
     if not pending:
-        print("no pending pauses")
+        term.line("no pending pauses")
         return 0
     for i, pause in enumerate(pending, 1):
-        print(
-            f"{i}. [{pause['kind']}] {pause['query']}  "
-            f"(session {pause['session_id']}, expires {pause['expires_at']})"
-        )
-    if not answer:
-        return len(pending)
-    for pause in pending:
-        reply = answer_for(pause, ask)
-        status = "cancelled" if reply is None else "resolved"
-        try:
-            await show(client.resume(pause["token"], reply, status))
-        except ApiError as error:
-            print(f"refused: {error}")
+        term.line(f"{pause['query']}  (session {pause['session_id']}, expires "
+                  f"{pause['expires_at']})", label=f"{i}. [{pause['kind']}] ",
+                  label_style="bold")
+    if answer:
+        for pause in pending:
+            await _answer(client, term, ask or term.ask, pause)
     return len(pending)
 
 
 def run(args: argparse.Namespace) -> int:
+    term = Terminal()
+    client = Client(args.url)
+
     async def main() -> None:
-        async with Client(args.url) as client:
-            await review(client, answer=not args.list)
+        async with client:
+            await review(client, term, answer=not args.list)
 
     try:
         anyio.run(main)
-    except ApiError as error:
-        print(f"refused: {error}")
-        return 1
-    except OSError as error:
-        print(f"cannot reach {args.url}: {error}")
-        return 1
+    except (ApiError, httpx.HTTPError) as error:
+        term.quiet()
+        return failed("pauses", client.explain(error))
+    except EOFError:
+        term.blank()
     return 0

@@ -1,60 +1,124 @@
 """Asking a person for a pause's answer at the terminal, shaped by its kind and schema.
 
-Each function takes ``ask`` (an ``input``-like callable) so the prompts can be
-driven by a test or another front end; what they return is the JSON answer, or
-``None`` for a person who declines (sent as ``status: cancelled``).
+Each prompt reads through ``ask`` (an ``input``-like callable) so a test or
+another front end can drive it. What comes back is a :class:`Reply`: an answer
+to send, a decline (sent as ``status: cancelled``; the turn goes on), or, where
+the caller offers it, leaving the pause to be abandoned by the next message.
+
+An edit starts from the call's current arguments: each is shown and kept on
+Enter, so the person types only what they mean to change.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from symfonic.cli.render import shown
+from symfonic.cli.terminal import Terminal
 
 Ask = Callable[[str], str]
 
 
-def _approval(pause: dict[str, Any], ask: Ask) -> Any:
+@dataclass(frozen=True)
+class Reply:
+    action: Literal["resolved", "cancelled", "abandon"]
+    answer: Any = None
+
+
+DECLINE = Reply("cancelled")
+ABANDON = Reply("abandon")
+
+
+def edit_schema(response_schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of an approval's edited arguments (the ``edit`` branch's ``args``)."""
+    for branch in response_schema.get("oneOf", ()):
+        properties = branch.get("properties", {}) if isinstance(branch, dict) else {}
+        if properties.get("decision", {}).get("const") == "edit":
+            args = properties.get("args", {})
+            return args if isinstance(args, dict) else {}
+    return {}
+
+
+def _parse(raw: str, schema: dict[str, Any]) -> Any:
+    """What the person typed for one field: text for a text field, else JSON if it parses."""
+    types = schema.get("type")
+    text_field = types == "string" or (isinstance(types, list) and "string" in types)
+    if text_field and not raw.startswith('"'):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw  # the service says, in words, what this field must be
+
+
+def edited_args(
+    response_schema: dict[str, Any], current: dict[str, Any], ask: Ask, term: Terminal
+) -> dict[str, Any]:
+    """The arguments after the person has changed the ones they mean to; Enter keeps one."""
+    schema = edit_schema(response_schema)
+    properties: dict[str, Any] = schema.get("properties", {})
+    names = [*current, *(name for name in properties if name not in current)]
+    term.line("Enter keeps a value; type a new one to change it.", "dim", indent=2)
+    args = dict(current)
+    for name in names:
+        now = f" [{shown(current[name])}]" if name in current else ""
+        raw = ask(f"    {name}{now}: ").strip()
+        if raw:
+            args[name] = _parse(raw, properties.get(name, {}))
+    return args
+
+
+def _approval(pause: dict[str, Any], ask: Ask, term: Terminal, current: dict[str, Any],
+              may_abandon: bool) -> Reply:
+    options = "[a]pprove, [e]dit, [r]eject, [d]ecline" + (", or [x] abandon" if may_abandon
+                                                          else "")
     while True:
-        choice = ask("  [a]pprove, [e]dit arguments, [r]eject, [s]kip? ").strip().lower()
+        choice = ask(f"  {options}? ").strip().lower()
         if choice in {"a", "approve"}:
-            return {"decision": "approve"}
+            return Reply("resolved", {"decision": "approve"})
         if choice in {"r", "reject"}:
-            return {"decision": "reject", "reason": ask("  reason: ").strip()}
-        if choice in {"s", "skip"}:
-            return None
+            return Reply("resolved", {"decision": "reject", "reason": ask("  reason: ").strip()})
+        if choice in {"d", "decline", "s", "skip"}:
+            return DECLINE
+        if choice in {"x", "abandon"} and may_abandon:
+            return ABANDON
         if choice in {"e", "edit"}:
-            raw = ask("  new arguments as JSON: ")
-            try:
-                args = json.loads(raw)
-            except ValueError:
-                print("  that is not JSON; try again")
-                continue
-            if isinstance(args, dict):
-                return {"decision": "edit", "args": args}
-            print("  the arguments must be a JSON object")
+            args = edited_args(pause.get("response_schema") or {}, current, ask, term)
+            return Reply("resolved", {"decision": "edit", "args": args})
 
 
-def _form(pause: dict[str, Any], ask: Ask) -> Any:
+def _form(pause: dict[str, Any], ask: Ask, term: Terminal) -> Reply:
     schema = pause.get("response_schema") or {}
-    print(f"  answer as JSON matching: {json.dumps(schema)}")
+    term.line(json.dumps(schema, ensure_ascii=False), "dim", label="answer as JSON matching ",
+              indent=2)
     while True:
-        raw = ask("  answer (empty to skip): ").strip()
+        raw = ask("  answer (empty to decline): ").strip()
         if not raw:
-            return None
+            return DECLINE
         try:
-            return json.loads(raw)
+            return Reply("resolved", json.loads(raw))
         except ValueError:
-            print("  that is not JSON; try again")
+            term.line("that is not JSON; try again", "yellow", indent=2)
 
 
-def answer_for(pause: dict[str, Any], ask: Ask = input) -> Any:
-    """The person's answer to ``pause``, or ``None`` if they decline."""
-    print(f"\n  ? {pause.get('query', '')}  ({pause.get('kind')})")
+def answer_for(
+    pause: dict[str, Any],
+    ask: Ask,
+    term: Terminal,
+    *,
+    current: dict[str, Any] | None = None,
+    may_abandon: bool = False,
+) -> Reply:
+    """The person's reply to ``pause``; ``current`` is the call's arguments, if known."""
+    term.line(str(pause.get("query", "")), "bold", label="? ", label_style="bold magenta",
+              indent=2)
     kind = pause.get("kind")
     if kind == "approval":
-        return _approval(pause, ask)
+        return _approval(pause, ask, term, current or {}, may_abandon)
     if kind == "form":
-        return _form(pause, ask)
-    text = ask("  your answer (empty to skip): ").strip()
-    return text or None
+        return _form(pause, ask, term)
+    text = ask("  your answer (empty to decline): ").strip()
+    return Reply("resolved", text) if text else DECLINE

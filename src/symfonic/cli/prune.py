@@ -26,9 +26,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "prune",
         help="delete finished sessions idle for longer than an age",
-        description="Delete finished sessions (no pause waiting or being answered, no turn "
-        "running) idle for longer than --older-than, with their history and pauses. "
-        "Environment: SYMFONIC_STORE (the store, when --store is not given).",
+        description="Delete finished sessions (no pause waiting or being answered, no turn\n"
+        "running) idle for longer than --older-than, with their history and pauses.",
     )
     p.add_argument(
         "--older-than",

@@ -1,37 +1,75 @@
-"""Printing a turn's stream at the terminal as it arrives."""
+"""Showing a turn's stream at the terminal as it arrives.
+
+A :class:`TurnView` lives for one exchange (a message and the resumes that
+answer its pauses): it remembers each tool call's arguments, so an edit can
+start from them, and which calls the person declined, so the observation that
+follows reads ``declined`` rather than ``ok``. Values are shown as JSON.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
+from typing import Any
 
 from symfonic.cli.client import Frame
+from symfonic.cli.terminal import Terminal
+
+RESULT_LIMIT = 400
+_STATUS_STYLE = {"ok": "green", "declined": "yellow", "rejected": "yellow"}
 
 
-async def show(frames: AsyncIterator[Frame]) -> Frame | None:
-    """Print text as it streams and tool activity as it happens; the terminal frame."""
-    in_text = False
-    last: Frame | None = None
-    async for frame in frames:
-        last = frame
-        data = frame.data
+def shown(value: Any) -> str:
+    """A value as a person reads it: text as itself, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class TurnView:
+    def __init__(self, terminal: Terminal) -> None:
+        self.terminal = terminal
+        self.calls: dict[str, dict[str, Any]] = {}
+        self._declined: set[str] = set()
+
+    def decline(self, tool_call_id: str) -> None:
+        self._declined.add(tool_call_id)
+
+    async def show(self, frames: AsyncIterator[Frame]) -> Frame | None:
+        """Print the stream; the frame it ended on (``None`` if it sent none)."""
+        term = self.terminal
+        last: Frame | None = None
+        term.working()
+        try:
+            async for frame in frames:
+                last = frame
+                self._frame(frame)
+        finally:
+            term.quiet()
+            term.end_text()
+        return last
+
+    def _frame(self, frame: Frame) -> None:
+        term, data = self.terminal, frame.data
         if frame.type == "text.delta":
-            if not in_text:
-                sys.stdout.write("assistant: ")
-                in_text = True
-            sys.stdout.write(str(data.get("text", "")))
-            sys.stdout.flush()
-            continue
-        if in_text:
-            sys.stdout.write("\n")
-            in_text = False
-        if frame.type == "tool.call":
-            print(f"  → {data['name']}({json.dumps(data.get('args', {}))})")
+            term.text(str(data.get("text", "")), label="assistant: ", label_style="bold cyan")
+        elif frame.type == "tool.call":
+            args = data.get("args") or {}
+            self.calls[str(data.get("tool_call_id"))] = dict(args)
+            term.line(f"{data['name']} {json.dumps(args, ensure_ascii=False)}", "dim",
+                      label="→ ", label_style="cyan", indent=2)
+            term.working(f"running {data['name']}")
         elif frame.type == "tool.result":
-            print(f"  ← {data['name']} [{data['status']}]: {str(data.get('content', ''))[:200]}")
+            self._result(data)
+            term.working()
         elif frame.type == "error":
-            print(f"error ({data.get('code')}): {data.get('message')}")
-    if in_text:
-        sys.stdout.write("\n")
-    return last
+            term.line(f"{data.get('message')} ({data.get('code')})", "red",
+                      label="error: ", label_style="bold red")
+
+    def _result(self, data: dict[str, Any]) -> None:
+        status = str(data.get("status"))
+        content = shown(data.get("content", ""))
+        if data.get("tool_call_id") in self._declined and status == "ok":
+            status, content = "declined", "no answer was given"
+        if len(content) > RESULT_LIMIT:
+            content = content[:RESULT_LIMIT] + "…"
+        self.terminal.line(f"{content}", "dim", label=f"← {data['name']} [{status}] ",
+                           label_style=_STATUS_STYLE.get(status, "red"), indent=2)

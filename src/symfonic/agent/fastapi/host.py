@@ -113,7 +113,7 @@ class ServiceHost:
         chosen = name or self.default_agent
         if chosen not in self.agents:
             raise UnknownAgent(
-                f"no agent named {chosen!r}; this service hosts {sorted(self.agents)}"
+                f"no agent named {chosen!r}; this service hosts {', '.join(sorted(self.agents))}"
             )
         return self.agents[chosen]
 

@@ -12,8 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
+from symfonic.capabilities.human.schema_words import Problem, problems
 from symfonic.core.contracts.errors import InvalidAnswer
 from symfonic.core.contracts.types import AnswerStatus, InteractionKind, ToolStatus
 
@@ -44,15 +43,25 @@ def kinds_admitting(answer: Any, status: AnswerStatus) -> frozenset[InteractionK
 def validate_answer(
     schema: dict[str, Any], answer: Any, status: AnswerStatus, kind: InteractionKind
 ) -> None:
-    """Refuse an answer that fails the pause's schema, before anything is claimed."""
+    """Refuse an answer that fails the pause's schema, before anything is claimed.
+
+    The message says what was wrong in words (``amount must be a number``); for
+    an approval's edited arguments the path starts at the argument, since that
+    is what the person changed.
+    """
     if kind in kinds_admitting(answer, status):
         return
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(answer), key=lambda e: list(e.absolute_path))
-    if errors:
-        first = errors[0]
-        where = "/".join(str(p) for p in first.absolute_path) or "the answer"
-        raise InvalidAnswer(f"{where}: {first.message}", errors=[e.message for e in errors[:10]])
+    found = problems(schema, answer)
+    if found:
+        said = [_words(p, kind) for p in found[:10]]
+        raise InvalidAnswer("; ".join(said[:3]), errors=said)
+
+
+def _words(problem: Problem, kind: InteractionKind) -> str:
+    edited_argument = (
+        kind is InteractionKind.APPROVAL and len(problem.path) > 1 and problem.path[0] == "args"
+    )
+    return problem.words(skip=1 if edited_argument else 0)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,54 @@
+"""The environment variables each command reads, for its ``--help``.
+
+Kept in one table so that every command's help and the variables the code
+reads can be checked against each other (``tests/test_cli_terminal.py`` does).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+COLUMN = 24
+
+_CLIENT = {
+    "SYMFONIC_API_KEY": "your API key for the service, sent only as a bearer header "
+    "(unset: no key is sent)",
+    "NO_COLOR": "set (to anything but empty) to turn colour off (colour is also off when output is "
+    "not a terminal)",
+}
+_STORE = {
+    "SYMFONIC_STORE": "store URL when --store is not given (default sqlite:///symfonic.db)",
+    "SYMFONIC_POOL_SIZE": "PostgreSQL connections per process (default 10)",
+    "SYMFONIC_POOL_TIMEOUT": "seconds to wait for a PostgreSQL connection (default 10)",
+}
+
+READS: dict[str, dict[str, str]] = {
+    "chat": _CLIENT,
+    "pauses": _CLIENT,
+    "demo": _STORE,
+    "prune": _STORE,
+    "serve": {
+        "SYMFONIC_API_KEYS": "keys the service accepts, 'alice=key1,carol=key3:approver' "
+        "(unset or empty: everyone is 'local', loopback only)",
+        **_STORE,
+        "SYMFONIC_STORE": "store URL when --store is not given; it overrides the store the "
+        "agents declare (default: theirs, else sqlite:///symfonic.db)",
+        "OPENAI_API_KEY, ANTHROPIC_API_KEY": "read by the model provider an agent uses",
+    },
+}
+
+
+def epilog(command: str) -> str:
+    """The ``environment:`` block that ends ``symfonic COMMAND --help``."""
+    rows = READS.get(command, {})
+    if not rows:
+        return ""
+    lines = ["environment:"]
+    for name, what in rows.items():
+        head = f"  {name}"
+        if len(head) >= COLUMN - 1:
+            lines.append(head)
+            head = ""
+        lines += textwrap.wrap(what, 79, initial_indent=head.ljust(COLUMN),
+                               subsequent_indent=" " * COLUMN)
+    return "\n".join(lines)
