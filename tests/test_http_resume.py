@@ -24,6 +24,7 @@ from http_support import (
     pause_row,
     paused_turn,
     payment_agent,
+    respellings,
     serve,
 )
 from symfonic import Limits, Quota
@@ -166,6 +167,21 @@ async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
             assert response.json()["error"]["code"] == "pause_not_found"
             assert token not in response.text
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
+
+
+async def test_a_respelled_token_is_404_and_spends_nothing(sqlite_url: str) -> None:
+    agent = payment_agent(sqlite_url)
+    async with serve(agent) as client:
+        _, paused = await paused_turn(client)
+        for token in respellings(paused["pause_token"]):
+            response = await client.post("/v1/resume", json={"token": token, "answer": APPROVE})
+            assert response.status_code == 404, repr(token)
+            assert response.json()["error"]["code"] == "pause_not_found"
+        assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
+        done = await client.post(
+            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
+        )
+        assert done.json()["status"] == "complete"
 
 
 async def test_audience_scope_answers_and_is_recorded(store_url: str) -> None:
