@@ -11,6 +11,7 @@ import uuid
 from dataclasses import replace
 
 import anyio
+import jsonschema
 import pytest
 
 from http_support import (
@@ -97,7 +98,7 @@ async def test_resume_json_variant_and_identical_replay(store_url: str) -> None:
             "/v1/resume", json={**body, "answer": {"decision": "reject"}}, headers=JSON
         )
         assert different.status_code == 409
-        assert different.json()["error"]["code"] == "already_claimed"
+        assert different.json()["error"]["code"] == "already_answered"
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PUBLISHED
 
 
@@ -124,7 +125,7 @@ async def test_second_pause_supersedes_the_first(store_url: str) -> None:
         stale = await client.post(
             "/v1/resume", json={"token": first["pause_token"], "answer": {"decision": "reject"}}
         )
-        assert stale.status_code == 409
+        assert (stale.status_code, stale.json()["error"]["code"]) == (409, "already_answered")
         replay = await client.post(
             "/v1/resume", json={"token": first["pause_token"], "answer": APPROVE}
         )
@@ -151,6 +152,33 @@ async def test_invalid_answer_is_422_and_the_token_is_not_spent(store_url: str) 
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
         )
         assert good.json()["status"] == "complete"
+
+
+async def test_answer_is_required_unless_cancelled_as_the_openapi_says(sqlite_url: str) -> None:
+    agent = payment_agent(sqlite_url)
+    async with serve(agent) as client:
+        document = (await client.get("/openapi.json")).json()
+        components = document["components"]["schemas"]
+        # The request body's schema, its references resolved within the document.
+        schema = {**components["ResumeRequest"], "components": document["components"]}
+        _, paused = await paused_turn(client)
+        token = paused["pause_token"]
+        unanswered = [{"token": token}, {"token": token, "status": "resolved"}]
+        for body in unanswered:
+            assert not jsonschema.Draft202012Validator(schema).is_valid(body), body
+            refused = await client.post("/v1/resume", json=body)
+            assert (refused.status_code, refused.json()["error"]["code"]) == (
+                422, "invalid_request"
+            )
+            assert "answer is required" in refused.json()["error"]["message"]
+        assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
+        declined = {"token": token, "status": "cancelled"}
+        assert jsonschema.Draft202012Validator(schema).is_valid(declined)
+        assert jsonschema.Draft202012Validator(schema).is_valid({"token": token, "answer": None})
+        done = await client.post("/v1/resume", json=declined, headers=JSON)
+        assert done.json()["status"] == "complete"
+        row = await pause_row(agent, paused["pause_id"])
+        assert (row.state, row.answer_status) == (PauseState.PUBLISHED, "cancelled")
 
 
 async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:

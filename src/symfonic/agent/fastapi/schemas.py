@@ -15,7 +15,17 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictInt,
+    model_validator,
+)
+from pydantic.config import JsonDict
+from pydantic_core import PydanticCustomError
 
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState, TurnResult
@@ -65,7 +75,8 @@ class TurnRequest(_Body):
     message: Annotated[CleanText, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] = Field(
         description="The user's message."
     )
-    base_revision: int | None = Field(
+    # Strict: JSON's true is not the revision 1.
+    base_revision: StrictInt | None = Field(
         default=None,
         ge=0,
         le=2**31 - 1,
@@ -77,16 +88,36 @@ class TurnRequest(_Body):
     )
 
 
+# An answer is required unless the person declined; said in the schema too, so a
+# client generated from it sends what the service accepts.
+_ANSWER_UNLESS_CANCELLED: JsonDict = {
+    "if": {"required": ["status"], "properties": {"status": {"const": "cancelled"}}},
+    "else": {"required": ["answer"]},
+}
+
+
 class ResumeRequest(_Body):
+    model_config = ConfigDict(json_schema_extra=_ANSWER_UNLESS_CANCELLED)
+
     token: str = Field(
         min_length=1, max_length=512, description="The pause token from `turn.paused`."
     )
     answer: CleanJson = Field(
-        default=None, description="The answer, valid against the pause's `response_schema`."
+        default=None,
+        description="The answer, valid against the pause's `response_schema`. Required "
+        "unless `status` is `cancelled`.",
     )
     status: Literal["resolved", "cancelled"] = Field(
         default="resolved", description="`cancelled`: the person declined to answer."
     )
+
+    @model_validator(mode="after")
+    def _answered_unless_cancelled(self) -> ResumeRequest:
+        if self.status != "cancelled" and "answer" not in self.model_fields_set:
+            raise PydanticCustomError(
+                "missing", "answer is required unless status is cancelled"
+            )
+        return self
 
 
 class PauseQuery(_Body):
