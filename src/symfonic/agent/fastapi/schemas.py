@@ -18,10 +18,10 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
-    StrictInt,
     model_validator,
 )
 from pydantic.config import JsonDict
@@ -51,8 +51,19 @@ def _clean(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def _json_integer(value: Any) -> Any:
+    # What JSON Schema calls an integer: a number with no fractional part (``3`` or
+    # ``3.0``); never ``true``, which Python counts as 1, nor the string ``"3"``.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("int_type", "Input should be an integer")
+    return value
+
+
 CleanJson = Annotated[JsonValue, AfterValidator(_clean)]
 CleanText = Annotated[str, AfterValidator(_clean)]
+# The bounds before the validator: after it, pydantic writes them as ``ge``/``le``,
+# which JSON Schema does not know, instead of ``minimum``/``maximum``.
+Revision = Annotated[int, Field(ge=0, le=2**31 - 1), BeforeValidator(_json_integer)]
 
 
 class _Body(BaseModel):
@@ -75,11 +86,8 @@ class TurnRequest(_Body):
     message: Annotated[CleanText, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] = Field(
         description="The user's message."
     )
-    # Strict: JSON's true is not the revision 1.
-    base_revision: StrictInt | None = Field(
+    base_revision: Revision | None = Field(
         default=None,
-        ge=0,
-        le=2**31 - 1,
         description="Refuse the turn (409) unless the session is at this revision.",
     )
     on_pending_pause: Literal["reject", "abandon"] = Field(
