@@ -18,6 +18,7 @@ import pytest
 from anyio.abc import SocketStream
 
 from serve_support import Server, serving
+from symfonic.cli.main import main
 from symfonic.cli.serve import fit_file_limit
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -170,3 +171,15 @@ async def test_past_the_cap_the_longest_waiting_connection_makes_room(capped: Se
 def test_the_cap_fits_the_file_limit() -> None:
     assert fit_file_limit(10) == 10
     assert 1 <= fit_file_limit(10**9) < 10**9
+
+
+@pytest.mark.parametrize(
+    "limit", [["--header-timeout", "0"], ["--header-timeout", "nan"], ["--max-connections", "0"]]
+)
+def test_limits_that_hold_nothing_are_refused(
+    limit: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", *limit])
+    assert exited.value.code == 2
+    assert f"argument {limit[0]}" in capsys.readouterr().err

@@ -78,7 +78,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--max-connections",
-        type=int,
+        type=_at_least_one,
         default=DEFAULT_MAX_CONNECTIONS,
         help=f"open connections at most; past it a new one displaces the one waiting "
         f"longest for headers (default: {DEFAULT_MAX_CONNECTIONS})",
@@ -88,10 +88,19 @@ def register(sub: Any) -> None:
 
 
 def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
     return value
+
+
+def _at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
+    return int(text)
 
 
 def fit_file_limit(max_connections: int) -> int:
@@ -161,9 +170,6 @@ def run(args: argparse.Namespace) -> int:
         agents = [load_agent(spec) for spec in args.agents or [DEFAULT_AGENT]]
     except ConfigurationError as error:
         print(f"symfonic serve: {error}", file=sys.stderr)
-        return 2
-    if args.max_connections < 1:
-        print("symfonic serve: --max-connections must be at least 1", file=sys.stderr)
         return 2
     if authenticator.open and not is_loopback(args.host) and not args.insecure:
         print(
