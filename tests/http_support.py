@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
+from symfonic.capabilities.human.tokens import PREFIX as TOKEN_PREFIX
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.testing import ScriptedChatModel, call, reply
 
@@ -189,3 +190,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def respellings(token: str) -> list[str]:
+    """Strings a lenient base64 decoder reads as ``token``'s bytes: none is the token."""
+    body = token[len(TOKEN_PREFIX) :]
+    middle = len(body) // 2
+    standard = body.replace("-", "+").replace("_", "/")
+    return [
+        token + "=",
+        token + "==",
+        token + "\n",
+        " " + token,
+        TOKEN_PREFIX + body[:middle] + "!*\n" + body[middle:],
+        TOKEN_PREFIX + body[:middle] + "=" + body[middle:],
+        TOKEN_PREFIX + body[:middle] + " " + body[middle:],
+        *([TOKEN_PREFIX + standard] if standard != body else []),
+        "SFP_" + body,
+    ]

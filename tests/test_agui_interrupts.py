@@ -339,7 +339,7 @@ async def test_an_identical_resume_replays_the_outcome_and_runs_nothing(svc: Ser
     assert finished(await svc.resume(thread, resolved(interrupt, {"decision": "approve"}))).result \
         == first.result
 
-    refused(await svc.resume(thread, resolved(interrupt, {"approved": False})), "already_claimed")
+    refused(await svc.resume(thread, resolved(interrupt, {"approved": False})), "already_answered")
     row = await svc.pause_row(interrupt)
     assert (row.state, row.answer) == (PauseState.PUBLISHED, {"decision": "approve"})
     assert svc.sent == [(5, "bob")]

@@ -166,6 +166,19 @@ async def test_a_body_that_is_not_run_agent_input_is_422(client: AguiClient) -> 
     assert response.status_code == 422
 
 
+async def test_a_body_that_cannot_be_read_is_400_as_documented(client: AguiClient) -> None:
+    auth = {"Authorization": "Bearer alice-key", "Content-Type": "application/json"}
+    document = (await client.http.get("/openapi.json")).json()
+    declared = document["paths"]["/v1/agui"]["post"]["responses"]
+    for body in (b"[" * 10_000, b"\xff"):
+        response = await client.http.post("/v1/agui", content=body, headers=auth)
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "bad_request"
+    assert declared["400"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ErrorResponse"
+    }
+
+
 async def test_capabilities_declare_interrupts_and_approve_with_edits(
     client: AguiClient,
 ) -> None:

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import replace
 
 import anyio
+import jsonschema
 import pytest
 
 from http_support import (
@@ -24,6 +25,7 @@ from http_support import (
     pause_row,
     paused_turn,
     payment_agent,
+    respellings,
     serve,
 )
 from symfonic import Limits, Quota
@@ -96,7 +98,7 @@ async def test_resume_json_variant_and_identical_replay(store_url: str) -> None:
             "/v1/resume", json={**body, "answer": {"decision": "reject"}}, headers=JSON
         )
         assert different.status_code == 409
-        assert different.json()["error"]["code"] == "already_claimed"
+        assert different.json()["error"]["code"] == "already_answered"
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PUBLISHED
 
 
@@ -123,7 +125,7 @@ async def test_second_pause_supersedes_the_first(store_url: str) -> None:
         stale = await client.post(
             "/v1/resume", json={"token": first["pause_token"], "answer": {"decision": "reject"}}
         )
-        assert stale.status_code == 409
+        assert (stale.status_code, stale.json()["error"]["code"]) == (409, "already_answered")
         replay = await client.post(
             "/v1/resume", json={"token": first["pause_token"], "answer": APPROVE}
         )
@@ -169,6 +171,33 @@ async def test_a_refused_answer_says_what_was_wrong_in_words(sqlite_url: str) ->
         ]
 
 
+async def test_answer_is_required_unless_cancelled_as_the_openapi_says(sqlite_url: str) -> None:
+    agent = payment_agent(sqlite_url)
+    async with serve(agent) as client:
+        document = (await client.get("/openapi.json")).json()
+        components = document["components"]["schemas"]
+        # The request body's schema, its references resolved within the document.
+        schema = {**components["ResumeRequest"], "components": document["components"]}
+        _, paused = await paused_turn(client)
+        token = paused["pause_token"]
+        unanswered = [{"token": token}, {"token": token, "status": "resolved"}]
+        for body in unanswered:
+            assert not jsonschema.Draft202012Validator(schema).is_valid(body), body
+            refused = await client.post("/v1/resume", json=body)
+            assert (refused.status_code, refused.json()["error"]["code"]) == (
+                422, "invalid_request"
+            )
+            assert "answer is required" in refused.json()["error"]["message"]
+        assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
+        declined = {"token": token, "status": "cancelled"}
+        assert jsonschema.Draft202012Validator(schema).is_valid(declined)
+        assert jsonschema.Draft202012Validator(schema).is_valid({"token": token, "answer": None})
+        done = await client.post("/v1/resume", json=declined, headers=JSON)
+        assert done.json()["status"] == "complete"
+        row = await pause_row(agent, paused["pause_id"])
+        assert (row.state, row.answer_status) == (PauseState.PUBLISHED, "cancelled")
+
+
 async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
     agent = payment_agent(sqlite_url)
     async with serve(agent) as client:
@@ -183,6 +212,21 @@ async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
             assert response.json()["error"]["code"] == "pause_not_found"
             assert token not in response.text
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
+
+
+async def test_a_respelled_token_is_404_and_spends_nothing(sqlite_url: str) -> None:
+    agent = payment_agent(sqlite_url)
+    async with serve(agent) as client:
+        _, paused = await paused_turn(client)
+        for token in respellings(paused["pause_token"]):
+            response = await client.post("/v1/resume", json={"token": token, "answer": APPROVE})
+            assert response.status_code == 404, repr(token)
+            assert response.json()["error"]["code"] == "pause_not_found"
+        assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
+        done = await client.post(
+            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
+        )
+        assert done.json()["status"] == "complete"
 
 
 async def test_audience_scope_answers_and_is_recorded(store_url: str) -> None:

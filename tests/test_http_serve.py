@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from http_support import APPROVE, JSON, frames, free_port
+from http_support import APPROVE, JSON, frames
+from serve_support import ALICE, KEYS, serving
 from symfonic.agent.fastapi.app import create_app
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.cli.main import main
@@ -25,54 +19,7 @@ from symfonic.demo import demo_agent
 
 pytestmark = pytest.mark.slow
 
-KEYS = "alice=alice-secret-key,carol=carol-secret-key:approver"
-ALICE = {"Authorization": "Bearer alice-secret-key"}
 MESSAGE = "Pay alice 42 EUR for the design work"
-
-
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text()
-
-
-@contextmanager
-def serving(store: str, log: Path, *args: str, keys: str = KEYS) -> Iterator[Server]:
-    port = free_port()
-    env = {**os.environ, "SYMFONIC_API_KEYS": keys, "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "symfonic", "serve", "--port", str(port), "--store", store,
-               "--log-level", "warning", *args]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
-    server = Server(f"http://127.0.0.1:{port}", process, log)
-    try:
-        _wait_healthy(server)
-        yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_healthy(server: Server, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise AssertionError(f"the server exited:\n{server.output()}")
-        try:
-            if httpx.get(f"{server.url}/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)  # nothing to await across a process boundary but the socket
-    raise AssertionError(f"the server did not become healthy:\n{server.output()}")
 
 
 def test_serve_runs_the_demo_agent_and_never_prints_secrets(tmp_path: Path) -> None:

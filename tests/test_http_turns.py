@@ -122,6 +122,24 @@ async def test_base_revision_mismatch_is_409_and_changes_nothing(store_url: str)
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
 
 
+@pytest.mark.parametrize("revision", [True, False, "0", 0.5, [0]])
+async def test_base_revision_is_an_integer_not_a_boolean(
+    sqlite_url: str, revision: object
+) -> None:
+    agent = payment_agent(sqlite_url)
+    async with serve(agent) as client:
+        session_id = await new_session(client)
+        response = await client.post(
+            f"/v1/sessions/{session_id}/turns", json={"message": "hi", "base_revision": revision}
+        )
+        assert (response.status_code, response.json()["error"]["code"]) == (
+            422, "invalid_request"
+        )
+        assert "base_revision" in response.json()["error"]["message"]
+        view = (await client.get(f"/v1/sessions/{session_id}")).json()
+        assert (view["revision"], view["messages"]) == (0, [])
+
+
 async def test_quota_refusal_of_a_turn_is_429_and_changes_nothing(sqlite_url: str) -> None:
     ticks = [0.0]
     agent = payment_agent(sqlite_url, quota=Quota(turns=1, per_seconds=60, clock=lambda: ticks[0]))

@@ -24,6 +24,7 @@ PUBLIC = {
     "InvalidAnswer",
     "Limits",
     "PauseAbandoned",
+    "PauseAlreadyAnswered",
     "PauseAlreadyClaimed",
     "PauseExpired",
     "PauseForbidden",
@@ -139,6 +140,10 @@ def test_actionable_failures_are_distinct_types() -> None:
         assert not any(issubclass(kind, other) for other in others), kind
     assert len({k.code for k in kinds}) == len(kinds)
     assert {k.status for k in kinds} == {403, 404, 409, 410, 422, 429}
+    # Answered with another answer is a kind of "someone else got there": caught as
+    # either, told apart by its code.
+    assert issubclass(symfonic.PauseAlreadyAnswered, symfonic.PauseAlreadyClaimed)
+    assert symfonic.PauseAlreadyAnswered.code not in {k.code for k in kinds}
 
 
 def test_the_agent_takes_the_documented_arguments(sqlite_url: str) -> None:

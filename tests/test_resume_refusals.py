@@ -18,6 +18,7 @@ from symfonic import (
     BudgetRefused,
     InvalidAnswer,
     PauseAbandoned,
+    PauseAlreadyAnswered,
     PauseAlreadyClaimed,
     PauseExpired,
     PauseForbidden,
@@ -267,9 +268,9 @@ async def test_replay_with_a_different_answer_is_refused(store_url: str) -> None
             (APPROVE, "cancelled"),
         ]
         for answer, status in different:
-            with pytest.raises(PauseAlreadyClaimed) as raised:
+            with pytest.raises(PauseAlreadyAnswered) as raised:
                 await agent.resume(paused.pause.token, answer, status=status)
-            assert raised.value.status == 409
+            assert (raised.value.status, raised.value.code) == (409, "already_answered")
         assert payments.sent == [5]
 
 

@@ -12,6 +12,7 @@ import secrets
 
 import pytest
 
+from http_support import respellings
 from symfonic import SymfonicAgent
 from symfonic.capabilities.human.tokens import PREFIX, TokenSigner, new_pause_id
 from symfonic.storage import open_store
@@ -48,6 +49,15 @@ def test_every_altered_character_is_refused() -> None:
         assert signer.verify(altered) is None, i
     assert signer.verify(token + "A") is None
     assert signer.verify(token[:-1]) is None
+
+
+def test_only_the_minted_spelling_verifies() -> None:
+    signer = TokenSigner(SECRET)
+    # One with a '-' or '_' in it, so the standard alphabet's '+' and '/' get tried too.
+    token = next(t for t in iter(lambda: signer.mint(new_pause_id()), "") if {"-", "_"} & set(t))
+    assert signer.verify(token) is not None
+    for spelling in respellings(token):
+        assert signer.verify(spelling) is None, repr(spelling)
 
 
 @pytest.mark.parametrize("token", [None, 1, b"sfp_x", "", "sfp_", "sfp_!!!", "sfp_" + "A" * 200])

@@ -65,7 +65,10 @@ async def test_racing_resumes_across_workers_publish_once_per_token(
     # Both workers won some tokens: they really raced each other, not in turns.
     assert all(report["won"] for report in reports.values())
     refused = sum((Counter(r["refused"]) for r in reports.values()), start=Counter[str]())
-    assert refused == {"refused:already_claimed": WORKERS * RACERS * TOKENS - TOKENS}
+    # A loser is refused while the winner runs, or, if it reads the pause only after
+    # the winner published, as answered with another answer: never anything else.
+    assert set(refused) <= {"refused:already_claimed", "refused:already_answered"}
+    assert sum(refused.values()) == WORKERS * RACERS * TOKENS - TOKENS
 
     conn = await asyncpg.connect(postgres_url)
     try:

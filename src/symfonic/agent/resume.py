@@ -34,6 +34,7 @@ from symfonic.capabilities.human.answers import kinds_admitting, validate_answer
 from symfonic.capabilities.human.turnstate import ClaimedTurn, ResumeOutcome, TurnCheckpointStore
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
+    PauseAlreadyAnswered,
     PauseAlreadyClaimed,
     PauseExpired,
     PauseForbidden,
@@ -81,7 +82,7 @@ def refusal(pause: PauseRecord, now: datetime) -> RequestError:
         )
     if pause.state is PauseState.CLAIMED:
         return PauseAlreadyClaimed("this pause is already being answered", pause_id=pause.pause_id)
-    return PauseAlreadyClaimed(
+    return PauseAlreadyAnswered(
         "this pause was already answered with a different answer", pause_id=pause.pause_id
     )
 

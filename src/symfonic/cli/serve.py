@@ -5,6 +5,12 @@ principal ``local``, who may answer anything -- so the server binds loopback
 only and refuses any other address unless ``--insecure`` says the operator
 means it. Keys and tokens are never printed: the start-up line names the
 principals, never their keys, and a store URL's password is masked.
+
+A client cannot hold connections for free: each request's headers must arrive
+within ``--header-timeout`` seconds, and past ``--max-connections`` a new
+connection displaces the one that has waited longest for headers
+(:mod:`symfonic.cli.connections`). The process's file-descriptor limit is
+raised to hold the cap, or the cap lowered to fit it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import gc
 import importlib
 import ipaddress
 import os
+import resource
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +30,11 @@ from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL
 from symfonic.agent.retention import Retention, parse_age
+from symfonic.cli.connections import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    bounded_protocol,
+)
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage import store_url
 
@@ -31,6 +43,8 @@ if TYPE_CHECKING:
 
 DEFAULT_AGENT = "symfonic.demo:agent"
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+# File descriptors kept for what is not a client connection: the store, logs, imports.
+RESERVED_FILES = 64
 
 
 def register(sub: Any) -> None:
@@ -67,6 +81,20 @@ def register(sub: Any) -> None:
         action="store_true",
         help="with --retention, keep answered pauses' rows as an audit",
     )
+    p.add_argument(
+        "--header-timeout",
+        type=_positive,
+        default=DEFAULT_HEADER_TIMEOUT,
+        help=f"seconds a request's headers may take to arrive, however they trickle in "
+        f"(default: {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=_at_least_one,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help=f"open connections at most; past it a new one displaces the one waiting "
+        f"longest for headers (default: {DEFAULT_MAX_CONNECTIONS})",
+    )
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
     p.set_defaults(run=run)
 
@@ -78,6 +106,38 @@ def retention_of(args: argparse.Namespace) -> Retention | None:
             raise ConfigurationError("--keep-answered needs --retention AGE")
         return None
     return Retention(parse_age(args.retention), keep_answered=args.keep_answered)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+def _at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
+    return int(text)
+
+
+def fit_file_limit(max_connections: int) -> int:
+    """The connection cap this process can hold, raising its soft file limit if need be."""
+    needed = max_connections + RESERVED_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    return max(1, min(max_connections, soft - RESERVED_FILES))
 
 
 def load_agent(spec: str) -> SymfonicAgent:
@@ -142,8 +202,15 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     url = store_url(args.store)
+    max_connections = fit_file_limit(args.max_connections)
     print(_startup_line(args.host, args.port, url, agents, authenticator, args.insecure),
           flush=True)
+    if max_connections < args.max_connections:
+        print(
+            f"symfonic serve: the file limit holds {max_connections} connections, not "
+            f"{args.max_connections}; raise it (ulimit -n) for more",
+            flush=True,
+        )
     import uvicorn
 
     from symfonic.agent.fastapi.app import create_app
@@ -158,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         timeout_graceful_shutdown=10,
         server_header=False,
+        http=bounded_protocol(args.header_timeout, max_connections),
     )
     server = uvicorn.Server(config)
     server.run()

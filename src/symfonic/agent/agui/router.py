@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from ag_ui.core import EventType, RunAgentInput
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from symfonic.agent.agui.capabilities import capabilities_of
 from symfonic.agent.agui.run import agui_run
@@ -45,9 +46,15 @@ EVENT_FRAME = {
 }
 
 
-def agui_router(host: ServiceHost, principal: Callable[..., Any]) -> APIRouter:
-    """The AG-UI routes for ``host``; ``principal`` is the FastAPI dependency that authenticates."""
-    router = APIRouter(tags=["ag-ui"])
+def agui_router(
+    host: ServiceHost, principal: Callable[..., Any], route_class: type[APIRoute] = APIRoute
+) -> APIRouter:
+    """The AG-UI routes for ``host``; ``principal`` is the FastAPI dependency that authenticates.
+
+    ``route_class``: the native API's, so that here too a caller is authenticated
+    before the body is read.
+    """
+    router = APIRouter(tags=["ag-ui"], route_class=route_class)
 
     async def ready() -> ServiceHost:
         """The opened host; an app whose lifespan did not run opens it on first use."""
@@ -69,7 +76,7 @@ def agui_router(host: ServiceHost, principal: Callable[..., Any]) -> APIRouter:
                 "A refused run is a stream of one `RUN_ERROR`.",
                 "content": {"text/event-stream": {"itemSchema": EVENT_FRAME}},
             },
-            **documented(401, 422, 503),
+            **documented(400, 401, 413, 422, 503),
         },
     )
     async def run(run_input: RunAgentInput, caller: Caller, opened: Host) -> RunEventStream:

@@ -99,7 +99,7 @@ def create_app(
     app.include_router(sessions_router(service))
     app.include_router(resume_router(service))
     app.include_router(pauses_router(service))
-    app.include_router(agui_router(host, service.principal))
+    app.include_router(agui_router(host, service.principal, service.route_class))
     openapi.install(app)
     return app
 

@@ -114,8 +114,9 @@ _WHEN = {
     401: "Missing or unknown API key.",
     403: "This principal may not answer this pause.",
     404: "Unknown session or agent, or a token that does not verify or names no pause.",
-    409: "Pause already claimed, superseded or answered differently; session busy or "
-    "paused; or `base_revision` mismatch.",
+    409: "The pause is being answered (`already_claimed`) or was already answered with "
+    "another answer (`already_answered`); the session is busy or paused; or "
+    "`base_revision` does not match.",
     410: "The pause expired or was abandoned.",
     413: "The body is larger than the service accepts.",
     422: "Malformed body, or an answer that fails the pause's `response_schema` "

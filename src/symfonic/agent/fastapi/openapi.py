@@ -6,10 +6,16 @@ route returns a prepared response. This module states them: the stream's
 ``itemSchema`` is one alternative per event type, ``event`` fixed to the type
 and ``data`` a JSON string whose schema is the event's model, registered under
 ``components/schemas`` by the model's name.
+
+A discriminated union (AG-UI's messages, by ``role``) needs its tag in every
+body even where the model gives the tag a default; pydantic's schema leaves it
+optional, so each member the discriminator maps to is made to require it, and
+a client that follows the document sends what the service accepts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from fastapi import FastAPI
@@ -53,6 +59,30 @@ def turn_responses(description: str) -> dict[int | str, dict[str, Any]]:
     }
 
 
+def _walk(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def require_discriminators(document: dict[str, Any]) -> None:
+    """Make every member of a discriminated union require the property that tags it."""
+    components = document.get("components", {}).get("schemas", {})
+    for node in list(_walk(document)):
+        discriminator = node.get("discriminator")
+        if not isinstance(discriminator, dict):
+            continue
+        tag = discriminator["propertyName"]
+        for ref in discriminator.get("mapping", {}).values():
+            member = components.get(ref.removeprefix(REF.format(model="")))
+            if member is not None and tag not in member.setdefault("required", []):
+                member["required"].append(tag)
+
+
 def install(app: FastAPI) -> None:
     """Generate the document once, with every stream event's schema in its components."""
 
@@ -71,6 +101,7 @@ def install(app: FastAPI) -> None:
         components = document.setdefault("components", {}).setdefault("schemas", {})
         for name, schema in events.get("$defs", {}).items():
             components.setdefault(name, schema)
+        require_discriminators(document)
         app.openapi_schema = document
         return document
 

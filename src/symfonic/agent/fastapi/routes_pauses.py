@@ -23,7 +23,7 @@ HEALTH_TIMEOUT = 3.0
 
 
 def pauses_router(service: HttpService) -> APIRouter:
-    router = APIRouter(prefix="/v1")
+    router = APIRouter(prefix="/v1", route_class=service.route_class)
     Caller = Annotated[Principal, Depends(service.principal)]
     Host = Annotated[ServiceHost, Depends(service.ready)]
 

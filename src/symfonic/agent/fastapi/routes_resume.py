@@ -21,7 +21,7 @@ from symfonic.core.contracts.principal import Principal
 
 
 def resume_router(service: HttpService) -> APIRouter:
-    router = APIRouter(prefix="/v1", tags=["pauses"])
+    router = APIRouter(prefix="/v1", tags=["pauses"], route_class=service.route_class)
     Caller = Annotated[Principal, Depends(service.principal)]
     Host = Annotated[ServiceHost, Depends(service.ready)]
 

@@ -15,7 +15,17 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    model_validator,
+)
+from pydantic.config import JsonDict
+from pydantic_core import PydanticCustomError
 
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState, TurnResult
@@ -41,8 +51,19 @@ def _clean(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def _json_integer(value: Any) -> Any:
+    # What JSON Schema calls an integer: a number with no fractional part (``3`` or
+    # ``3.0``); never ``true``, which Python counts as 1, nor the string ``"3"``.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("int_type", "Input should be an integer")
+    return value
+
+
 CleanJson = Annotated[JsonValue, AfterValidator(_clean)]
 CleanText = Annotated[str, AfterValidator(_clean)]
+# The bounds before the validator: after it, pydantic writes them as ``ge``/``le``,
+# which JSON Schema does not know, instead of ``minimum``/``maximum``.
+Revision = Annotated[int, Field(ge=0, le=2**31 - 1), BeforeValidator(_json_integer)]
 
 
 class _Body(BaseModel):
@@ -65,10 +86,8 @@ class TurnRequest(_Body):
     message: Annotated[CleanText, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] = Field(
         description="The user's message."
     )
-    base_revision: int | None = Field(
+    base_revision: Revision | None = Field(
         default=None,
-        ge=0,
-        le=2**31 - 1,
         description="Refuse the turn (409) unless the session is at this revision.",
     )
     on_pending_pause: Literal["reject", "abandon"] = Field(
@@ -77,16 +96,36 @@ class TurnRequest(_Body):
     )
 
 
+# An answer is required unless the person declined; said in the schema too, so a
+# client generated from it sends what the service accepts.
+_ANSWER_UNLESS_CANCELLED: JsonDict = {
+    "if": {"required": ["status"], "properties": {"status": {"const": "cancelled"}}},
+    "else": {"required": ["answer"]},
+}
+
+
 class ResumeRequest(_Body):
+    model_config = ConfigDict(json_schema_extra=_ANSWER_UNLESS_CANCELLED)
+
     token: str = Field(
         min_length=1, max_length=512, description="The pause token from `turn.paused`."
     )
     answer: CleanJson = Field(
-        default=None, description="The answer, valid against the pause's `response_schema`."
+        default=None,
+        description="The answer, valid against the pause's `response_schema`. Required "
+        "unless `status` is `cancelled`.",
     )
     status: Literal["resolved", "cancelled"] = Field(
         default="resolved", description="`cancelled`: the person declined to answer."
     )
+
+    @model_validator(mode="after")
+    def _answered_unless_cancelled(self) -> ResumeRequest:
+        if self.status != "cancelled" and "answer" not in self.model_fields_set:
+            raise PydanticCustomError(
+                "missing", "answer is required unless status is cancelled"
+            )
+        return self
 
 
 class PauseQuery(_Body):

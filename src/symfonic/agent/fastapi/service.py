@@ -2,17 +2,25 @@
 
 The principal comes only from the ``Authorization: Bearer`` header, checked by
 the :class:`Authenticator` in constant time; a missing or unknown key is a 401
-before any route code runs. With no keys configured every caller is ``local``.
+before any route code runs, and before the body is read: FastAPI parses and
+validates a body before it solves dependencies, so routes built with
+:attr:`HttpService.route_class` authenticate first, and a caller without a key
+learns nothing about what a well-formed body looks like. With no keys
+configured every caller is ``local``.
 The host is opened by the app's lifespan; an app mounted inside another whose
 lifespan did not run opens it on the first request instead.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.responses import Response
 
 from symfonic.agent.fastapi.auth import Authenticator, Unauthenticated
 from symfonic.agent.fastapi.host import ServiceHost
@@ -25,10 +33,18 @@ bearer = HTTPBearer(
 )
 
 
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def _depends_on(dependant: Dependant, call: Callable[..., Any]) -> bool:
+    return any(sub.call == call or _depends_on(sub, call) for sub in dependant.dependencies)
+
+
 class HttpService:
     def __init__(self, host: ServiceHost, authenticator: Authenticator) -> None:
         self.host = host
         self.authenticator = authenticator
+        self.route_class = self._authenticating_route()
 
     def __repr__(self) -> str:
         return f"HttpService({self.host!r}, {self.authenticator!r})"
@@ -38,12 +54,33 @@ class HttpService:
             await self.host.open()
         return self.host
 
+    def authenticate(self, request: Request) -> Principal:
+        found = self.authenticator.principal_for(request.headers.get("authorization"))
+        if found is None:
+            raise Unauthenticated("send a valid API key as 'Authorization: Bearer <key>'")
+        return found
+
     async def principal(
         self,
         request: Request,
         _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Principal:
-        found = self.authenticator.principal_for(request.headers.get("authorization"))
-        if found is None:
-            raise Unauthenticated("send a valid API key as 'Authorization: Bearer <key>'")
-        return found
+        return self.authenticate(request)
+
+    def _authenticating_route(self) -> type[APIRoute]:
+        """A route class whose routes that depend on :meth:`principal` authenticate first."""
+        service = self
+
+        class AuthenticatingRoute(APIRoute):
+            def get_route_handler(self) -> Handler:
+                handler = super().get_route_handler()
+                if not _depends_on(self.dependant, service.principal):
+                    return handler
+
+                async def authenticate_then_handle(request: Request) -> Response:
+                    service.authenticate(request)
+                    return await handler(request)
+
+                return authenticate_then_handle
+
+        return AuthenticatingRoute

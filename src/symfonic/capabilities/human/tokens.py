@@ -5,19 +5,27 @@ secret (256 bits of secret material), so any worker of that database can verify
 it and none can forge one. Verification is constant-time. A token is
 deterministic per pause, which is what lets an identical replay be answered
 with the same token again; it is single-use because the pause row is.
+
+Each token has exactly one spelling: the prefix and 64 characters of unpadded
+URL-safe base64 (48 bytes fill them with no spare bits). Anything else -- padding,
+characters a lenient decoder would skip, a trailing newline -- is refused like
+a token that does not verify, so no two strings answer as the same token.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
+import re
 import uuid
 
 PREFIX = "sfp_"
 _ID_BYTES = 16
 _MAC_BYTES = 32
+# 48 bytes are 64 base64 characters exactly: no padding, no spare bits.
+_LENGTH = (_ID_BYTES + _MAC_BYTES) * 4 // 3
+_SPELLING = re.compile(rf"{PREFIX}[A-Za-z0-9_-]{{{_LENGTH}}}")
 
 
 class TokenSigner:
@@ -38,19 +46,14 @@ class TokenSigner:
 
     def verify(self, token: object) -> str | None:
         """The pause id the token names, or ``None`` if it does not verify."""
-        if not isinstance(token, str) or not token.startswith(PREFIX) or len(token) > 128:
+        if not isinstance(token, str) or _SPELLING.fullmatch(token) is None:
             return None
-        encoded = token[len(PREFIX) :]
-        try:
-            raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-        except (binascii.Error, ValueError):
+        pause_bytes = base64.urlsafe_b64decode(token[len(PREFIX) :])[:_ID_BYTES]
+        pause_id = uuid.UUID(bytes=pause_bytes).hex
+        # The whole spelling against the one this pause's token has, not just the MAC.
+        if not hmac.compare_digest(token.encode(), self.mint(pause_id).encode()):
             return None
-        if len(raw) != _ID_BYTES + _MAC_BYTES:
-            return None
-        pause_bytes, mac = raw[:_ID_BYTES], raw[_ID_BYTES:]
-        if not hmac.compare_digest(mac, self._mac(pause_bytes)):
-            return None
-        return uuid.UUID(bytes=pause_bytes).hex
+        return pause_id
 
 
 def new_pause_id() -> str:

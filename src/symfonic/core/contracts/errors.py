@@ -13,7 +13,8 @@
         ├── PauseNotFound              404  token that does not verify or names no pause
         ├── PauseForbidden             403
         ├── InvalidAnswer              422  answer fails the pause's response_schema
-        ├── PauseAlreadyClaimed        409  claimed, superseded, or published with another answer
+        ├── PauseAlreadyClaimed        409  being answered right now
+        │   └── PauseAlreadyAnswered   409  superseded or published, with another answer
         ├── RevisionConflict           409
         ├── SessionBusy                409  a turn is running
         ├── SessionPaused              409  a pause is pending and on_pending_pause=reject
@@ -101,6 +102,12 @@ class InvalidAnswer(RequestError):
 class PauseAlreadyClaimed(RequestError):
     code = "already_claimed"
     status = 409
+
+
+class PauseAlreadyAnswered(PauseAlreadyClaimed):
+    """Answered and settled with another answer; the same answer would be a replay."""
+
+    code = "already_answered"
 
 
 class RevisionConflict(RequestError):

@@ -1,0 +1,142 @@
+"""Connections a client cannot hold open for free: a deadline on headers, a cap on how many.
+
+uvicorn closes a connection idle *between* requests (``timeout_keep_alive``),
+but once a byte of a request has arrived nothing times out the rest of its
+headers: a client sending one header line every few seconds holds a connection,
+and its file descriptor, for as long as it likes (slow-loris). And
+``limit_concurrency`` counts such connections too, then answers the real
+clients 503. This protocol adds what is missing:
+
+- **Header deadline.** From the moment a connection opens, and again from the
+  first byte of each later request on it, the request's headers must be complete
+  within ``header_timeout`` seconds. The deadline is absolute: more bytes do not
+  extend it. Past it the connection gets a 408 (or, if it never sent a byte, is
+  just closed).
+- **Connection cap.** Past ``max_connections`` open connections, a new one
+  closes the oldest connection that is still waiting for a request's headers,
+  because that is the one costing the service nothing to lose; when every
+  connection is busy with a request, the new one gets a 503 and is closed.
+
+It is uvicorn's h11 protocol with these two rules added, chosen by
+``symfonic serve``; behind a reverse proxy the proxy does the same job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_MAX_CONNECTIONS = 1000
+
+
+def _refusal(status: int, phrase: str, code: str, message: str, *extra: str) -> bytes:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    head = [
+        f"HTTP/1.1 {status} {phrase}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+        *extra,
+    ]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+TOO_SLOW = _refusal(
+    408, "Request Timeout", "request_timeout", "the request's headers took too long to arrive"
+)
+TOO_MANY = _refusal(
+    503, "Service Unavailable", "too_many_connections",
+    "the server has as many connections as it accepts; try again", "Retry-After: 1",
+)
+
+
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, with a header deadline and a connection cap (see the module)."""
+
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_deadline: asyncio.TimerHandle | None = None
+        self._waiting_since = 0.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_header_deadline()
+        if len(self.connections) > self.max_connections and not self._evict_one():
+            self._refuse(TOO_MANY)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._awaiting_headers():
+            # The first byte of a later request on a kept-alive connection starts its clock.
+            if self._header_deadline is None:
+                self._start_header_deadline()
+        else:
+            self._stop_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_header_deadline()
+        super().connection_lost(exc)
+
+    def _awaiting_headers(self) -> bool:
+        return self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+
+    def _start_header_deadline(self) -> None:
+        self._waiting_since = time.monotonic()
+        self._header_deadline = self.loop.call_later(self.header_timeout, self._headers_late)
+
+    def _stop_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _headers_late(self) -> None:
+        self._header_deadline = None
+        if not self._awaiting_headers():
+            return
+        partial, _ = self.conn.trailing_data
+        if partial:
+            self._refuse(TOO_SLOW)
+        else:
+            self.transport.close()
+
+    def _evict_one(self) -> bool:
+        """Close the connection that has waited longest for headers; whether there was one."""
+        waiting = [
+            other
+            for other in self.connections
+            if isinstance(other, BoundedH11Protocol) and other is not self
+            and other._awaiting_headers()
+        ]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda other: other._waiting_since)
+        oldest._stop_header_deadline()
+        oldest.transport.close()
+        return True
+
+    def _refuse(self, response: bytes) -> None:
+        self._stop_header_deadline()
+        self.transport.write(response)
+        self.transport.close()
+
+
+def bounded_protocol(header_timeout: float, max_connections: int) -> type[BoundedH11Protocol]:
+    """The protocol class for one server, with these limits."""
+    if header_timeout <= 0:
+        raise ValueError("the header timeout must be positive")
+    if max_connections < 1:
+        raise ValueError("the connection cap must be at least 1")
+    return type(
+        "BoundedH11Protocol",
+        (BoundedH11Protocol,),
+        {"header_timeout": header_timeout, "max_connections": max_connections},
+    )

@@ -1,0 +1,64 @@
+"""A real ``symfonic serve`` process on a free loopback port, for tests that need one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from http_support import free_port
+
+KEYS = "alice=alice-secret-key,carol=carol-secret-key:approver"
+ALICE = {"Authorization": "Bearer alice-secret-key"}
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+
+@contextmanager
+def serving(store: str, log: Path, *args: str, keys: str = KEYS) -> Iterator[Server]:
+    port = free_port()
+    env = {**os.environ, "SYMFONIC_API_KEYS": keys, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "symfonic", "serve", "--port", str(port), "--store", store,
+               "--log-level", "warning", *args]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        _wait_healthy(server)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_healthy(server: Server, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"the server exited:\n{server.output()}")
+        try:
+            if httpx.get(f"{server.url}/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)  # nothing to await across a process boundary but the socket
+    raise AssertionError(f"the server did not become healthy:\n{server.output()}")
