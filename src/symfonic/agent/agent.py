@@ -147,6 +147,16 @@ class SymfonicAgent:
         self._store_arg = store
 
     @property
+    def declared_store(self) -> str | Store | None:
+        """The ``store`` the agent was built with (or handed by ``use_store``).
+
+        ``None`` means the agent has no store of its own: ``SYMFONIC_STORE``,
+        else the embedded default, decides when it opens. A server choosing one
+        store for several agents reads this before any of them is opened.
+        """
+        return self._store_arg
+
+    @property
     def store(self) -> Store:
         if self._store is None:
             raise ConfigurationError(

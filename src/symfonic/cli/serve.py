@@ -6,6 +6,13 @@ only and refuses any other address unless ``--insecure`` says the operator
 means it. Keys and tokens are never printed: the start-up line names the
 principals, never their keys, and a store URL's password is masked.
 
+Every agent served shares one store: ``--store``, else ``SYMFONIC_STORE``, else
+the store the agents' modules declare (``SymfonicAgent(store=...)``), else the
+embedded default. Agents that declare different stores are refused at start-up
+rather than silently moved onto one of them. The store is opened -- connected,
+migrated -- before the start-up line is printed, so a bad URL or a database out
+of reach is one line and exit code 2, never a banner followed by a traceback.
+
 A client cannot hold connections for free: each request's headers must arrive
 within ``--header-timeout`` seconds, and past ``--max-connections`` a new
 connection displaces the one that has waited longest for headers
@@ -22,12 +29,15 @@ import ipaddress
 import os
 import resource
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.fastapi.host import ServiceHost
 from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.cli.connections import (
@@ -35,8 +45,9 @@ from symfonic.cli.connections import (
     DEFAULT_MAX_CONNECTIONS,
     bounded_protocol,
 )
-from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.storage import store_url
+from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
+from symfonic.core.contracts.store import Store
+from symfonic.storage import DEFAULT_STORE
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -57,7 +68,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
-    p.add_argument("--store", help="store URL (default: SYMFONIC_STORE or sqlite:///symfonic.db)")
+    p.add_argument(
+        "--store",
+        help="store URL for every agent served (default: SYMFONIC_STORE, else the store "
+        f"the agents declare, else {DEFAULT_STORE})",
+    )
     p.add_argument(
         "--insecure",
         action="store_true",
@@ -160,6 +175,41 @@ def load_agent(spec: str) -> SymfonicAgent:
     return target
 
 
+def serving_store(override: str | None, agents: Sequence[SymfonicAgent]) -> str | Store:
+    """The one store all ``agents`` are served on.
+
+    ``override`` (``--store``), else ``SYMFONIC_STORE``, else the store the agents
+    declare; agents that declare none follow the others. Two different declared
+    stores are a configuration error: serving both agents on either would put one
+    agent's sessions where its own module says they are not.
+    """
+    chosen = override or os.environ.get("SYMFONIC_STORE")
+    if chosen:
+        return chosen
+    declared: dict[str, tuple[str | Store, list[str]]] = {}
+    for agent in agents:
+        store = agent.declared_store
+        if store is None:
+            continue
+        key = store if isinstance(store, str) else f"store object {id(store)}"
+        declared.setdefault(key, (store, []))[1].append(agent.name)
+    if len(declared) > 1:
+        which = "; ".join(
+            f"{', '.join(names)}: {_shown(store)}" for store, names in declared.values()
+        )
+        raise ConfigurationError(
+            f"the agents declare different stores ({which}) and one service serves them "
+            "on one store: pass --store or set SYMFONIC_STORE to choose it"
+        )
+    if declared:
+        return next(iter(declared.values()))[0]
+    return DEFAULT_STORE
+
+
+def _shown(store: str | Store) -> str:
+    return masked(store if isinstance(store, str) else store.url)
+
+
 def is_loopback(host: str) -> bool:
     if host.lower() in LOOPBACK_NAMES:
         return True
@@ -176,7 +226,7 @@ def masked(url: str) -> str:
 
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return url.split("@")[-1]
 
 
@@ -190,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
         authenticator = Authenticator.from_spec(os.environ.get("SYMFONIC_API_KEYS"))
         agents = [load_agent(spec) for spec in args.agents or [DEFAULT_AGENT]]
         retention = retention_of(args)
+        store = serving_store(args.store, agents)
+        host = ServiceHost(agents, store)
     except ConfigurationError as error:
         print(f"symfonic serve: {error}", file=sys.stderr)
         return 2
@@ -201,35 +253,74 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    url = store_url(args.store)
-    max_connections = fit_file_limit(args.max_connections)
-    print(_startup_line(args.host, args.port, url, agents, authenticator, args.insecure),
-          flush=True)
-    if max_connections < args.max_connections:
-        print(
-            f"symfonic serve: the file limit holds {max_connections} connections, not "
-            f"{args.max_connections}; raise it (ulimit -n) for more",
-            flush=True,
+    url = store if isinstance(store, str) else store.url
+    return anyio.run(_serve, args, host, url, authenticator, retention)
+
+
+async def _serve(
+    args: argparse.Namespace,
+    host: ServiceHost,
+    url: str,
+    authenticator: Authenticator,
+    retention: Retention | None,
+) -> int:
+    """Open the store, then say what is served, then serve, all on one event loop.
+
+    The app's lifespan finds the host already open (opening is idempotent) and
+    closes it on shutdown; the ``finally`` closes it if uvicorn never started.
+    """
+    try:
+        await host.open()
+    except Exception as error:
+        print(f"symfonic serve: {_unopened(url, error)}", file=sys.stderr)
+        return 2
+    try:
+        max_connections = fit_file_limit(args.max_connections)
+        print(_startup_line(args.host, args.port, url, list(host.agents.values()),
+                            authenticator, args.insecure), flush=True)
+        if max_connections < args.max_connections:
+            print(
+                f"symfonic serve: the file limit holds {max_connections} connections, not "
+                f"{args.max_connections}; raise it (ulimit -n) for more",
+                flush=True,
+            )
+        import uvicorn
+
+        from symfonic.agent.fastapi.app import create_app
+
+        app = create_app(host, api_keys=authenticator, sweep_interval=args.sweep_interval,
+                         retention=retention)
+        freeze_after_startup(app)
+        config = uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            timeout_graceful_shutdown=10,
+            server_header=False,
+            http=bounded_protocol(args.header_timeout, max_connections),
         )
-    import uvicorn
+        server = uvicorn.Server(config)
+        await server.serve()
+        return 0 if server.started else 1
+    finally:
+        await host.aclose()
 
-    from symfonic.agent.fastapi.app import create_app
 
-    app = create_app(agents, store=url, api_keys=authenticator,
-                     sweep_interval=args.sweep_interval, retention=retention)
-    freeze_after_startup(app)
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=10,
-        server_header=False,
-        http=bounded_protocol(args.header_timeout, max_connections),
-    )
-    server = uvicorn.Server(config)
-    server.run()
-    return 0 if server.started else 1
+def _unopened(url: str, error: Exception) -> str:
+    """Why the store would not open, in words, without a traceback."""
+    if isinstance(error, ConfigurationError):
+        return str(error)
+    if isinstance(error, ValueError):  # the driver could not parse the URL
+        return (f"{masked(url)} is not a valid store URL: use sqlite:///path.db or "
+                "postgresql://user:password@host:port/db")
+    cause: BaseException = error
+    if isinstance(error, StoreUnavailable) and error.__cause__ is not None:
+        cause = error.__cause__
+    cause = getattr(cause, "orig", None) or cause  # SQLAlchemy wraps the driver's error
+    reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+    return (f"cannot open the store {masked(url)}: {reason or type(cause).__name__}. "
+            "Check --store / SYMFONIC_STORE and that the database is running.")
 
 
 def freeze_after_startup(app: FastAPI) -> None:

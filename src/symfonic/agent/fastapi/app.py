@@ -6,6 +6,11 @@ task group, and closes both on shutdown. Mounted inside another app, whose
 lifespan Starlette does not run for a mount, the store opens on the first
 request; run the sweeper there by passing ``lifespan=sub.router.lifespan_context``
 to the outer app, or by calling ``agent.sweep()`` from your own scheduler.
+
+The API documentation (``/docs``, ``/redoc``) is served with the Swagger UI and
+ReDoc assets that ``fastapi-offline`` ships, from the app itself: a service on a
+network without internet access still shows its docs, and a browser opening
+them asks no third party for anything (Swagger UI's online validator is off).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui import agui_router
@@ -87,11 +93,12 @@ def create_app(
         finally:
             await host.aclose()
 
-    app = FastAPI(
+    app = FastAPIOffline(
         title=title,
         version=_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.add_middleware(BodyLimit, max_body_size=max_body_size)
     app.state.symfonic = service
