@@ -139,3 +139,27 @@ def test_the_several_workers_example_resumes_through_another_worker(postgres_url
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome["status"] == "complete"
     assert outcome["answer"].startswith("Done. payment")
+
+
+def _refusal_table() -> dict[str, int]:
+    """Each code the README's refusal table names, with the status it is listed under."""
+    listed: dict[str, int] = {}
+    for status, codes in re.findall(r"^\| (\d{3}) \| ([^|]+) \|", README, re.MULTILINE):
+        for code in re.findall(r"`([a-z_]+)`", codes):
+            listed[code] = int(status)
+    return listed
+
+
+def test_every_refusal_the_service_makes_is_in_the_readme_table_with_its_status() -> None:
+    from symfonic.agent.fastapi import auth, errors
+    from symfonic.core.contracts.errors import RequestError, StoreUnavailable
+
+    def subclasses(cls: type[RequestError]) -> list[type[RequestError]]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *subclasses(sub))]
+
+    made = {cls.code: cls.status for cls in subclasses(RequestError)}
+    made[auth.Unauthenticated.code] = 401
+    made[StoreUnavailable.code] = StoreUnavailable.status
+    made.update({code: status for status, code in errors._CODES.items()})
+    listed = _refusal_table()
+    assert {code: listed.get(code) for code in made} == made
