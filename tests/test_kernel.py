@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from symfonic import Limits, RevisionConflict, SymfonicAgent
+from symfonic.capabilities.human.toolbox import ToolBox
 from symfonic.core.contracts.types import (
     TERMINAL_EVENTS,
     ErrorEvent,
@@ -33,7 +34,6 @@ from symfonic.core.contracts.types import (
     TurnStartedEvent,
 )
 from symfonic.kernel.loop import Kernel
-from symfonic.kernel.toolbox import ToolBox
 from symfonic.kernel.tools import idempotency_key
 from symfonic.testing import ScriptedChatModel, call, calls, reply
 

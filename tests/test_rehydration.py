@@ -314,9 +314,9 @@ async def test_turn_checkpoint_store_reads_the_port_every_time(store_url: str) -
 
 async def test_the_answer_must_be_for_the_call_the_round_stopped_at() -> None:
     from symfonic.agent.cutover.kernel_resume import kernel_resume
+    from symfonic.capabilities.human.toolbox import ToolBox
     from symfonic.kernel.limits import Limits
     from symfonic.kernel.loop import Kernel
-    from symfonic.kernel.toolbox import ToolBox
 
     kernel = Kernel(ScriptedChatModel.from_script(["x"]), ToolBox(), Limits(), "s1")
     outcome = ResumeOutcome(

@@ -26,6 +26,7 @@ from symfonic.agent.resume import resume_turn
 from symfonic.agent.retention import Retention, prune
 from symfonic.capabilities.human.interactions import Interaction
 from symfonic.capabilities.human.tokens import TokenSigner
+from symfonic.capabilities.human.toolbox import Approval, ToolBox
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import (
@@ -39,7 +40,6 @@ from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnR
 from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools, streams_natively
-from symfonic.kernel.toolbox import Approval, ToolBox
 from symfonic.kernel.tools import ToolLike
 from symfonic.platform.guarded import GuardedConversation
 from symfonic.platform.resume_budget import Quota

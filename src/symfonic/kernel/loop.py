@@ -36,7 +36,7 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.core.messages import text_of
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.toolbox import ToolBox
+from symfonic.kernel.toolbox import RoundTools
 from symfonic.kernel.tools import idempotency_key
 
 T = TypeVar("T")
@@ -55,7 +55,7 @@ Heartbeat = Callable[[], Awaitable[None]]
 BoundModel = Runnable[LanguageModelInput, BaseMessage]
 
 
-def bind_tools(model: BaseChatModel, toolbox: ToolBox) -> BoundModel:
+def bind_tools(model: BaseChatModel, toolbox: RoundTools) -> BoundModel:
     """The model with every tool and interaction of ``toolbox`` bound to it."""
     return model.bind_tools(toolbox.bindings())
 
@@ -142,7 +142,7 @@ class Kernel:
     """
 
     model: BaseChatModel
-    toolbox: ToolBox
+    toolbox: RoundTools
     limits: Limits
     session_id: str
     heartbeat: Heartbeat | None = None

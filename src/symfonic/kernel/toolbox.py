@@ -1,62 +1,33 @@
-"""The tools of one agent, and which calls must wait for a person.
+"""What the kernel needs of an agent's tools: bind them, find one, spot an interaction.
 
-The kernel asks the tool box one question per round: which call, if any, is the
-first interaction? That call stops the whole round.
+The kernel runs rounds and knows nothing of people: which calls must wait for
+one (interactions, approvals) is decided by the tool box it is given, which the
+human capabilities build (:class:`symfonic.capabilities.human.toolbox.ToolBox`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from langchain_core.tools import BaseTool
 
-from symfonic.capabilities.human.interactions import Interaction, approval_pending, ask_human
-from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.types import PendingInteraction
-from symfonic.kernel.tools import Tool, ToolLike
-
-Approval = Iterable[str] | Mapping[str, str | None]
+from symfonic.kernel.tools import Tool
 
 
-class ToolBox:
-    def __init__(
-        self,
-        tools: Iterable[ToolLike] = (),
-        *,
-        interactions: Iterable[Interaction] = (),
-        approval: Approval = (),
-        ask_human_audience: str | None = None,
-    ) -> None:
-        self.tools: dict[str, Tool] = {}
-        for tool in tools:
-            wrapped = Tool(tool)
-            if wrapped.name in self.tools:
-                raise ConfigurationError(f"two tools are named {wrapped.name!r}")
-            self.tools[wrapped.name] = wrapped
-        self.interactions: dict[str, Interaction] = {}
-        for item in (ask_human(ask_human_audience), *interactions):
-            if item.name in self.tools:
-                raise ConfigurationError(f"{item.name!r} is both a tool and an interaction")
-            self.interactions[item.name] = item
-        gates = approval if isinstance(approval, Mapping) else {name: None for name in approval}
-        unknown = sorted(set(gates) - set(self.tools))
-        if unknown:
-            raise ConfigurationError(f"approval names tools the agent does not have: {unknown}")
-        self.gates: dict[str, str | None] = dict(gates)
+class RoundTools(Protocol):
+    """The tools of one agent, as the kernel's rounds use them."""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The ordinary tools, by name."""
+        ...
 
     def bindings(self) -> list[BaseTool]:
-        return [t.binding for t in self.tools.values()] + [
-            i.binding() for i in self.interactions.values()
-        ]
+        """Every tool and interaction, as the model is told of them."""
+        ...
 
     def interaction_for(self, call: Mapping[str, Any]) -> PendingInteraction | None:
-        """The interaction this call is, or ``None`` for an ordinary call."""
-        name, call_id, args = call["name"], call["id"], dict(call.get("args") or {})
-        if name in self.interactions:
-            return self.interactions[name].pending(call_id, args)
-        if name in self.gates:
-            return approval_pending(
-                name, call_id, args, self.tools[name].parameters, self.gates[name]
-            )
-        return None
+        """The interaction this call is (the round stops there), or ``None``."""
+        ...
