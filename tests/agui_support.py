@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, TypeAdapter
 
 from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.service.host import ServiceHost
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
 KEYS = "alice=alice-key,bob=bob-key"

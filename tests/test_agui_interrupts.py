@@ -29,7 +29,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from agui_support import AguiClient, agui_app, finished, run_body, types
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import text_of

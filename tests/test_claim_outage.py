@@ -19,10 +19,10 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from symfonic import SymfonicAgent
-from symfonic.agent.lease import RETRY_MARGIN
 from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
 from symfonic.core.contracts.types import PauseState
 from symfonic.testing import ScriptedChatModel, call, reply
+from symfonic.turns.lease import RETRY_MARGIN
 
 pytestmark = pytest.mark.anyio
 

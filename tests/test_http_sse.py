@@ -10,7 +10,7 @@ import pytest
 
 from http_support import frames
 from symfonic.agent.fastapi.sse import TurnEventStream
-from symfonic.agent.fastapi.started import StartedTurn
+from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.errors import SessionBusy
 from symfonic.core.contracts.types import Event, ResponseCompleteEvent, TurnStartedEvent
 

@@ -172,7 +172,7 @@ async def _pause_states(url: str) -> Counter[str]:
 async def test_resumes_in_flight_across_a_restart_all_publish_exactly_once(
     private_postgres: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="symfonic.agent.lease")
+    caplog.set_level(logging.WARNING, logger="symfonic.turns.lease")
     url = private_postgres.url
     held = Held(IN_FLIGHT)
     outcomes: dict[str, str] = {}

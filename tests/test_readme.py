@@ -151,7 +151,8 @@ def _refusal_table() -> dict[str, int]:
 
 
 def test_every_refusal_the_service_makes_is_in_the_readme_table_with_its_status() -> None:
-    from symfonic.agent.fastapi import auth, errors
+    from symfonic.agent.fastapi import auth
+    from symfonic.agent.http import errors
     from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 
     def subclasses(cls: type[RequestError]) -> list[type[RequestError]]:

@@ -14,12 +14,11 @@ import uuid
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal, NoReturn
+from typing import Literal, NoReturn
 
 import anyio
 from langchain_core.messages import HumanMessage
 
-from symfonic.agent.fastapi.shared_resume_turn import _FinalObserver
 from symfonic.agent.outcomes import error_event, logger
 from symfonic.core.contracts.errors import (
     RevisionConflict,
@@ -40,16 +39,15 @@ from symfonic.core.contracts.types import (
 from symfonic.core.messages import messages_of
 from symfonic.platform.resume_budget import IssuerScope, admit_resume_budget
 from symfonic.platform.transport_conversation import answer_of_result
-
-if TYPE_CHECKING:
-    from symfonic.agent.agent import SymfonicAgent
+from symfonic.turns.resumed_turn import FinalObserver
+from symfonic.turns.runtime import TurnRuntime
 
 OnPendingPause = Literal["reject", "abandon"]
 RUN_LEASE = timedelta(minutes=10)
 
 
 async def owned_session(
-    agent: SymfonicAgent, session_id: str, principal: Principal
+    agent: TurnRuntime, session_id: str, principal: Principal
 ) -> SessionRecord:
     """The session, if this principal owns it; others are told it does not exist."""
     session = await agent.store.get_session(session_id)
@@ -59,7 +57,7 @@ async def owned_session(
 
 
 async def _refuse(
-    agent: SymfonicAgent,
+    agent: TurnRuntime,
     session_id: str,
     principal: Principal,
     *,
@@ -88,7 +86,7 @@ async def _refuse(
 
 
 async def first_turn(
-    agent: SymfonicAgent,
+    agent: TurnRuntime,
     principal: Principal,
     message: str,
     session_id: str | None,
@@ -140,7 +138,7 @@ async def first_turn(
             base_revision=session.revision,
             resumed=False,
         )
-        observe = _FinalObserver(budget.event_guard)
+        observe = FinalObserver(budget.event_guard)
         try:
             kernel = agent.kernel(session_id, budget.prepared_plan)
             run = kernel.run(agent.context(history), [HumanMessage(content=message)])

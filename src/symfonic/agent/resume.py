@@ -22,13 +22,11 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing, suppress
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import anyio
 
 from symfonic.agent.cutover.kernel_resume import kernel_resume
-from symfonic.agent.fastapi.shared_resume_turn import ResumedTurn
-from symfonic.agent.lease import ClaimLease
 from symfonic.agent.outcomes import error_event
 from symfonic.capabilities.human.answers import kinds_admitting, validate_answer
 from symfonic.capabilities.human.turnstate import ClaimedTurn, ResumeOutcome, TurnCheckpointStore
@@ -56,9 +54,9 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.core.messages import messages_of
 from symfonic.platform.resume_budget import IssuerScope
-
-if TYPE_CHECKING:
-    from symfonic.agent.agent import SymfonicAgent
+from symfonic.turns.lease import ClaimLease
+from symfonic.turns.resumed_turn import ResumedTurn
+from symfonic.turns.runtime import TurnRuntime
 
 T = TypeVar("T")
 
@@ -94,7 +92,7 @@ def _replayable(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
 
 
 async def authorised_pause(
-    agent: SymfonicAgent, token: object, principal: Principal, read: PauseRecord | None = None
+    agent: TurnRuntime, token: object, principal: Principal, read: PauseRecord | None = None
 ) -> PauseRecord:
     """The pause the token names, if ``principal`` may answer it.
 
@@ -112,7 +110,7 @@ async def authorised_pause(
     return pause
 
 
-async def _replay(agent: SymfonicAgent, pause: PauseRecord) -> list[Event]:
+async def _replay(agent: TurnRuntime, pause: PauseRecord) -> list[Event]:
     """The outcome an identical, already-settled resume produced, without running anything."""
     outcome = pause.outcome or {}
     started = TurnStartedEvent(
@@ -173,7 +171,7 @@ async def _claimed(
 
 
 async def _claim_read(
-    agent: SymfonicAgent,
+    agent: TurnRuntime,
     pause: PauseRecord,
     answer: Any,
     principal: Principal,
@@ -194,7 +192,7 @@ async def _claim_read(
 
 
 async def _claim_unread(
-    agent: SymfonicAgent, token: object, answer: Any, principal: Principal, status: AnswerStatus
+    agent: TurnRuntime, token: object, answer: Any, principal: Principal, status: AnswerStatus
 ) -> _Won | None:
     """Claim the caller's own pause without reading it first, where nothing read is needed.
 
@@ -240,7 +238,7 @@ async def _claim_unread(
 
 
 async def resume_turn(
-    agent: SymfonicAgent,
+    agent: TurnRuntime,
     token: object,
     answer: Any,
     principal: Principal,

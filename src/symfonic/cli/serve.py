@@ -37,9 +37,9 @@ import anyio
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
-from symfonic.agent.fastapi.host import ServiceHost
-from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL
 from symfonic.agent.retention import Retention, parse_age
+from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.sweeper import SWEEP_INTERVAL
 from symfonic.cli.connections import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,

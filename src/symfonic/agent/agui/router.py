@@ -21,10 +21,9 @@ from fastapi.routing import APIRoute
 from symfonic.agent.agui.capabilities import capabilities_of
 from symfonic.agent.agui.run import agui_run
 from symfonic.agent.agui.stream import RunEventStream
-from symfonic.agent.fastapi.errors import documented
-from symfonic.agent.fastapi.host import ServiceHost, UnknownAgent
-from symfonic.agent.fastapi.schemas import ErrorResponse
-from symfonic.agent.fastapi.started import StartedTurn
+from symfonic.agent.http.errors import ErrorResponse, documented
+from symfonic.agent.service.host import ServiceHost, UnknownAgent
+from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
 

@@ -25,7 +25,7 @@ from symfonic.core.contracts.errors import RequestError, SessionPaused, StoreUna
 from symfonic.core.contracts.principal import Principal
 
 if TYPE_CHECKING:
-    from symfonic.agent.fastapi.host import ServiceHost
+    from symfonic.agent.service.host import ServiceHost
 
 INTERRUPTS_PENDING = "interrupts_pending"
 

@@ -1,14 +1,14 @@
 """An AG-UI run as Server-Sent Events, raced against the client going away.
 
 The run's first event is pulled before this response exists (see
-:mod:`symfonic.agent.fastapi.started`), so a store out of reach before the run
+:mod:`symfonic.agent.service.started`), so a store out of reach before the run
 started can still be a 503.
 
 The run is closed the moment the client disconnects -- cancelled mid-``await``
 (waiting on the model, or on a slow tool) or closed at its ``yield`` -- because
 closing it is what runs the turn's shielded cleanup: a claimed pause that
 published nothing moves to ``abandoned`` instead of staying ``claimed``
-(:mod:`symfonic.agent.fastapi.streaming` watches for it). The keep-alive is a
+(:mod:`symfonic.agent.http.streaming` watches for it). The keep-alive is a
 comment frame, which AG-UI clients, reading only ``data:`` lines, skip.
 """
 
@@ -22,8 +22,8 @@ from ag_ui.encoder import EventEncoder
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from symfonic.agent.fastapi.started import StartedTurn
-from symfonic.agent.fastapi.streaming import stream_until_disconnect
+from symfonic.agent.http.streaming import stream_until_disconnect
+from symfonic.agent.service.started import StartedTurn
 
 PING_INTERVAL = 15.0
 PING = b": ping\n\n"

@@ -44,7 +44,7 @@ from symfonic.core.contracts.types import Event, PauseState
 
 if TYPE_CHECKING:
     from symfonic.agent.agent import SymfonicAgent
-    from symfonic.agent.fastapi.host import ServiceHost
+    from symfonic.agent.service.host import ServiceHost
 
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 SETTLED = (PauseState.PUBLISHED, PauseState.SUPERSEDED)

@@ -25,16 +25,17 @@ from fastapi_offline import FastAPIOffline
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui import agui_router
-from symfonic.agent.fastapi import errors, openapi
+from symfonic.agent.fastapi import openapi
 from symfonic.agent.fastapi.auth import Authenticator
-from symfonic.agent.fastapi.host import ServiceHost
 from symfonic.agent.fastapi.limits import BodyLimit
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
 from symfonic.agent.fastapi.routes_sessions import sessions_router
 from symfonic.agent.fastapi.service import HttpService
-from symfonic.agent.fastapi.sweeper import SWEEP_INTERVAL, sweep_periodically
+from symfonic.agent.http import errors
 from symfonic.agent.retention import Retention
+from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.sweeper import SWEEP_INTERVAL, sweep_periodically
 from symfonic.core.contracts.store import Store
 
 MAX_BODY_SIZE = 4 << 20

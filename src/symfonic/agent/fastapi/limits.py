@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from symfonic.agent.fastapi.errors import error_response
+from symfonic.agent.http.errors import error_response
 
 
 class BodyLimit:

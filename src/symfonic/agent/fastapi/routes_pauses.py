@@ -11,10 +11,10 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Depends, Query
 
-from symfonic.agent.fastapi.errors import documented
-from symfonic.agent.fastapi.host import ServiceHost
 from symfonic.agent.fastapi.schemas import Health, PauseList, PauseQuery, PauseView
 from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.http.errors import documented
+from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PauseState

@@ -11,12 +11,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from symfonic.agent.fastapi.errors import documented
-from symfonic.agent.fastapi.host import ServiceHost
 from symfonic.agent.fastapi.negotiate import respond
 from symfonic.agent.fastapi.openapi import turn_responses
 from symfonic.agent.fastapi.schemas import ResumeRequest
 from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.http.errors import documented
+from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.principal import Principal
 
 

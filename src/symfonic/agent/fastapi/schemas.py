@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
+from symfonic.agent.http.errors import ErrorDetail
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState, TurnResult
 
@@ -133,15 +134,6 @@ class PauseQuery(_Body):
 
 
 # responses ----------------------------------------------------------------
-
-
-class ErrorDetail(BaseModel):
-    code: str = Field(description="Stable machine-readable code, e.g. `session_paused`.")
-    message: str = Field(description="What went wrong, for a person.")
-
-
-class ErrorResponse(BaseModel):
-    error: ErrorDetail
 
 
 class SessionCreated(BaseModel):

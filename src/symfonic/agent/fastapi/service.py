@@ -23,7 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.responses import Response
 
 from symfonic.agent.fastapi.auth import Authenticator, Unauthenticated
-from symfonic.agent.fastapi.host import ServiceHost
+from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.principal import Principal
 
 bearer = HTTPBearer(

@@ -10,7 +10,7 @@ nothing moves to ``abandoned`` and a first turn's run marker is cleared.
 
 How the disconnect is watched (the ASGI ``receive`` channel, for the whole
 stream, whatever ASGI version the server reports) is
-:mod:`symfonic.agent.fastapi.streaming`.
+:mod:`symfonic.agent.http.streaming`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from contextlib import aclosing
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, ServerSentEvent, format_sse_event
 from starlette.types import Receive, Scope, Send
 
-from symfonic.agent.fastapi.started import StartedTurn
-from symfonic.agent.fastapi.streaming import stream_until_disconnect
+from symfonic.agent.http.streaming import stream_until_disconnect
+from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.types import ErrorEvent, Event
 
 logger = logging.getLogger("symfonic.http")

@@ -20,9 +20,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from symfonic.agent.fastapi.schemas import ErrorResponse
 from symfonic.core.contracts.errors import (
     BudgetRefused,
     RequestError,
@@ -31,6 +31,15 @@ from symfonic.core.contracts.errors import (
 )
 
 logger = logging.getLogger("symfonic.http")
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. `session_paused`.")
+    message: str = Field(description="What went wrong, for a person.")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
 
 MAX_VALIDATION_ERRORS = 5
 # Seconds a client refused with 503 waits before trying again: a database that

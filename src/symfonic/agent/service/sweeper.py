@@ -14,8 +14,8 @@ import logging
 
 import anyio
 
-from symfonic.agent.fastapi.host import ServiceHost
 from symfonic.agent.retention import Retention
+from symfonic.agent.service.host import ServiceHost
 
 logger = logging.getLogger("symfonic.http")
 

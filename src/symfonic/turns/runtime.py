@@ -1,0 +1,58 @@
+"""What a turn's flow needs of the agent running it, and nothing more.
+
+Starting a turn and resuming one are written against this protocol, not
+against :class:`~symfonic.SymfonicAgent`: the flows sit below the agent that
+composes them, so the agent can import them without their importing it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from langchain_core.messages import BaseMessage
+
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import PauseRecord, Store
+from symfonic.kernel.limits import Limits
+from symfonic.kernel.loop import Heartbeat, Kernel
+from symfonic.platform.guarded import GuardedConversation
+from symfonic.platform.resume_budget import Quota
+
+
+class TurnRuntime(Protocol):
+    """An opened agent: its store and signer, its model loop, its settings."""
+
+    name: str
+    claim_lease: float
+    quota: Quota | None
+    clock: Callable[[], datetime]
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def guarded(self) -> GuardedConversation: ...
+
+    def kernel(
+        self, session_id: str, plan: Limits | None = None, *, heartbeat: Heartbeat | None = None
+    ) -> Kernel:
+        """The model loop for one turn of ``session_id``."""
+        ...
+
+    def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """What the model sees before the turn: the instructions, then the history."""
+        ...
+
+    async def create_session(
+        self,
+        principal: Principal | str = "local",
+        metadata: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+    ) -> str: ...
+
+    def token_for(self, pause: PauseRecord) -> str:
+        """The pause's token, minted again from its id."""
+        ...
