@@ -30,13 +30,29 @@ class Server:
 
 
 @contextmanager
-def serving(store: str, log: Path, *args: str, keys: str = KEYS) -> Iterator[Server]:
+def serving(
+    store: str | None,
+    log: Path,
+    *args: str,
+    keys: str = KEYS,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Iterator[Server]:
+    """``symfonic serve ARGS`` on ``store`` (``None``: no ``--store``), once healthy.
+
+    ``env`` replaces the inherited environment (the keys and unbuffered output
+    are added to it); ``cwd`` is where the server runs.
+    """
     port = free_port()
-    env = {**os.environ, "SYMFONIC_API_KEYS": keys, "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "symfonic", "serve", "--port", str(port), "--store", store,
+    env = {**(os.environ if env is None else env), "SYMFONIC_API_KEYS": keys,
+           "PYTHONUNBUFFERED": "1"}
+    store_option = [] if store is None else ["--store", store]
+    command = [sys.executable, "-m", "symfonic", "serve", "--port", str(port), *store_option,
                "--log-level", "warning", *args]
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=cwd
+        )
     server = Server(f"http://127.0.0.1:{port}", process, log)
     try:
         _wait_healthy(server)

@@ -10,15 +10,13 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from http_support import free_port
+from serve_support import serving
 from symfonic import SymfonicAgent
 from symfonic.cli.main import main
 from symfonic.cli.serve import serving_store
@@ -58,41 +56,19 @@ def _sessions(db: Path) -> list[tuple[str, str]]:
 def test_serve_keeps_the_store_the_agents_module_declares(tmp_path: Path) -> None:
     db = tmp_path / "billing.db"
     _write_module(tmp_path / "app", "declared_app", f"sqlite:///{db}", None)
-    port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "SYMFONIC_STORE"}
-    env |= {"PYTHONPATH": str(tmp_path / "app"), "SYMFONIC_API_KEYS": "", "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = str(tmp_path / "app")
     log = tmp_path / "server.log"
-    command = [sys.executable, "-m", "symfonic", "serve", "declared_app:billing",
-               "declared_app:helper", "--port", str(port), "--log-level", "warning"]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env,
-                                   cwd=tmp_path)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process, log)
-        billing = httpx.post(f"{url}/v1/sessions", json={}).json()["session_id"]
-        helper = httpx.post(f"{url}/v1/sessions", json={"agent": "helper"}).json()["session_id"]
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+    agents = ("declared_app:billing", "declared_app:helper")
+    with serving(None, log, *agents, keys="", env=env, cwd=tmp_path) as server:
+        billing = httpx.post(f"{server.url}/v1/sessions", json={}).json()["session_id"]
+        helper = httpx.post(
+            f"{server.url}/v1/sessions", json={"agent": "helper"}
+        ).json()["session_id"]
     assert f"| store sqlite:///{db} |" in log.read_text().splitlines()[0]
     # Both agents' sessions are in the declared store; nothing went to the default file.
     assert sorted(_sessions(db)) == sorted([(billing, "billing"), (helper, "helper")])
     assert not (tmp_path / "symfonic.db").exists()
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)  # nothing to await across a process boundary but the socket
-    raise AssertionError(f"the server did not become healthy:\n{log.read_text()}")
 
 
 def test_the_store_option_then_the_environment_win_over_the_declared_store(

@@ -1,1 +1,1 @@
-"""The HTTP transport's shared pieces."""
+"""The native HTTP API: its routes, request and response schemas, keys, and the app."""
