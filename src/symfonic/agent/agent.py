@@ -19,10 +19,7 @@ import anyio
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from symfonic.agent.first_turn import OnPendingPause, first_turn, owned_session
 from symfonic.agent.models import resolve_model
-from symfonic.agent.outcomes import collect
-from symfonic.agent.resume import resume_turn
 from symfonic.agent.retention import Retention, prune
 from symfonic.capabilities.human.interactions import Interaction
 from symfonic.capabilities.human.tokens import TokenSigner
@@ -44,6 +41,9 @@ from symfonic.kernel.tools import ToolLike
 from symfonic.platform.guarded import GuardedConversation
 from symfonic.platform.resume_budget import Quota
 from symfonic.storage import open_store, store_url
+from symfonic.turns.outcomes import collect
+from symfonic.turns.resume import resume_turn
+from symfonic.turns.start import OnPendingPause, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
 DEFAULT_CLAIM_LEASE = 120.0

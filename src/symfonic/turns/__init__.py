@@ -1,3 +1,13 @@
-"""The steps of a turn's lifecycle that every transport shares: a resumed turn's
-settlement (:mod:`~symfonic.turns.resumed_turn`) and the claim's lease
-(:mod:`~symfonic.turns.lease`)."""
+"""A turn's lifecycle, one step per module, below every agent and transport.
+
+- :mod:`~symfonic.turns.start`: a first turn, from the run marker to its pause or answer;
+- :mod:`~symfonic.turns.claim`: a resume's checks, then the single-use claim;
+- :mod:`~symfonic.turns.replay`: an answer already settled, answered again;
+- :mod:`~symfonic.turns.rehydrate`: the paused round's messages, rebuilt from the checkpoint;
+- :mod:`~symfonic.turns.run_on`: the kernel continued from there;
+- :mod:`~symfonic.turns.resumed_turn`: settling a claim (publish, second pause, abandon);
+- :mod:`~symfonic.turns.lease`: keeping the claim, and how long its writes may wait;
+- :mod:`~symfonic.turns.resume`: the resume's steps in order;
+- :mod:`~symfonic.turns.outcomes`: events into the result a caller gets;
+- :mod:`~symfonic.turns.runtime`: what these steps need of the agent running them.
+"""

@@ -20,9 +20,9 @@ from ag_ui.core import BaseEvent, RunAgentInput
 
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.agent.agui.threads import Acknowledge, Resume, plan_run
-from symfonic.agent.outcomes import error_event
 from symfonic.core.contracts.errors import RequestError, SessionPaused, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
+from symfonic.turns.outcomes import error_event
 
 if TYPE_CHECKING:
     from symfonic.agent.service.host import ServiceHost

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING
 from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 
 from symfonic.agent.agui.interrupts import answer_of
-from symfonic.agent.first_turn import owned_session
 from symfonic.core.contracts.errors import PauseForbidden, RequestError, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import Event, PauseState
+from symfonic.turns.start import owned_session
 
 if TYPE_CHECKING:
     from symfonic.agent.agent import SymfonicAgent

@@ -1,5 +1,6 @@
-"""Continuing a paused turn: rebuild its messages, then run the kernel on.
+"""Continuing a paused turn, at the paths its reference pages name.
 
 "Cutover" is the moment a paused turn passes from its durable checkpoint back to
-a live kernel, on whichever worker won the claim.
+a live kernel, on whichever worker won the claim. The code is in
+:mod:`symfonic.turns.rehydrate` and :mod:`symfonic.turns.run_on`.
 """

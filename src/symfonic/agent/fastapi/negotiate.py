@@ -16,9 +16,9 @@ from starlette.responses import JSONResponse, Response
 
 from symfonic.agent.fastapi.schemas import TurnOutcome
 from symfonic.agent.fastapi.sse import TurnEventStream
-from symfonic.agent.outcomes import collect
 from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.types import Event
+from symfonic.turns.outcomes import collect
 
 
 def wants_json(request: Request) -> bool:

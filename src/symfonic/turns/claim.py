@@ -1,12 +1,9 @@
-"""A resume: verify, validate, admit, claim, run on, then publish or release.
+"""Deciding a resume: who may answer, whether it is still open, and the claim.
 
-The order is the guarantee. Everything that can refuse the request -- a token
-that does not verify, a principal who may not answer, a pause no longer
-pending, an answer that fails the schema, a refused budget -- is checked before
-the claim, so a refused request never spends the token. The claim is the one
-conditional statement that decides the race; after it, :class:`ResumedTurn`
-either publishes, records a second pause, or moves the pause to ``abandoned``,
-each write retried within the claim's lease while the store is out of reach.
+Everything that can refuse the request is checked before the claim, so a
+refused request never spends the token: the token must verify, the principal
+must be allowed to answer, the pause must be pending and unexpired. The claim
+is then the one conditional statement that decides a race between workers.
 
 An owner's answer that needs no schema (a cancellation, the plain approval),
 to an agent without a quota, is claimed without the pause being read first:
@@ -19,17 +16,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, Awaitable
-from contextlib import aclosing, suppress
+from collections.abc import Awaitable
+from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
 import anyio
 
-from symfonic.agent.cutover.kernel_resume import kernel_resume
-from symfonic.agent.outcomes import error_event
-from symfonic.capabilities.human.answers import kinds_admitting, validate_answer
-from symfonic.capabilities.human.turnstate import ClaimedTurn, ResumeOutcome, TurnCheckpointStore
+from symfonic.capabilities.human.answers import kinds_admitting
+from symfonic.capabilities.human.turnstate import ClaimedTurn, TurnCheckpointStore
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
     PauseAlreadyAnswered,
@@ -44,15 +39,8 @@ from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import Claim, PauseRecord, Store
 from symfonic.core.contracts.types import (
     AnswerStatus,
-    Event,
-    KernelDone,
     PauseState,
-    ResponseCompleteEvent,
-    StopReason,
-    TurnPausedEvent,
-    TurnStartedEvent,
 )
-from symfonic.core.messages import messages_of
 from symfonic.platform.resume_budget import IssuerScope
 from symfonic.turns.lease import ClaimLease
 from symfonic.turns.resumed_turn import ResumedTurn
@@ -61,7 +49,7 @@ from symfonic.turns.runtime import TurnRuntime
 T = TypeVar("T")
 
 
-def _same_answer(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+def same_answer(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
     def canonical(value: Any) -> str:
         return json.dumps(value, sort_keys=True, default=str)
 
@@ -85,10 +73,10 @@ def refusal(pause: PauseRecord, now: datetime) -> RequestError:
     )
 
 
-def _replayable(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+def replayable(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
     """A settled pause answered with this very answer: the request is a replay."""
     settled = pause.state in (PauseState.PUBLISHED, PauseState.SUPERSEDED)
-    return settled and _same_answer(pause, answer, status)
+    return settled and same_answer(pause, answer, status)
 
 
 async def authorised_pause(
@@ -110,39 +98,7 @@ async def authorised_pause(
     return pause
 
 
-async def _replay(agent: TurnRuntime, pause: PauseRecord) -> list[Event]:
-    """The outcome an identical, already-settled resume produced, without running anything."""
-    outcome = pause.outcome or {}
-    started = TurnStartedEvent(
-        session_id=pause.session_id,
-        run_id=pause.claim_id or "",
-        agent=pause.agent,
-        base_revision=pause.base_revision,
-        resumed=True,
-    )
-    if outcome.get("status") == "complete":
-        return [
-            started,
-            ResponseCompleteEvent(answer=outcome["answer"], revision=pause.base_revision + 1),
-        ]
-    follow = await agent.store.get_pause(outcome["pause_id"])
-    assert follow is not None
-    return [
-        started,
-        TurnPausedEvent(
-            pause_id=follow.pause_id,
-            pause_token=agent.token_for(follow),
-            interrupt_id=follow.interrupt_id,
-            tool_call_id=follow.tool_call_id,
-            kind=follow.kind,
-            query=follow.query,
-            response_schema=follow.response_schema,
-            expires_at=follow.expires_at,
-        ),
-    ]
-
-
-class _Won(NamedTuple):
+class WonClaim(NamedTuple):
     """A claim this request won: the pause, and what its turn runs with."""
 
     pause: PauseRecord
@@ -170,14 +126,14 @@ async def _claimed(
         raise
 
 
-async def _claim_read(
+async def claim_read(
     agent: TurnRuntime,
     pause: PauseRecord,
     answer: Any,
     principal: Principal,
     status: AnswerStatus,
     now: datetime,
-) -> _Won | None:
+) -> WonClaim | None:
     """Claim a pause read, authorised and validated first; ``None``: the claim lost."""
     scope = IssuerScope(pause.principal, pause.agent)
     turn = ResumedTurn(agent.guarded, principal.name, pause.session_id, scope, uuid.uuid4().hex)
@@ -188,12 +144,12 @@ async def _claim_read(
     claim = Claim(pause.pause_id, turn.claim_id, principal.name, answer, status, now, lease.until())
     taking = TurnCheckpointStore(agent.store).claim(claim, now=now)
     claimed = await _claimed(agent.store, claim, taking, session_id=pause.session_id)
-    return None if claimed is None else _Won(pause, turn, admitted, lease, claimed)
+    return None if claimed is None else WonClaim(pause, turn, admitted, lease, claimed)
 
 
-async def _claim_unread(
+async def claim_unread(
     agent: TurnRuntime, token: object, answer: Any, principal: Principal, status: AnswerStatus
-) -> _Won | None:
+) -> WonClaim | None:
     """Claim the caller's own pause without reading it first, where nothing read is needed.
 
     That is when the answer is valid for every pause of some kinds (a
@@ -234,88 +190,6 @@ async def _claim_unread(
         clock=agent.clock,
         renewed=now,
     )
-    return _Won(pause, turn, admitted, lease, claimed)
+    return WonClaim(pause, turn, admitted, lease, claimed)
 
 
-async def resume_turn(
-    agent: TurnRuntime,
-    token: object,
-    answer: Any,
-    principal: Principal,
-    status: AnswerStatus = "resolved",
-    *,
-    pause: PauseRecord | None = None,
-) -> AsyncGenerator[Event, None]:
-    won = None
-    if pause is None:
-        won = await _claim_unread(agent, token, answer, principal, status)
-    if won is None:
-        pause = await authorised_pause(agent, token, principal, pause)
-        now = agent.clock()
-        if pause.state is not PauseState.PENDING or pause.expires_at <= now:
-            if _replayable(pause, answer, status):
-                for event in await _replay(agent, pause):
-                    yield event
-                return
-            raise refusal(pause, now)
-        validate_answer(pause.response_schema, answer, status, pause.kind)
-        won = await _claim_read(agent, pause, answer, principal, status, now)
-        if won is None:
-            # Lost the race. If the winner has already settled with this very
-            # answer, this request is an identical replay and gets its outcome.
-            latest = await agent.store.get_pause(pause.pause_id) or pause
-            if _replayable(latest, answer, status):
-                for event in await _replay(agent, latest):
-                    yield event
-                return
-            raise refusal(latest, agent.clock())
-    pause, turn, admitted, lease, claimed = won
-    turn.claimed = True
-    turn.lease = lease  # from here on, the claim's writes wait out an unreachable store
-    try:
-        try:
-            history = messages_of(claimed.history)
-            yield TurnStartedEvent(
-                session_id=pause.session_id,
-                run_id=turn.claim_id,
-                agent=agent.name,
-                base_revision=pause.base_revision,
-                resumed=True,
-            )
-            # The lease is checked after every yield, before any more work: a
-            # consumer can hold the stream at a frame past the lease, and the
-            # gated call must not run for a claim the sweeper has taken back.
-            await lease.keep()
-            outcome = ResumeOutcome(
-                turn=claimed.turn,
-                response=answer,
-                tool_call_id=pause.tool_call_id,
-                interrupt_id=pause.interrupt_id,
-                status=status,
-            )
-            kernel = agent.kernel(pause.session_id, admitted.plan, heartbeat=lease.beat)
-            resumed = kernel_resume(kernel, outcome, agent.context(history))
-            async with aclosing(resumed) as events:
-                async for raw in events:
-                    admitted.observe(raw)
-                    if isinstance(raw, KernelDone):
-                        break
-                    yield raw
-                    await lease.keep()
-            result = admitted.observe.result
-            assert result is not None
-            terminal: Event
-            if result.stop_reason is StopReason.PAUSED:
-                terminal = agent.guarded.paused_event(result, now=agent.clock())
-                await turn.settle(terminal)
-            else:
-                terminal = ResponseCompleteEvent(answer=result.answer)
-                await turn.settle(terminal)
-                terminal = terminal.model_copy(update={"revision": turn.revision})
-        except Exception as error:
-            await turn.release()
-            yield error_event(error)
-            return
-        yield terminal
-    finally:
-        await turn.release()

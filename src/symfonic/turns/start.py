@@ -19,7 +19,6 @@ from typing import Literal, NoReturn
 import anyio
 from langchain_core.messages import HumanMessage
 
-from symfonic.agent.outcomes import error_event, logger
 from symfonic.core.contracts.errors import (
     RevisionConflict,
     SessionBusy,
@@ -39,6 +38,7 @@ from symfonic.core.contracts.types import (
 from symfonic.core.messages import messages_of
 from symfonic.platform.resume_budget import IssuerScope, admit_resume_budget
 from symfonic.platform.transport_conversation import answer_of_result
+from symfonic.turns.outcomes import error_event, logger
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
 

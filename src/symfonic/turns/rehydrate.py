@@ -1,0 +1,91 @@
+"""Rebuilding a paused turn's messages, with the answer folded in.
+
+This module owns exactly one translation: from a recorded turn state back into
+the messages a provider is sent. It sits next to
+:mod:`~symfonic.agent.cutover.kernel_resume`, which runs the kernel on from
+them: one module per shape.
+
+From the checkpoint, and only from the checkpoint. Nothing here reads a
+process-local cache, and the value it translates was read from the checkpoint
+port on this call. That is what makes a worker that never saw the pause able to
+continue the run -- and pause/resume spans worker lifecycles by definition,
+which is why ``SymfonicAgent.resume`` opens its own checkpointer pool before it
+touches anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from symfonic.capabilities.human.turnstate import ResumeOutcome
+from symfonic.core.contracts.errors import InteractionConfigurationError
+from symfonic.core.messages import message_of
+
+__all__ = ["NOT_DISPATCHED", "InteractionConfigurationError", "rehydrate"]
+
+NOT_DISPATCHED = (
+    "not dispatched: this call was in a round that stopped to ask a person, and it "
+    "did not run; call it again if it is still needed"
+)
+
+
+def _message(body: dict[str, Any]) -> BaseMessage:
+    return message_of(body)
+
+
+def _reserved_call_ids(messages: Sequence[BaseMessage]) -> tuple[str, ...]:
+    """The call ids of the paused round: the tool calls of its last assistant message."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return tuple(str(call["id"]) for call in message.tool_calls)
+    return ()
+
+
+def _answer_text(response: Any) -> str:
+    if isinstance(response, str):
+        return response
+    return json.dumps(response, sort_keys=True, default=str)
+
+
+def rehydrate(outcome: ResumeOutcome) -> tuple[BaseMessage, ...]:
+    """The paused turn's messages, with the answer folded in as its observation.
+
+    **From the checkpoint, and only from the checkpoint.** Every message here
+    came out of ``outcome.turn``, which
+    :class:`~symfonic.capabilities.human.turnstate.TurnCheckpointStore` read
+    from the checkpoint port on this call. Nothing is recovered from a cache
+    keyed by run id, and nothing is remembered between processes -- which is
+    what makes a worker that never saw the pause able to continue it.
+
+    The answer arrives as a ``tool`` message joined on the reserved call id,
+    because that is what the paused round was waiting for: the model asked for
+    a call, the kernel stopped before dispatching it, and the person's answer is
+    that call's observation. Anything else -- a fresh user turn, say -- would
+    leave the assistant's tool call unanswered in the transcript, which is the
+    orphaned-call state every strict provider rejects on the next request.
+    """
+    checkpoint = outcome.turn
+    if checkpoint is None:
+        raise InteractionConfigurationError(
+            "this resume has no recorded turn state to rebuild from; a "
+            "continuation assembled from nothing would answer the person's "
+            "question into a conversation the model has never seen"
+        )
+    messages = [_message(dict(body)) for body in checkpoint.messages]
+    reserved = _reserved_call_ids(messages)
+    answered = outcome.tool_call_id or outcome.interrupt_id
+    messages.append(ToolMessage(content=_answer_text(outcome.response), tool_call_id=answered))
+    # Every other call the round reserved gets an observation too. The pause
+    # stopped the whole round at the first registered interaction, so the rest
+    # never ran -- and a provider handed an assistant message with three tool
+    # calls and one tool result rejects the request outright.
+    messages.extend(
+        ToolMessage(content=NOT_DISPATCHED, tool_call_id=call_id)
+        for call_id in reserved
+        if call_id and call_id != answered
+    )
+    return tuple(messages)

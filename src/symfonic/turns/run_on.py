@@ -1,0 +1,90 @@
+"""Running the kernel on from a paused turn, with the person's answer as its observation.
+
+The answered call is settled first -- for an approval, that is the only moment
+the gated tool runs, with the original or the edited arguments -- then the turn
+is rebuilt from the checkpoint by :func:`rehydrate` and the kernel continues
+exactly as if the round had just finished. Nothing is taken from the process
+that paused: the checkpoint and the committed history are all there is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from dataclasses import replace
+
+from langchain_core.messages import BaseMessage
+
+from symfonic.capabilities.human.answers import resolve
+from symfonic.capabilities.human.turnstate import ResumeOutcome
+from symfonic.core.contracts.errors import InteractionConfigurationError
+from symfonic.core.contracts.types import RawEvent, ToolResultEvent
+from symfonic.kernel.loop import Kernel
+from symfonic.turns.rehydrate import NOT_DISPATCHED, rehydrate
+
+
+async def kernel_resume(
+    kernel: Kernel, outcome: ResumeOutcome, history: Sequence[BaseMessage]
+) -> AsyncGenerator[RawEvent, None]:
+    """Settle the answered call, rebuild the turn, and continue the kernel.
+
+    ``outcome.response`` is the person's answer as given; ``history`` is the
+    session's committed history at the checkpoint's base revision.
+    """
+    checkpoint = outcome.turn
+    if checkpoint is None:
+        rehydrate(outcome)  # raises, saying why
+        return
+    pending = checkpoint.interaction
+    answered = outcome.tool_call_id or outcome.interrupt_id
+    if answered != pending.tool_call_id:
+        raise InteractionConfigurationError(
+            f"the answer is for call {answered!r}, but the recorded round stopped at "
+            f"{pending.tool_call_id!r}"
+        )
+    resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
+    if resolution.run_args is not None:
+        ran, result = await kernel.dispatch(
+            {
+                "name": pending.tool_name,
+                "args": resolution.run_args,
+                "id": answered,
+                "type": "tool_call",
+            }
+        )
+        observation = str(ran.content)
+        if resolution.edited:
+            observation = (
+                f"(run with arguments edited by the person: "
+                f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
+            )
+        yield result.model_copy(update={"content": observation})
+    else:
+        observation = resolution.observation or ""
+        yield ToolResultEvent(
+            tool_call_id=answered,
+            name=pending.tool_name,
+            content=observation,
+            status=resolution.status,
+        )
+    messages = rehydrate(replace(outcome, response=observation))
+    for skipped in messages[len(checkpoint.messages) + 1 :]:
+        call_id = str(getattr(skipped, "tool_call_id", ""))
+        yield ToolResultEvent(
+            tool_call_id=call_id,
+            name=_call_name(messages, call_id),
+            content=NOT_DISPATCHED,
+            status="not_dispatched",
+        )
+    async with aclosing(kernel.run(history, messages, checkpoint.counters)) as events:
+        async for raw in events:
+            yield raw
+
+
+def _call_name(messages: Sequence[BaseMessage], call_id: str) -> str:
+    for message in reversed(messages):
+        for call in getattr(message, "tool_calls", None) or ():
+            if call["id"] == call_id:
+                return str(call["name"])
+    return ""
