@@ -43,7 +43,7 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.platform.resume_budget import IssuerScope
 from symfonic.turns.lease import ClaimLease
-from symfonic.turns.resumed_turn import ResumedTurn
+from symfonic.turns.resumed_turn import Admitted, ResumedTurn
 from symfonic.turns.runtime import TurnRuntime
 
 T = TypeVar("T")
@@ -103,7 +103,7 @@ class WonClaim(NamedTuple):
 
     pause: PauseRecord
     turn: ResumedTurn
-    admitted: Any
+    admitted: Admitted
     lease: ClaimLease
     claimed: ClaimedTurn
 

@@ -23,12 +23,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 
-from symfonic.core.contracts.types import KernelDone, KernelResult, RawEvent
+from symfonic.core.contracts.errors import UnusableFinal
+from symfonic.core.contracts.types import (
+    KernelDone,
+    KernelResult,
+    RawEvent,
+    ResponseCompleteEvent,
+    TurnPausedEvent,
+)
 from symfonic.kernel.limits import Limits
+from symfonic.platform.guarded import GuardedConversation
+from symfonic.platform.resume_budget import BudgetedAgent, IssuerScope, admit_resume_budget
+from symfonic.platform.transport_conversation import answer_of_result
 from symfonic.turns.lease import ClaimLease
 
 logger = logging.getLogger(__name__)
@@ -53,18 +63,27 @@ class FinalObserver:
 
 
 @dataclass(frozen=True)
-class _Admitted:
+class Admitted:
     """What admission hands the host: the plan to run under, and the observer."""
 
     plan: Limits | None
     observe: FinalObserver
 
 
+Admission = Callable[[BudgetedAgent, IssuerScope], Admitted]
+"""The host's pre-claim hook: admit one turn for the pause's owner, or refuse it."""
+
+
 class ResumedTurn:
     """State shared by the guarded admission, the frames, and the cleanup."""
 
     def __init__(
-        self, guarded: Any, principal: Any, session_id: str, scope: Any, claim_id: str
+        self,
+        guarded: GuardedConversation,
+        principal: str,
+        session_id: str,
+        scope: IssuerScope,
+        claim_id: str,
     ) -> None:
         self._guarded = guarded
         self._principal = principal
@@ -78,28 +97,20 @@ class ResumedTurn:
         # The won claim's lease: what the writes below may wait for the store.
         self.lease: ClaimLease | None = None
 
-    def admission(self, *, budgeted: bool) -> Any:
+    def admission(self, *, budgeted: bool) -> Admission:
         """The host's pre-claim admission hook, observing every raw event."""
 
-        def admit(agent: Any, issuer_scope: Any) -> _Admitted:
-            budget = None
-            if budgeted:
-                from symfonic.platform.resume_budget import admit_resume_budget
-
-                budget = admit_resume_budget(agent, issuer_scope)
+        def admit(agent: BudgetedAgent, issuer_scope: IssuerScope) -> Admitted:
+            budget = admit_resume_budget(agent, issuer_scope) if budgeted else None
             self._observer = FinalObserver(None if budget is None else budget.event_guard)
-            return _Admitted(None if budget is None else budget.prepared_plan, self._observer)
+            return Admitted(None if budget is None else budget.prepared_plan, self._observer)
 
         return admit
 
-    async def settle(self, event: Any) -> None:
+    async def settle(self, event: ResponseCompleteEvent | TurnPausedEvent) -> None:
         """Publish a completion, or record a second pause, before its frame."""
-        from symfonic.core.contracts.types import ResponseCompleteEvent
-
         pauses = self._guarded.conversation.pauses
         if isinstance(event, ResponseCompleteEvent):
-            from symfonic.platform.transport_conversation import UnusableFinal, answer_of_result
-
             if self._observer is None or not self._observer.done:
                 raise UnusableFinal("resumed turn completed without a kernel result")
             result = self._observer.result
@@ -116,8 +127,7 @@ class ResumedTurn:
             )
             self.settled = True
             return
-        token = getattr(event, "pause_token", None)
-        if token is not None:
+        if isinstance(event, TurnPausedEvent):
             assert self._observer is not None and self._observer.result is not None
             paused = self._observer.result
 

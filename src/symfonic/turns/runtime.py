@@ -25,6 +25,7 @@ class TurnRuntime(Protocol):
     """An opened agent: its store and signer, its model loop, its settings."""
 
     name: str
+    limits: Limits
     claim_lease: float
     quota: Quota | None
     clock: Callable[[], datetime]
