@@ -111,12 +111,12 @@ async def test_release_is_idempotent_and_never_makes_the_pause_redeemable(
         assert paused.pause is not None
         turn = await _claimed_turn(agent, paused)
         abandons: list[str] = []
-        desk = agent.guarded.conversation.pauses
+        desk = agent.guarded.pauses
         real_abandon = desk.abandon
 
-        async def counting(principal: str, session_id: str, claim_id: str) -> bool:
+        async def counting(session_id: str, claim_id: str) -> bool:
             abandons.append(claim_id)
-            return await real_abandon(principal, session_id, claim_id)
+            return await real_abandon(session_id, claim_id)
 
         desk.abandon = counting  # type: ignore[method-assign]
         await turn.release()

@@ -1,7 +1,7 @@
 """The guarded conversation: where turns end up, through one transaction each.
 
 A first turn ends in :meth:`GuardedConversation.publish_turn` or
-:meth:`record_pause`; a resumed turn ends through ``conversation.pauses`` (publish,
+:meth:`record_pause`; a resumed turn ends through ``pauses`` (publish,
 abandon) or :meth:`record_pause` with ``supersedes``. Every pause is written
 together with its checkpoint, so a token handed to a client always names a pause
 that some other worker can resume.
@@ -21,7 +21,7 @@ from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent
 from symfonic.core.messages import bodies_of
 from symfonic.platform.resume_budget import IssuerScope
-from symfonic.platform.transport_conversation import TransportConversation
+from symfonic.platform.transport_conversation import PauseDesk
 
 
 class GuardedConversation:
@@ -29,7 +29,7 @@ class GuardedConversation:
         self.store = store
         self.signer = signer
         self.pause_ttl = pause_ttl
-        self.conversation = TransportConversation(store)
+        self.pauses = PauseDesk(store)
 
     def paused_event(self, result: KernelResult, *, now: datetime) -> TurnPausedEvent:
         """The frame announcing a pause, with a freshly minted id and token."""
@@ -50,7 +50,6 @@ class GuardedConversation:
 
     async def record_pause(
         self,
-        principal: str,
         session_id: str,
         scope: IssuerScope,
         event: TurnPausedEvent,

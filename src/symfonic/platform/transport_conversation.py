@@ -17,7 +17,7 @@ from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.core.contracts.types import KernelResult, PauseState, StopReason
 from symfonic.core.messages import bodies_of
 
-__all__ = ["PauseDesk", "TransportConversation", "UnusableFinal", "answer_of_result"]
+__all__ = ["PauseDesk", "UnusableFinal", "answer_of_result"]
 
 
 def answer_of_result(result: KernelResult | None) -> str:
@@ -48,7 +48,6 @@ class PauseDesk:
 
     async def publish(
         self,
-        principal: str,
         session_id: str,
         claim_id: str,
         answer: str,
@@ -71,18 +70,13 @@ class PauseDesk:
                 return settled.base_revision + 1
             raise
 
-    async def pending(self, principal: str, session_id: str, claim_id: str) -> PauseRecord:
+    async def pending(self, session_id: str, claim_id: str) -> PauseRecord:
         """The pause this claim answers, as recorded."""
         pause = await self._store.claimed_pause(session_id, claim_id)
         if pause is None:
             raise PauseAbandoned("this claim names no pause", claim_id=claim_id)
         return pause
 
-    async def abandon(self, principal: str, session_id: str, claim_id: str) -> bool:
+    async def abandon(self, session_id: str, claim_id: str) -> bool:
         """Move the claimed pause to ``abandoned``; false if it already left ``claimed``."""
         return await self._store.abandon_claim(session_id, claim_id)
-
-
-class TransportConversation:
-    def __init__(self, store: Store) -> None:
-        self.pauses = PauseDesk(store)

@@ -109,7 +109,7 @@ class ResumedTurn:
 
     async def settle(self, event: ResponseCompleteEvent | TurnPausedEvent) -> None:
         """Publish a completion, or record a second pause, before its frame."""
-        pauses = self._guarded.conversation.pauses
+        pauses = self._guarded.pauses
         if isinstance(event, ResponseCompleteEvent):
             if self._observer is None or not self._observer.done:
                 raise UnusableFinal("resumed turn completed without a kernel result")
@@ -118,7 +118,6 @@ class ResumedTurn:
             assert result is not None
             self.revision = await self._within_lease(
                 lambda: pauses.publish(
-                    self._principal,
                     self.session_id,
                     self.claim_id,
                     answer,
@@ -132,9 +131,8 @@ class ResumedTurn:
             paused = self._observer.result
 
             async def record() -> None:
-                pause = await pauses.pending(self._principal, self.session_id, self.claim_id)
+                pause = await pauses.pending(self.session_id, self.claim_id)
                 await self._guarded.record_pause(
-                    self._principal,
                     self.session_id,
                     self._scope,
                     event,
@@ -158,12 +156,11 @@ class ResumedTurn:
         with anyio.CancelScope(shield=True):
             try:
                 await self._within_lease(
-                    lambda: self._guarded.conversation.pauses.abandon(
-                        self._principal, self.session_id, self.claim_id
-                    )
+                    lambda: self._guarded.pauses.abandon(self.session_id, self.claim_id)
                 )
             except Exception:
                 logger.warning(
-                    "could not abandon a claimed pause whose resume published nothing",
+                    "could not abandon a claimed pause whose resume by %s published nothing",
+                    self._principal,
                     exc_info=True,
                 )

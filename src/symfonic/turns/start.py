@@ -153,7 +153,6 @@ async def first_turn(
             if result.stop_reason is StopReason.PAUSED:
                 paused = agent.guarded.paused_event(result, now=agent.clock())
                 await agent.guarded.record_pause(
-                    principal.name,
                     session_id,
                     scope,
                     paused,
