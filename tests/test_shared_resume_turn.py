@@ -30,8 +30,8 @@ from symfonic.core.contracts.types import (
     TurnResult,
     TurnStartedEvent,
 )
-from symfonic.platform.resume_budget import IssuerScope
 from symfonic.testing import ScriptedChatModel, call, reply
+from symfonic.turns.budget import IssuerScope
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from symfonic.core.contracts.errors import (
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PauseInfo, TurnResult
 from symfonic.kernel.limits import Limits
-from symfonic.platform.resume_budget import Quota
+from symfonic.turns.budget import Quota
 
 __all__ = [
     "BudgetRefused",

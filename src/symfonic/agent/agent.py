@@ -38,9 +38,9 @@ from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools, streams_natively
 from symfonic.kernel.tools import ToolLike
-from symfonic.platform.guarded import GuardedConversation
-from symfonic.platform.resume_budget import Quota
 from symfonic.storage import open_store, store_url
+from symfonic.turns.budget import Quota
+from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.outcomes import collect
 from symfonic.turns.resume import resume_turn
 from symfonic.turns.start import OnPendingPause, first_turn, owned_session

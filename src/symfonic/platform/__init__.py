@@ -1,1 +1,2 @@
-"""What every transport shares: publishing, recording pauses, budgets."""
+"""The paths the reference pages name for budgets and publishing; the code is in
+:mod:`symfonic.turns`."""

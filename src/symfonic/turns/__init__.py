@@ -7,6 +7,9 @@
 - :mod:`~symfonic.turns.run_on`: the kernel continued from there;
 - :mod:`~symfonic.turns.resumed_turn`: settling a claim (publish, second pause, abandon);
 - :mod:`~symfonic.turns.lease`: keeping the claim, and how long its writes may wait;
+- :mod:`~symfonic.turns.budget`: quotas refused before the claim, plans enforced during the turn;
+- :mod:`~symfonic.turns.guarded` and :mod:`~symfonic.turns.pause_desk`: the writes a turn
+  ends in, each one transaction, and what a finished turn may publish;
 - :mod:`~symfonic.turns.resume`: the resume's steps in order;
 - :mod:`~symfonic.turns.outcomes`: events into the result a caller gets;
 - :mod:`~symfonic.turns.runtime`: what these steps need of the agent running them.

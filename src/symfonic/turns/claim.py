@@ -41,7 +41,7 @@ from symfonic.core.contracts.types import (
     AnswerStatus,
     PauseState,
 )
-from symfonic.platform.resume_budget import IssuerScope
+from symfonic.turns.budget import IssuerScope
 from symfonic.turns.lease import ClaimLease
 from symfonic.turns.resumed_turn import Admitted, ResumedTurn
 from symfonic.turns.runtime import TurnRuntime

@@ -36,10 +36,10 @@ from symfonic.core.contracts.types import (
     TurnPausedEvent,
 )
 from symfonic.kernel.limits import Limits
-from symfonic.platform.guarded import GuardedConversation
-from symfonic.platform.resume_budget import BudgetedAgent, IssuerScope, admit_resume_budget
-from symfonic.platform.transport_conversation import answer_of_result
+from symfonic.turns.budget import BudgetedAgent, IssuerScope, admit_resume_budget
+from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.lease import ClaimLease
+from symfonic.turns.pause_desk import answer_of_result
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Heartbeat, Kernel
-from symfonic.platform.guarded import GuardedConversation
-from symfonic.platform.resume_budget import Quota
+from symfonic.turns.budget import Quota
+from symfonic.turns.guarded import GuardedConversation
 
 
 class TurnRuntime(Protocol):

@@ -36,9 +36,9 @@ from symfonic.core.contracts.types import (
     TurnStartedEvent,
 )
 from symfonic.core.messages import messages_of
-from symfonic.platform.resume_budget import IssuerScope, admit_resume_budget
-from symfonic.platform.transport_conversation import answer_of_result
+from symfonic.turns.budget import IssuerScope, admit_resume_budget
 from symfonic.turns.outcomes import error_event, logger
+from symfonic.turns.pause_desk import answer_of_result
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
 

@@ -20,8 +20,8 @@ from symfonic.core.contracts.errors import InteractionConfigurationError, PauseA
 from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent
 from symfonic.core.messages import bodies_of
-from symfonic.platform.resume_budget import IssuerScope
-from symfonic.platform.transport_conversation import PauseDesk
+from symfonic.turns.budget import IssuerScope
+from symfonic.turns.pause_desk import PauseDesk
 
 
 class GuardedConversation:
