@@ -327,9 +327,9 @@ def freeze_after_startup(app: FastAPI) -> None:
     """Once the app has started, take what is alive out of full garbage collections.
 
     What start-up leaves (modules, classes, schemas, the store's pool) lives as
-    long as the server, yet every full collection would walk it again: ~100,000
-    objects, tens of milliseconds on a virtual machine, charged to whichever
-    request allocated last. ``gc.freeze()`` is what a long-running worker does.
+    long as the server, yet every full collection would walk it again, charged
+    to whichever request allocated last (docs/internals.md has the figures).
+    ``gc.freeze()`` is what a long-running worker does.
     """
     started = app.router.lifespan_context
 

@@ -98,8 +98,8 @@ _FRESH_LISTS = ("tool_calls", "invalid_tool_calls")
 class _Prototype:
     """The state a validated, empty message of one class starts from.
 
-    Validation costs ~2-6 µs a message, and a turn rebuilds its whole history:
-    at 1,000 messages, validating it is over half of a pause/resume cycle. For a body
+    A turn rebuilds its whole history, and with long histories validating every
+    message is most of a pause/resume cycle (docs/internals.md). For a body
     whose every field :func:`_assembled` has type-checked, validation would only
     copy the fields and the defaults below, so they are copied directly. Mutable
     defaults (empty dicts and lists) are created fresh for every message, as

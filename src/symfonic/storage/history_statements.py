@@ -13,10 +13,8 @@ it takes. On PostgreSQL the history is a correlated subquery in the step's
 ``RETURNING``: one statement, one round trip. SQLite makes all of an
 ``UPDATE``'s changes before it hands back the first ``RETURNING`` row, so it
 keeps those rows aside until then, and a history among them is copied once
-more than it is read: in a benchmark worker at 1,000 messages such a step took
-1.33 ms, against 0.83 ms for the step and then the history as a second
-statement of its transaction. That is what SQLite does; with no history, the
-``BEGIN``, the ``COMMIT`` and the extra statement cost about what the copy did.
+more than it is read, so SQLite reads the history as a second statement of the
+step's transaction instead (docs/internals.md has the measurement).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ PostgreSQL: a claim or publish that loses a race sees the winner's commit.
 
 Units of work run on the event loop's own thread, over one ``sqlite3``
 connection, from ``BEGIN`` to ``COMMIT`` without a pause: a transaction of a
-cycle is tens of microseconds of SQLite, less than handing it to a worker
-thread and back would cost, and no other coroutine can run between its
+cycle costs less on the loop than handing it to a worker thread and back
+(docs/internals.md), and no other coroutine can run between its
 statements, so writers of one process never meet each other on the lock. The
 loop never *waits* on the file, though. That connection has no busy timeout:
 when another process holds the write lock (or, rarely, a reader's lock is
