@@ -16,10 +16,9 @@ from typing import Any
 import anyio
 
 from symfonic.agent.retention import PRUNE_BATCH, Retention, parse_age, prune
-from symfonic.cli.serve import masked
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import PruneReport
-from symfonic.storage import open_store, store_url
+from symfonic.storage import masked_url, open_store, store_url
 
 
 def register(sub: Any) -> None:
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"symfonic prune: {error}", file=sys.stderr)
         return 2
     url = store_url(args.store)
-    print(f"pruning sessions idle for more than {args.older_than} from {masked(url)}")
+    print(f"pruning sessions idle for more than {args.older_than} from {masked_url(url)}")
     try:
         total = anyio.run(_prune, url, retention)
     except (ConfigurationError, StoreUnavailable) as error:

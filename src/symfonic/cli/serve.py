@@ -47,7 +47,7 @@ from symfonic.cli.connections import (
 )
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import Store
-from symfonic.storage import DEFAULT_STORE
+from symfonic.storage import DEFAULT_STORE, masked_url
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -207,7 +207,7 @@ def serving_store(override: str | None, agents: Sequence[SymfonicAgent]) -> str 
 
 
 def _shown(store: str | Store) -> str:
-    return masked(store if isinstance(store, str) else store.url)
+    return masked_url(store if isinstance(store, str) else store.url)
 
 
 def is_loopback(host: str) -> bool:
@@ -217,17 +217,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def masked(url: str) -> str:
-    """The store URL with any password hidden."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return url.split("@")[-1]
 
 
 def _base_url(host: str, port: int) -> str:
@@ -312,14 +301,14 @@ def _unopened(url: str, error: Exception) -> str:
     if isinstance(error, ConfigurationError):
         return str(error)
     if isinstance(error, ValueError):  # the driver could not parse the URL
-        return (f"{masked(url)} is not a valid store URL: use sqlite:///path.db or "
+        return (f"{masked_url(url)} is not a valid store URL: use sqlite:///path.db or "
                 "postgresql://user:password@host:port/db")
     cause: BaseException = error
     if isinstance(error, StoreUnavailable) and error.__cause__ is not None:
         cause = error.__cause__
     cause = getattr(cause, "orig", None) or cause  # SQLAlchemy wraps the driver's error
     reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
-    return (f"cannot open the store {masked(url)}: {reason or type(cause).__name__}. "
+    return (f"cannot open the store {masked_url(url)}: {reason or type(cause).__name__}. "
             "Check --store / SYMFONIC_STORE and that the database is running.")
 
 
@@ -361,6 +350,6 @@ def _startup_line(
     else:
         auth = f"API keys for {', '.join(authenticator.principal_names)}"
     return (
-        f"symfonic serve: {_base_url(host, port)} | store {masked(url)} | agents: {names} "
+        f"symfonic serve: {_base_url(host, port)} | store {masked_url(url)} | agents: {names} "
         f"(default {agents[0].name}) | auth: {auth}"
     )

@@ -15,6 +15,17 @@ def store_url(url: str | None = None) -> str:
     return url or os.environ.get("SYMFONIC_STORE") or DEFAULT_STORE
 
 
+def masked_url(url: str) -> str:
+    """The store URL with any password hidden, for banners and messages."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return url.split("@")[-1]
+
+
 def open_store(url: str | None = None) -> Store:
     """An unopened store for ``url``; enter it with ``async with`` to migrate and connect."""
     resolved = store_url(url)
