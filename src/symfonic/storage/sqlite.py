@@ -31,12 +31,10 @@ statement, or its transaction.
 ``synchronous=NORMAL`` under WAL survives a crash of any process; only a power
 cut can lose the last commits.
 
-WAL is a property of the file, switched on once when a store opens, before any
-connection of the store's own: the switch needs the file to itself and, unlike a
-write, answers "database is locked" at once instead of waiting, so workers
-opening a fresh file at the same moment retry it until one has switched it. A
-file already at the schema's head revision is then ready; any other is migrated
-(see :mod:`symfonic.storage.migrate`), once, the workers queueing on its write lock.
+WAL is switched on once when a store opens, before any connection of the
+store's own (:mod:`symfonic.storage.sqlite_file`). A file already at the
+schema's head revision is then ready; any other is migrated (see
+:mod:`symfonic.storage.migrate`), once, the workers queueing on its write lock.
 """
 
 from __future__ import annotations
@@ -44,7 +42,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
@@ -54,8 +51,9 @@ import anyio
 
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage.history_statements import history_after_the_step
-from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
+from symfonic.storage.revision import SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
+from symfonic.storage.sqlite_file import schema_revision, use_wal
 from symfonic.storage.statements import Query, Result, Unit, one
 
 BUSY_TIMEOUT_SECONDS = 30
@@ -247,8 +245,11 @@ class SqliteStore(SqlStore):
     # lifecycle ------------------------------------------------------------
 
     async def _migrate(self) -> None:
-        await anyio.to_thread.run_sync(_use_wal, self._path)
-        if await anyio.to_thread.run_sync(_schema_revision, self._path) == SCHEMA_HEAD:
+        await anyio.to_thread.run_sync(use_wal, self._path, BUSY_TIMEOUT_SECONDS)
+        revision = await anyio.to_thread.run_sync(
+            schema_revision, self._path, BUSY_TIMEOUT_SECONDS
+        )
+        if revision == SCHEMA_HEAD:
             return
         # The migration machinery loads only for a schema that must change.
         from symfonic.storage import migrate
@@ -382,34 +383,3 @@ def _stamp(value: datetime) -> str:
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
     return value.isoformat(" ", "microseconds")
-
-
-def _use_wal(path: str) -> None:
-    """Switch the file to WAL, retrying while another opener holds it."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
-    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-    try:
-        while True:
-            try:
-                connection.execute("PRAGMA journal_mode=WAL")
-                return
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-    finally:
-        connection.close()
-
-
-def _schema_revision(path: str) -> str | None:
-    """The file's schema revision, or ``None`` for a file never migrated."""
-    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
-    try:
-        row = connection.execute(READ_REVISION).fetchone()
-    except sqlite3.OperationalError as error:
-        if "no such table" not in str(error):
-            raise
-        return None
-    finally:
-        connection.close()
-    return None if row is None else str(row[0])

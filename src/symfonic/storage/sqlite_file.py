@@ -1,0 +1,46 @@
+"""An embedded store's file before any connection of the store's own: WAL, revision.
+
+WAL is a property of the file, switched on once when a store opens: the switch
+needs the file to itself and, unlike a write, answers "database is locked" at
+once instead of waiting, so workers opening a fresh file at the same moment
+retry it until one has switched it. The schema revision is read the same way,
+with a connection of its own, so a file already at head costs one query.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from symfonic.storage.revision import READ_REVISION
+
+
+def use_wal(path: str, busy_timeout: float) -> None:
+    """Switch the file to WAL, retrying while another opener holds it."""
+    deadline = time.monotonic() + busy_timeout
+    connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+    try:
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+    finally:
+        connection.close()
+
+
+def schema_revision(path: str, busy_timeout: float) -> str | None:
+    """The file's schema revision, or ``None`` for a file never migrated."""
+    connection = sqlite3.connect(path, timeout=busy_timeout)
+    try:
+        row = connection.execute(READ_REVISION).fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" not in str(error):
+            raise
+        return None
+    finally:
+        connection.close()
+    return None if row is None else str(row[0])
