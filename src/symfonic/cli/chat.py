@@ -15,8 +15,9 @@ from typing import Any
 import anyio
 import httpx
 
+from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client, Frame
-from symfonic.cli.prompts import Ask, answer_for
+from symfonic.cli.prompts import Ask
 from symfonic.cli.render import TurnView
 from symfonic.cli.terminal import Terminal, failed
 
@@ -67,28 +68,18 @@ class Chat:
         while last is not None and last.type == "turn.paused":
             pause = last.data
             current = view.calls.get(pause["tool_call_id"], {})
-            while True:
-                reply = answer_for(pause, self.ask, self.term, current=current, may_abandon=True)
-                if reply.action == "abandon":
-                    self.abandon_next = True
-                    self.term.line("left unanswered; your next message abandons it.", "dim",
-                                   indent=2)
-                    return
-                if reply.action == "cancelled":
-                    view.decline(pause["tool_call_id"])
-                try:
-                    last = await view.show(
-                        self.client.resume(pause["pause_token"], reply.answer, reply.action)
-                    )
-                    break
-                except ApiError as error:
-                    if error.status != 422:
-                        self.term.line(self.client.explain(error), "yellow", label="refused: ")
-                        return
-                    self.term.line(f"{error.message}. Try again.", "yellow",
-                                   label="not accepted: ", indent=2)
-                    if isinstance(reply.answer, dict) and "args" in reply.answer:
-                        current = dict(reply.answer["args"])
+            answered = await answer_pause(
+                self.client, view, self.ask, pause, pause["pause_token"],
+                current=current, may_abandon=True,
+            )
+            if answered.outcome == "abandoned":
+                self.abandon_next = True
+                self.term.line("left unanswered; your next message abandons it.", "dim",
+                               indent=2)
+                return
+            if answered.outcome == "refused":
+                return
+            last = answered.last
 
 
 async def converse(client: Client, agent: str | None, term: Terminal, ask: Ask | None = None

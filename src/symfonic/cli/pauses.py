@@ -1,7 +1,6 @@
 """``symfonic pauses``: list the pauses you may answer, and answer them one by one.
 
-An answer the service refuses (422) is explained and the question asked again;
-a declined pause is shown as declined.
+Each pause is answered as in ``symfonic chat`` (:mod:`symfonic.cli.answering`).
 """
 
 from __future__ import annotations
@@ -12,8 +11,9 @@ from typing import Any
 import anyio
 import httpx
 
+from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client
-from symfonic.cli.prompts import Ask, answer_for
+from symfonic.cli.prompts import Ask
 from symfonic.cli.render import TurnView
 from symfonic.cli.terminal import Terminal, failed
 
@@ -23,25 +23,6 @@ def register(sub: Any) -> None:
     p.add_argument("--url", default=DEFAULT_URL, help=f"service URL (default {DEFAULT_URL})")
     p.add_argument("--list", action="store_true", help="only list them")
     p.set_defaults(run=run)
-
-
-async def _answer(client: Client, term: Terminal, ask: Ask, pause: dict[str, Any]) -> None:
-    view = TurnView(term)
-    current: dict[str, Any] = {}
-    while True:
-        reply = answer_for(pause, ask, term, current=current)
-        if reply.action == "cancelled":
-            view.decline(pause["tool_call_id"])
-        try:
-            await view.show(client.resume(pause["token"], reply.answer, reply.action))
-            return
-        except ApiError as error:
-            if error.status != 422:
-                term.line(client.explain(error), "yellow", label="refused: ")
-                return
-            term.line(f"{error.message}. Try again.", "yellow", label="not accepted: ", indent=2)
-            if isinstance(reply.answer, dict) and "args" in reply.answer:
-                current = dict(reply.answer["args"])
 
 
 async def review(client: Client, term: Terminal, *, answer: bool, ask: Ask | None = None) -> int:
@@ -56,7 +37,9 @@ async def review(client: Client, term: Terminal, *, answer: bool, ask: Ask | Non
                   label_style="bold")
     if answer:
         for pause in pending:
-            await _answer(client, term, ask or term.ask, pause)
+            await answer_pause(
+                client, TurnView(term), ask or term.ask, pause, pause["token"], current={}
+            )
     return len(pending)
 
 

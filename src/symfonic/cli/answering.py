@@ -1,0 +1,55 @@
+"""Answering one pause from a terminal: ask, send, and ask again until accepted.
+
+Both terminal clients answer the same way. An answer the service refuses as
+invalid (422) is explained in words and the question asked again, an edit
+starting from what the person last sent; any other refusal is said in one line
+and ends the attempt. A declined pause is shown as declined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from symfonic.cli.client import ApiError, Client, Frame
+from symfonic.cli.prompts import Ask, answer_for
+from symfonic.cli.render import TurnView
+
+
+@dataclass(frozen=True)
+class Answered:
+    """How answering ended: the resumed stream's last frame, or why there is none."""
+
+    outcome: Literal["answered", "abandoned", "refused"]
+    last: Frame | None = None
+
+
+async def answer_pause(
+    client: Client,
+    view: TurnView,
+    ask: Ask,
+    pause: dict[str, Any],
+    token: str,
+    *,
+    current: dict[str, Any],
+    may_abandon: bool = False,
+) -> Answered:
+    """Ask the person about ``pause`` and resume it with ``token`` once the answer is accepted."""
+    term = view.terminal
+    while True:
+        reply = answer_for(pause, ask, term, current=current, may_abandon=may_abandon)
+        if reply.action == "abandon":
+            return Answered("abandoned")
+        if reply.action == "cancelled":
+            view.decline(pause["tool_call_id"])
+        try:
+            return Answered("answered", await view.show(
+                client.resume(token, reply.answer, reply.action)
+            ))
+        except ApiError as error:
+            if error.status != 422:
+                term.line(client.explain(error), "yellow", label="refused: ")
+                return Answered("refused")
+            term.line(f"{error.message}. Try again.", "yellow", label="not accepted: ", indent=2)
+            if isinstance(reply.answer, dict) and "args" in reply.answer:
+                current = dict(reply.answer["args"])
