@@ -10,7 +10,6 @@ agent actually does is declared, because a front end shapes its interface on it.
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
 
 from ag_ui.core import (
     AgentCapabilities,
@@ -21,8 +20,7 @@ from ag_ui.core import (
     TransportCapabilities,
 )
 
-if TYPE_CHECKING:
-    from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.agent import SymfonicAgent
 
 
 def _symfonic_version() -> str | None:

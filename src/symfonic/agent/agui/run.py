@@ -14,18 +14,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TYPE_CHECKING
 
 from ag_ui.core import BaseEvent, RunAgentInput
 
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.agent.agui.threads import Acknowledge, Resume, plan_run
+from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import RequestError, SessionPaused, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.turns.outcomes import error_event
-
-if TYPE_CHECKING:
-    from symfonic.agent.service.host import ServiceHost
 
 INTERRUPTS_PENDING = "interrupts_pending"
 

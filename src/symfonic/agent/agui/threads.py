@@ -31,20 +31,17 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 
+from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui.interrupts import answer_of
+from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import PauseForbidden, RequestError, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import Event, PauseState
 from symfonic.turns.start import owned_session
-
-if TYPE_CHECKING:
-    from symfonic.agent.agent import SymfonicAgent
-    from symfonic.agent.service.host import ServiceHost
 
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 SETTLED = (PauseState.PUBLISHED, PauseState.SUPERSEDED)
