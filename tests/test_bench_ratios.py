@@ -59,12 +59,12 @@ def test_a_speedup_is_the_median_of_the_rounds_own_ratios() -> None:
     assert quotient == pytest.approx(650 / 70)
 
 
-def test_the_target_is_judged_on_the_paired_ratio_and_shows_every_round() -> None:
+def test_the_target_is_judged_on_the_paired_ratio() -> None:
+    # The median rounds' quotient is 9.29×, but the rounds' own ratios are
+    # 11.4×, 11.1× and 9.03×: the target is judged on their median.
     checks = check_targets(results(SYMFONIC, LANGGRAPH))
     (speed,) = [c for c in checks if "≥ 10× LangGraph" in c.target]
     assert speed.met is True
-    assert speed.measured.startswith("11.1× (rounds: 11.4×, 11.1×, 9.03×;")
-    assert "median rounds' quotient 9.29×" in speed.measured
     slower = results({1: 640.0, 2: 500.0, 3: 650.0}, LANGGRAPH)
     (speed,) = [c for c in check_targets(slower) if "≥ 10× LangGraph" in c.target]
     assert speed.met is False  # rounds: 9.14×, 11.1×, 9.03×
