@@ -1,0 +1,140 @@
+"""Pause-and-resume cycles per second of one in-process agent, variants interleaved.
+
+A narrower instrument than ``python -m bench``: one process, one session at a
+time (history 0, concurrency 1), the benchmark's own scripted model and gated
+tool, and the variants measured in alternating blocks on the same store, so a
+machine whose speed drifts (the shared development VM does) moves them alike.
+It measures store-side choices the matrix cannot toggle::
+
+    python -m bench.store_cycle --store sqlite --variant unread,read
+    python -m bench.store_cycle --store postgresql://postgres@127.0.0.1:5432/test
+
+Variants: ``as-is`` (the code as it is), ``read`` (a resume always reads the
+pause before claiming it, where the code has a claim that skips the read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.history import TOOL_NAME, USER_MESSAGE
+from bench.workloads.scripted_model import ScriptedToolModel
+from bench.workloads.symfonic_workload import PRINCIPAL, send_payment
+
+
+@contextmanager
+def _variant(name: str) -> Iterator[None]:
+    if name == "as-is":
+        yield
+        return
+    if name != "read":
+        raise SystemExit(f"unknown variant {name!r}")
+    from symfonic.turns import resume
+
+    original = getattr(resume, "claim_unread", None)
+    if original is None:
+        raise SystemExit("this code has no claim without a read: variant 'read' is 'as-is'")
+
+    async def never(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    resume.claim_unread = never  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        resume.claim_unread = original  # type: ignore[attr-defined]
+
+
+async def _cycles(agent: Any, session_id: str, count: int) -> float:
+    started = time.perf_counter()
+    for _ in range(count):
+        paused = await agent.run(message=USER_MESSAGE, session_id=session_id, principal=PRINCIPAL)
+        token = paused.pause.token
+        done = await agent.resume(token, {"decision": "approve"}, principal=PRINCIPAL)
+        if done.status != "complete":
+            raise SystemExit(f"a resume ended {done.status!r}")
+    return count / (time.perf_counter() - started)
+
+
+async def _measure(store: str, variants: list[str], blocks: int, cycles: int) -> None:
+    from symfonic import SymfonicAgent
+
+    agent = SymfonicAgent(
+        name="bench",
+        model=ScriptedToolModel(),
+        tools=[send_payment],
+        approval={TOOL_NAME},
+        store=store,
+    )
+    figures: dict[str, list[float]] = {name: [] for name in variants}
+    async with AsyncExitStack() as stack:
+        opened = await stack.enter_async_context(agent)
+        for name in variants:  # warm-up, each variant on a session of its own
+            with _variant(name):
+                await _cycles(opened, await opened.create_session(principal=PRINCIPAL), 50)
+        gc.freeze()
+        for block in range(blocks):
+            order = variants if block % 2 == 0 else list(reversed(variants))
+            for name in order:
+                # A fresh session per block: history 0 stays history 0.
+                session_id = await opened.create_session(principal=PRINCIPAL)
+                with _variant(name):
+                    figures[name].append(await _cycles(opened, session_id, cycles))
+    for name, values in figures.items():
+        print(
+            f"{name:6} median {statistics.median(values):7.1f} cycles/s"
+            f"  (min {min(values):.1f}, max {max(values):.1f}, {len(values)} blocks)"
+        )
+
+
+def _postgres_database(url: str) -> tuple[str, Callable[[], None]]:
+    """A throwaway database beside ``url``'s, and how to drop it."""
+    import asyncpg
+
+    name = f"store_cycle_{uuid.uuid4().hex[:8]}"
+
+    async def admin(sql: str) -> None:
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    asyncio.run(admin(f"CREATE DATABASE {name}"))
+    return url.rsplit("/", 1)[0] + "/" + name, lambda: asyncio.run(
+        admin(f"DROP DATABASE {name} WITH (FORCE)")
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL")
+    parser.add_argument("--variant", default="as-is", help="comma-separated: as-is, read")
+    parser.add_argument("--blocks", type=int, default=10)
+    parser.add_argument("--cycles", type=int, default=200, help="cycles per block")
+    options = parser.parse_args()
+    variants = options.variant.split(",")
+    if options.store == "sqlite":
+        with tempfile.TemporaryDirectory() as directory:
+            url = f"sqlite:///{Path(directory) / 'cycle.db'}"
+            asyncio.run(_measure(url, variants, options.blocks, options.cycles))
+        return
+    url, drop = _postgres_database(options.store)
+    try:
+        asyncio.run(_measure(url, variants, options.blocks, options.cycles))
+    finally:
+        drop()
+
+
+if __name__ == "__main__":
+    main()
