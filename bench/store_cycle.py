@@ -4,9 +4,11 @@ A narrower instrument than ``python -m bench``: one process, one session at a
 time (history 0, concurrency 1), the benchmark's own scripted model and gated
 tool, and the variants measured in alternating blocks on the same store, so a
 machine whose speed drifts (the shared development VM does) moves them alike.
+Besides cycles per second (wall clock) it reports the process's own CPU time
+per cycle, which other work on the machine disturbs much less.
 It measures store-side choices the matrix cannot toggle::
 
-    python -m bench.store_cycle --store sqlite --variant unread,read
+    python -m bench.store_cycle --store sqlite --variant as-is,read
     python -m bench.store_cycle --store postgresql://postgres@127.0.0.1:5432/test
 
 Variants: ``as-is`` (the code as it is), ``read`` (a resume always reads the
@@ -55,15 +57,17 @@ def _variant(name: str) -> Iterator[None]:
         resume.claim_unread = original  # type: ignore[attr-defined]
 
 
-async def _cycles(agent: Any, session_id: str, count: int) -> float:
-    started = time.perf_counter()
+async def _cycles(agent: Any, session_id: str, count: int) -> tuple[float, float]:
+    """Cycles per second, and this process's CPU microseconds per cycle."""
+    started, cpu = time.perf_counter(), time.process_time()
     for _ in range(count):
         paused = await agent.run(message=USER_MESSAGE, session_id=session_id, principal=PRINCIPAL)
         token = paused.pause.token
         done = await agent.resume(token, {"decision": "approve"}, principal=PRINCIPAL)
         if done.status != "complete":
             raise SystemExit(f"a resume ended {done.status!r}")
-    return count / (time.perf_counter() - started)
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    return count / seconds, cpu_seconds / count * 1e6
 
 
 async def _measure(store: str, variants: list[str], blocks: int, cycles: int) -> None:
@@ -76,7 +80,7 @@ async def _measure(store: str, variants: list[str], blocks: int, cycles: int) ->
         approval={TOOL_NAME},
         store=store,
     )
-    figures: dict[str, list[float]] = {name: [] for name in variants}
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     async with AsyncExitStack() as stack:
         opened = await stack.enter_async_context(agent)
         for name in variants:  # warm-up, each variant on a session of its own
@@ -91,9 +95,12 @@ async def _measure(store: str, variants: list[str], blocks: int, cycles: int) ->
                 with _variant(name):
                     figures[name].append(await _cycles(opened, session_id, cycles))
     for name, values in figures.items():
+        rates = [rate for rate, _ in values]
+        cpu = statistics.median(micros for _, micros in values)
         print(
-            f"{name:6} median {statistics.median(values):7.1f} cycles/s"
-            f"  (min {min(values):.1f}, max {max(values):.1f}, {len(values)} blocks)"
+            f"{name:6} median {statistics.median(rates):7.1f} cycles/s"
+            f"  (min {min(rates):.1f}, max {max(rates):.1f}, {len(rates)} blocks)"
+            f"  client CPU {cpu:6.0f} us/cycle"
         )
 
 
