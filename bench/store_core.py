@@ -232,6 +232,12 @@ def _pause_row(pause: PauseRecord, checkpoint: CheckpointRecord) -> dict[str, An
     }
 
 
+def _decoded(history: str | None) -> list[Any]:
+    """The history's bodies, decoded as the store decodes them."""
+    bodies: list[Any] = json.loads(f"[{history or ''}]")
+    return bodies
+
+
 def sqlite_core_cycle(engine: sa.Engine, core: dict[str, Any], session_id: str) -> None:
     """The SQLite store's statements and transactions, through SQLAlchemy Core."""
     now, rid, cid = datetime.now(UTC), uuid.uuid4().hex, uuid.uuid4().hex
@@ -239,9 +245,7 @@ def sqlite_core_cycle(engine: sa.Engine, core: dict[str, Any], session_id: str) 
         row = c.execute(
             core["begin_run"], {"sid": session_id, "rid": rid, "lease": now + HOUR, "now": now}
         ).one()
-        json.loads(
-            f"[{c.execute(core['history'], {'sid': session_id, 'rev': row.revision}).scalar() or ''}]"
-        )
+        _decoded(c.execute(core["history"], {"sid": session_id, "rev": row.revision}).scalar())
     pause, checkpoint = _pause(session_id, now, row.revision)
     with engine.begin() as c:
         assert c.execute(core["end_run"], {"sid": session_id, "rid": rid}).rowcount == 1
@@ -260,7 +264,7 @@ def sqlite_core_cycle(engine: sa.Engine, core: dict[str, Any], session_id: str) 
                 "answer": {"decision": "approve"},
             },
         ).one()
-        c.execute(core["history"], {"sid": session_id, "rev": won.base_revision}).scalar()
+        _decoded(c.execute(core["history"], {"sid": session_id, "rev": won.base_revision}).scalar())
     with engine.begin() as c:
         published = c.execute(
             core["publish_pause"],
@@ -302,6 +306,7 @@ async def postgres_core_cycle(engine: Any, core: dict[str, Any], session_id: str
                 },
             )
         ).one()
+        _decoded(row.history)
         pause, checkpoint = _pause(session_id, now, row.revision)
         params = _pause_row(pause, checkpoint)
         params.update(
@@ -313,7 +318,7 @@ async def postgres_core_cycle(engine: Any, core: dict[str, Any], session_id: str
         params.pop("state")
         (await c.execute(sa.text(RECORD_RUN_PAUSE.text), params)).one()
         (await c.execute(core["get_pause"], {"pid": pause.pause_id})).one()
-        (
+        won = (
             await c.execute(
                 core["claim"],
                 {
@@ -325,6 +330,7 @@ async def postgres_core_cycle(engine: Any, core: dict[str, Any], session_id: str
                 },
             )
         ).one()
+        _decoded(won.history)
         (
             await c.execute(
                 sa.text(PUBLISH_RESUME.text),
