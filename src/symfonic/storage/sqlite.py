@@ -50,10 +50,9 @@ from typing import Any, TypeVar
 
 import anyio
 
-from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage.revision import SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.sqlite_file import schema_revision, use_wal
+from symfonic.storage.sqlite_file import path_of, schema_revision, use_wal
 from symfonic.storage.statements import Dialect, Params, Row, Statement
 from symfonic.storage.transactions import Body
 
@@ -63,6 +62,11 @@ BUSY_CODES = frozenset({5, 6})
 # Commits on the loop between two checkpoints (about SQLite's own default of
 # 1,000 WAL pages at a cycle's few pages per commit).
 CHECKPOINT_EVERY = 256
+# How long a checkpoint waits for the write lock and for readers of older
+# snapshots. Writers queue behind it meanwhile, so a reader that keeps an old
+# snapshot for long (another process's report, a backup) must not stall them
+# with it: past this the checkpoint gives up, and the next one tries again.
+CHECKPOINT_WAIT_MS = 250
 # Bytes of WAL file kept when the log starts over, for a checkpoint that could
 # not truncate it (another process reading an old snapshot): SQLite's writer
 # cuts the file back to this instead of leaving it at its largest.
@@ -72,28 +76,12 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 
-def _path_of(url: str) -> str:
-    """The file a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL names."""
-    for prefix in ("sqlite+pysqlite:", "sqlite:"):
-        if url.startswith(prefix):
-            rest = url[len(prefix) :]
-            path = rest[3:] if rest.startswith("///") else ""
-            path = path.partition("?")[0]
-            if not path or path == ":memory:":
-                # Every connection to an in-memory database is a database of its own.
-                raise ConfigurationError(
-                    f"a SQLite store needs a file, not {url!r}: use sqlite:///path.db"
-                )
-            return path
-    raise ValueError(f"not a SQLite store URL: {url!r}")
-
-
 class SqliteStore(SqlStore):
     dialect = Dialect.SQLITE
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
-        self._path = _path_of(url)
+        self._path = path_of(url)
         self._inline: sqlite3.Connection | None = None
         self._commits = 0
         self._checkpointing = False
@@ -223,11 +211,13 @@ class SqliteStore(SqlStore):
         ends behind the newest commit, and SQLite starts a WAL over only once a
         checkpoint has caught up: the file grows for as long as the load lasts.
         ``TRUNCATE`` waits here, on a worker thread, for the write lock and for
-        readers of older snapshots (both brief), copies everything and cuts the
-        file to zero. The loop's writers that arrive meanwhile find the lock
-        taken and wait for it on a thread, as they do for another process.
+        readers of older snapshots (both brief; at most ``CHECKPOINT_WAIT_MS``),
+        copies everything and cuts the file to zero. The loop's writers that
+        arrive meanwhile find the lock taken and wait for it on a thread, as
+        they do for another process.
         """
         connection = self._take_reader()
+        connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
         try:
             busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             if busy:
@@ -236,6 +226,7 @@ class SqliteStore(SqlStore):
             # Another process is checkpointing; the next turn of the count tries again.
             logger.debug("a checkpoint was refused", exc_info=True)
         finally:
+            connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
             self._give_back(connection)
 
     # lifecycle ------------------------------------------------------------

@@ -95,7 +95,7 @@ class SqlTransactions:
         raise NotImplementedError
 
     async def _connect(self) -> None:
-        """Whatever the adapter does before its first unit of work; nothing by default."""
+        """Whatever the adapter does before its first transaction; nothing by default."""
 
     async def _dispose(self) -> None:
         raise NotImplementedError
