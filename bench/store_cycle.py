@@ -1,8 +1,9 @@
 """Pause-and-resume cycles per second of one in-process agent, variants interleaved.
 
-A narrower instrument than ``python -m bench``: one process, one session at a
-time (history 0, concurrency 1), the benchmark's own scripted model and gated
-tool, and the variants measured in alternating blocks on the same store, so a
+A narrower instrument than ``python -m bench``: one process, fresh sessions
+(history 0), one at a time or ``--concurrency`` at once, the benchmark's own
+scripted model and gated tool, and the variants measured in alternating blocks
+on the same store, so a
 machine whose speed drifts (the shared development VM does) moves them alike.
 Besides cycles per second (wall clock) it reports the process's own CPU time
 per cycle, which other work on the machine disturbs much less.
@@ -70,7 +71,19 @@ async def _cycles(agent: Any, session_id: str, count: int) -> tuple[float, float
     return count / seconds, cpu_seconds / count * 1e6
 
 
-async def _measure(store: str, variants: list[str], blocks: int, cycles: int) -> None:
+async def _concurrent(agent: Any, concurrency: int, count: int) -> tuple[float, float]:
+    """``count`` cycles on each of ``concurrency`` fresh sessions at once (history 0)."""
+    sessions = [await agent.create_session(principal=PRINCIPAL) for _ in range(concurrency)]
+    started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(_cycles(agent, session_id, count) for session_id in sessions))
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    total = count * concurrency
+    return total / seconds, cpu_seconds / total * 1e6
+
+
+async def _measure(
+    store: str, variants: list[str], blocks: int, cycles: int, concurrency: int
+) -> None:
     from symfonic import SymfonicAgent
 
     agent = SymfonicAgent(
@@ -90,10 +103,9 @@ async def _measure(store: str, variants: list[str], blocks: int, cycles: int) ->
         for block in range(blocks):
             order = variants if block % 2 == 0 else list(reversed(variants))
             for name in order:
-                # A fresh session per block: history 0 stays history 0.
-                session_id = await opened.create_session(principal=PRINCIPAL)
+                # Fresh sessions per block: history 0 stays history 0.
                 with _variant(name):
-                    figures[name].append(await _cycles(opened, session_id, cycles))
+                    figures[name].append(await _concurrent(opened, concurrency, cycles))
     for name, values in figures.items():
         rates = [rate for rate, _ in values]
         cpu = statistics.median(micros for _, micros in values)
@@ -128,17 +140,20 @@ def main() -> None:
     parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL")
     parser.add_argument("--variant", default="as-is", help="comma-separated: as-is, read")
     parser.add_argument("--blocks", type=int, default=10)
-    parser.add_argument("--cycles", type=int, default=200, help="cycles per block")
+    parser.add_argument("--cycles", type=int, default=200, help="cycles per session per block")
+    parser.add_argument("--concurrency", type=int, default=1, help="sessions cycling at once")
     options = parser.parse_args()
     variants = options.variant.split(",")
     if options.store == "sqlite":
         with tempfile.TemporaryDirectory() as directory:
             url = f"sqlite:///{Path(directory) / 'cycle.db'}"
-            asyncio.run(_measure(url, variants, options.blocks, options.cycles))
+            asyncio.run(
+                _measure(url, variants, options.blocks, options.cycles, options.concurrency)
+            )
         return
     url, drop = _postgres_database(options.store)
     try:
-        asyncio.run(_measure(url, variants, options.blocks, options.cycles))
+        asyncio.run(_measure(url, variants, options.blocks, options.cycles, options.concurrency))
     finally:
         drop()
 
