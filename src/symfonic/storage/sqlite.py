@@ -171,8 +171,8 @@ class SqliteStore(SqlStore):
 
     async def _transaction_on_thread(self, body: Body[T]) -> T:
         connection = await self._writer()
-        await anyio.to_thread.run_sync(connection.execute, "BEGIN IMMEDIATE")
         try:
+            await anyio.to_thread.run_sync(connection.execute, "BEGIN IMMEDIATE")
             value = await body(_OnThread(connection))
             await anyio.to_thread.run_sync(connection.execute, "COMMIT")
         except BaseException:
