@@ -13,7 +13,10 @@ It measures store-side choices the matrix cannot toggle::
     python -m bench.store_cycle --store postgresql://postgres@127.0.0.1:5432/test
 
 Variants: ``as-is`` (the code as it is), ``read`` (a resume always reads the
-pause before claiming it, where the code has a claim that skips the read).
+pause before claiming it, where the code has a claim that skips the read),
+``transactions`` (on PostgreSQL, recording a first turn's pause and publishing a
+resumed turn run as SQLite's transactions of several statements instead of one
+statement each).
 """
 
 from __future__ import annotations
@@ -35,10 +38,46 @@ from bench.workloads.scripted_model import ScriptedToolModel
 from bench.workloads.symfonic_workload import PRINCIPAL, send_payment
 
 
+class _AsTransactions:
+    """A store whose several-row transitions take SQLite's form: a transaction."""
+
+    def __init__(self, store: Any) -> None:
+        from symfonic.storage.statements import Dialect
+
+        self.dialect = Dialect.SQLITE
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@contextmanager
+def _as_transactions() -> Iterator[None]:
+    from symfonic.storage import pause_writes
+
+    record, publish = pause_writes.record_pause, pause_writes.publish_resume
+
+    async def record_pause(store: Any, new: Any) -> None:
+        await record(_AsTransactions(store), new)
+
+    async def publish_resume(store: Any, published: Any) -> int:
+        return await publish(_AsTransactions(store), published)
+
+    pause_writes.record_pause, pause_writes.publish_resume = record_pause, publish_resume
+    try:
+        yield
+    finally:
+        pause_writes.record_pause, pause_writes.publish_resume = record, publish
+
+
 @contextmanager
 def _variant(name: str) -> Iterator[None]:
     if name == "as-is":
         yield
+        return
+    if name == "transactions":
+        with _as_transactions():
+            yield
         return
     if name != "read":
         raise SystemExit(f"unknown variant {name!r}")
