@@ -16,7 +16,8 @@ Variants: ``as-is`` (the code as it is), ``read`` (a resume always reads the
 pause before claiming it, where the code has a claim that skips the read),
 ``transactions`` (on PostgreSQL, recording a first turn's pause and publishing a
 resumed turn run as SQLite's transactions of several statements instead of one
-statement each).
+statement each), ``synced`` (on PostgreSQL, the run marker's commit waits for
+the disk like every other write).
 """
 
 from __future__ import annotations
@@ -71,12 +72,32 @@ def _as_transactions() -> Iterator[None]:
 
 
 @contextmanager
+def _synced() -> Iterator[None]:
+    """PostgreSQL's run marker committed as every other write is: waiting for the disk."""
+    from symfonic.storage import runs
+    from symfonic.storage.history import postgres_history
+    from symfonic.storage.statements import Dialect, Statement
+
+    history = postgres_history("symfonic_sessions.session_id", "symfonic_sessions.revision")
+    unsynced = runs.BEGIN_RUN[Dialect.POSTGRESQL]
+    runs.BEGIN_RUN[Dialect.POSTGRESQL] = Statement(f"{runs._BEGIN_RUN}, {history} AS history")
+    try:
+        yield
+    finally:
+        runs.BEGIN_RUN[Dialect.POSTGRESQL] = unsynced
+
+
+@contextmanager
 def _variant(name: str) -> Iterator[None]:
     if name == "as-is":
         yield
         return
     if name == "transactions":
         with _as_transactions():
+            yield
+        return
+    if name == "synced":
+        with _synced():
             yield
         return
     if name != "read":
