@@ -79,28 +79,22 @@ async def test_a_claim_lost_while_the_tool_ran_publishes_nothing(store_url: str)
 
 
 @pytest.mark.parametrize(
-    ("claim_method", "answer"),
-    [
-        # A plain approval is claimed without the pause being read first ...
-        ("claim_own_pause", {"decision": "approve"}),
-        # ... an edit only once the pause is read and the edit validated against it.
-        ("claim_pause", {"decision": "edit", "args": {"amount": 8}}),
-    ],
+    "answer", [{"decision": "approve"}, {"decision": "edit", "args": {"amount": 8}}]
 )
 async def test_a_claim_whose_reply_was_lost_is_abandoned_not_left_claimed(
-    store_url: str, monkeypatch: pytest.MonkeyPatch, claim_method: str, answer: Any
+    store_url: str, monkeypatch: pytest.MonkeyPatch, answer: Any
 ) -> None:
     async with slow_agent(store_url, seconds=0) as agent:
         paused = await agent.run("move 9")
         assert paused.pause is not None
         store = agent.store
-        claim_for_real = getattr(store, claim_method)
+        claim_for_real = store.claim_pause
 
-        async def committed_then_connection_lost(claim: Claim, **conditions: Any) -> bool:
-            assert await claim_for_real(claim, **conditions)
+        async def committed_then_connection_lost(claim: Claim) -> bool:
+            assert await claim_for_real(claim)
             raise StoreUnavailable("the connection dropped before the reply")
 
-        monkeypatch.setattr(store, claim_method, committed_then_connection_lost)
+        monkeypatch.setattr(store, "claim_pause", committed_then_connection_lost)
         with pytest.raises(StoreUnavailable):
             await agent.resume(paused.pause.token, answer)
         row = await store.get_pause(paused.pause.pause_id)

@@ -19,6 +19,8 @@ from symfonic import SymfonicAgent
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.types import PauseState
 from symfonic.storage.postgres import PostgresStore
+from symfonic.storage.runs import END_RUN
+from symfonic.storage.statements import Dialect
 from symfonic.testing import ScriptedChatModel
 from workers.agents import respond, worker_agent
 from workers.load import run_load
@@ -177,14 +179,13 @@ async def test_terminated_connections_under_load_lose_and_duplicate_nothing(
 async def test_a_run_marker_skips_the_disk_wait_for_its_own_commit_only(
     admin: asyncpg.Connection,
 ) -> None:
-    from symfonic.storage.postgres_statements import END_RUN_WITHOUT_WAITING
-
     await admin.execute("CREATE TEMP TABLE symfonic_sessions (session_id text, run_id text,"
                         " run_lease timestamptz)")
     await admin.execute("INSERT INTO symfonic_sessions VALUES ('s', 'r', now())")
-    statement = END_RUN_WITHOUT_WAITING(session_id="s", run_id="r")
-    [row] = await admin.fetch(statement.statement.positional, *statement.positional())
-    assert row["durability"] == "off"
+    statement = END_RUN[Dialect.POSTGRESQL]
+    [row] = await admin.fetch(statement.positional, *statement.values({"session_id": "s",
+                                                                       "run_id": "r"}))
+    assert row["unsynced"] == "off"
     # SET LOCAL semantics: the connection's next commit waits for the disk again.
     assert await admin.fetchval("SHOW synchronous_commit") == "on"
     assert await admin.fetchval("SELECT run_id FROM symfonic_sessions") is None

@@ -10,7 +10,6 @@ that call -- never from anything the pausing process kept.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 import pytest
@@ -230,9 +229,9 @@ async def test_resume_reads_the_turn_from_the_checkpoint_port_on_this_call(
             loads: list[str] = []
             real_claim = store.claim_pause
 
-            async def spy(claim: Claim, *, now: datetime) -> Any:
+            async def spy(claim: Claim) -> Any:
                 loads.append(claim.pause_id)
-                claimed = await real_claim(claim, now=now)
+                claimed = await real_claim(claim)
                 assert claimed is not None and claimed.checkpoint is not None
                 # What the port returns is what the model is sent: alter the
                 # recorded user message and the resumed turn must carry it.
@@ -270,8 +269,8 @@ async def test_a_missing_checkpoint_fails_the_resume_and_abandons_the_pause(
 
             real_claim = store.claim_pause
 
-            async def gone(claim: Claim, *, now: datetime) -> Any:
-                claimed = await real_claim(claim, now=now)
+            async def gone(claim: Claim) -> Any:
+                claimed = await real_claim(claim)
                 assert claimed is not None
                 return replace(claimed, checkpoint=None)
 

@@ -365,7 +365,7 @@ class StoreCalls:
     def __init__(self, agent: SymfonicAgent, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[str] = []
         store = agent.store
-        for name in ("get_pause", "claim_pause", "claim_own_pause"):
+        for name in ("get_pause", "claim_pause"):
             monkeypatch.setattr(store, name, self._counting(name, getattr(store, name)))
 
     def _counting(self, name: str, method: Any) -> Any:
@@ -379,7 +379,7 @@ class StoreCalls:
 @pytest.mark.parametrize(
     ("answer", "status", "sent"), [(APPROVE, "resolved", [5]), (None, "cancelled", [])]
 )
-async def test_an_owners_answer_that_needs_no_schema_is_claimed_without_a_read(
+async def test_an_answer_that_needs_no_schema_is_claimed_after_one_read(
     store_url: str, monkeypatch: pytest.MonkeyPatch, answer: Any, status: Any, sent: list[int]
 ) -> None:
     payments = Payments()
@@ -389,13 +389,13 @@ async def test_an_owners_answer_that_needs_no_schema_is_claimed_without_a_read(
         store = StoreCalls(agent, monkeypatch)
         done = await agent.resume(paused.pause.token, answer, "alice", status=status)
         assert done.status == "complete" and payments.sent == sent
-        assert store.calls == ["claim_own_pause"]
+        assert store.calls == ["get_pause", "claim_pause"]
         pause = await agent.store.get_pause(paused.pause.pause_id)
         assert pause is not None and pause.state is PauseState.PUBLISHED
         assert (pause.answered_by, pause.answer_status) == ("alice", status)
 
 
-async def test_a_resume_the_unread_claim_does_not_fit_reads_the_pause_and_claims_it(
+async def test_every_resume_reads_its_pause_once_then_claims_it(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     payments = Payments()
@@ -410,15 +410,14 @@ async def test_a_resume_the_unread_claim_does_not_fit_reads_the_pause_and_claims
         edit = {"decision": "edit", "args": {"amount": 7}}
         assert (await agent.resume(paused.pause.token, edit)).status == "complete"
         assert store.calls == ["get_pause", "claim_pause"]
-        # Another principal's pause, answered by a wildcard: the unread claim does
-        # not match it and writes nothing; the pause is read, then claimed.
+        # Another principal's pause, answered by a wildcard.
         admin = Principal("ops", frozenset({"*"}))
         paused = await agent.run("pay")
         assert paused.pause is not None
         store.calls.clear()
         assert (await agent.resume(paused.pause.token, APPROVE, admin)).status == "complete"
-        assert store.calls == ["claim_own_pause", "get_pause", "claim_pause"]
-        # A quota admits the turn against the pause's owner, read first.
+        assert store.calls == ["get_pause", "claim_pause"]
+        # A quota admits the turn against the pause's owner.
         paused = await metered.run("pay")
         assert paused.pause is not None
         metered_store = StoreCalls(metered, monkeypatch)

@@ -17,7 +17,7 @@ import pytest
 from symfonic import SymfonicAgent
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.core.contracts.store import Claim, PruneReport
+from symfonic.core.contracts.store import Claim, PruneReport, RunRequest
 from symfonic.core.contracts.types import PauseState
 from symfonic.testing import ScriptedChatModel, call, reply
 
@@ -96,12 +96,11 @@ async def test_nothing_pending_claimed_or_running_is_ever_pruned(store_url: str)
                 "resolved",
                 LONG_AGO,
                 NOW + timedelta(hours=1),
-            ),
-            now=LONG_AGO,
+            )
         )
         session = await _answered_session(agent)
         marked = await store.begin_run(
-            session, "run-1", now=LONG_AGO, lease_until=NOW + timedelta(hours=1)
+            RunRequest(session, "run-1", now=LONG_AGO, lease_until=NOW + timedelta(hours=1))
         )
         assert marked is not None
         clock.at = NOW

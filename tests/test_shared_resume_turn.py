@@ -85,8 +85,7 @@ async def _claimed_turn(agent: SymfonicAgent, paused: TurnResult) -> ResumedTurn
         Claim(
             pause.pause_id, claim_id, "local", APPROVE, "resolved", now,
             now + timedelta(seconds=60),
-        ),
-        now=now,
+        )
     )
     assert won
     turn = ResumedTurn(

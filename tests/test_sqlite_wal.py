@@ -10,12 +10,17 @@ must leave the WAL, at its largest, under 64 MB. This is a size, not a time.
 from __future__ import annotations
 
 import os
+import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import pytest
 
 from symfonic import SymfonicAgent
+from symfonic.core.contracts.store import SessionRecord
+from symfonic.storage import open_store
+from symfonic.storage.sqlite import CHECKPOINT_EVERY
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio
@@ -65,3 +70,28 @@ async def test_the_wal_stays_under_64_mb_through_20000_cycles(tmp_path: Path) ->
             clients.start_soon(client)
     assert largest < WAL_BOUND, f"the WAL reached {largest / 2**20:.0f} MB after {started} cycles"
     assert started >= CYCLES
+
+
+async def test_a_reader_holding_an_old_snapshot_does_not_stall_the_writes(
+    tmp_path: Path,
+) -> None:
+    """The checkpoint waits for readers of older snapshots, and writers wait behind
+    it: a reader that keeps one for long (another process's report, a backup)
+    costs a write a short wait at most, never the 30 s busy timeout."""
+    path = tmp_path / "symfonic.db"
+    async with open_store(f"sqlite:///{path}") as store:
+        await store.create_session(SessionRecord("first", "ann", "a", 0, {}, datetime.now(UTC)))
+        reader = sqlite3.connect(path, isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM symfonic_sessions").fetchone()
+            slowest = 0.0
+            for number in range(CHECKPOINT_EVERY + 10):  # past one checkpoint
+                started = anyio.current_time()
+                record = SessionRecord(f"s{number}", "ann", "a", 0, {}, datetime.now(UTC))
+                await store.create_session(record)
+                slowest = max(slowest, anyio.current_time() - started)
+            assert slowest < 3.0, f"a write waited {slowest:.1f} s behind the checkpoint"
+            assert await store.get_session(f"s{CHECKPOINT_EVERY + 9}") is not None
+        finally:
+            reader.close()

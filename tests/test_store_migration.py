@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from symfonic.core.contracts.store import CheckpointRecord, Claim
+from symfonic.core.contracts.store import CheckpointRecord, Claim, PruneBatch, ResumePublish
 from symfonic.core.contracts.types import PauseState
 from symfonic.storage import migrate, open_store
 
@@ -123,10 +123,12 @@ async def test_a_pause_recorded_before_the_upgrade_is_claimed_with_its_checkpoin
         claim = Claim(
             "waiting", "claim-1", "ann", "blue", "resolved", now, now + timedelta(hours=1)
         )
-        claimed = await store.claim_pause(claim, now=now)
+        claimed = await store.claim_pause(claim)
         assert claimed is not None and claimed.checkpoint is not None
         assert claimed.checkpoint.body == TURN
-        await store.publish_resume("s1", "claim-1", [{"role": "ai", "content": "ok"}], "ok")
+        await store.publish_resume(
+            ResumePublish("s1", "claim-1", [{"role": "ai", "content": "ok"}], "ok")
+        )
         pause = await store.get_pause("waiting")
         assert pause is not None and pause.state is PauseState.PUBLISHED
         # The published pause's turn is in the history now; its checkpoint is dropped.
@@ -167,9 +169,7 @@ async def test_sessions_from_before_the_upgrade_are_idle_since_their_creation(
     await _migrated(store_url, _sessions_before_activity_was_recorded)
     async with open_store(store_url) as store:
         now = T0 + timedelta(days=50)
-        report = await store.prune(
-            cutoff=now - timedelta(days=30), now=now, batch=10, keep_answered=False
-        )
+        report = await store.prune(PruneBatch(now - timedelta(days=30), now, 10, False))
         assert report.sessions == 1
         assert await store.get_session("old") is None
         assert await store.get_session("new") is not None

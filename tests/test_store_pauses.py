@@ -19,9 +19,14 @@ from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
+    NewPause,
+    PauseQuery,
     PauseRecord,
+    ResumePublish,
+    RunRequest,
     SessionRecord,
     Store,
+    TurnPublish,
 )
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage import open_store
@@ -77,19 +82,25 @@ def checkpoint_of(pause: PauseRecord) -> CheckpointRecord:
 
 async def paused(store: Store, session_id: str, **fields: Any) -> PauseRecord:
     pause = pause_record(session_id, **fields)
-    await store.record_pause(pause, checkpoint_of(pause))
+    await store.record_pause(NewPause(pause, checkpoint_of(pause)))
     return pause
 
 
-def claim_of(pause: PauseRecord, answer: Any = "blue", *, lease: timedelta = HOUR) -> Claim:
-    now = T0 + timedelta(minutes=1)
-    return Claim(pause.pause_id, uuid.uuid4().hex, "ann", answer, "resolved", now, now + lease)
+def claim_of(
+    pause: PauseRecord,
+    answer: Any = "blue",
+    *,
+    lease: timedelta = HOUR,
+    at: datetime = T0 + timedelta(minutes=1),
+) -> Claim:
+    """A claim of ``pause`` made at ``at``."""
+    return Claim(pause.pause_id, uuid.uuid4().hex, "ann", answer, "resolved", at, at + lease)
 
 
 async def claimed(store: Store, session_id: str, **fields: Any) -> tuple[PauseRecord, Claim]:
     pause = await paused(store, session_id, **fields)
     claim = claim_of(pause)
-    assert await store.claim_pause(claim, now=claim.at)
+    assert await store.claim_pause(claim)
     return pause, claim
 
 
@@ -116,7 +127,7 @@ async def test_of_concurrent_claims_from_two_workers_exactly_one_wins(
     won: list[Claim] = []
 
     async def attempt(worker: Store, claim: Claim) -> None:
-        if await worker.claim_pause(claim, now=claim.at):
+        if await worker.claim_pause(claim):
             won.append(claim)
 
     async with anyio.create_task_group() as group:
@@ -133,11 +144,11 @@ async def test_of_concurrent_claims_from_two_workers_exactly_one_wins(
 async def test_a_claim_needs_a_pending_unexpired_pause(store: Store) -> None:
     session_id = await new_session(store)
     pause = await paused(store, session_id)
-    assert not await store.claim_pause(claim_of(pause), now=pause.expires_at)
+    assert not await store.claim_pause(claim_of(pause, at=pause.expires_at))
     assert await state_of(store, pause.pause_id) is PauseState.PENDING
-    assert await store.claim_pause(claim_of(pause), now=T0)
-    assert not await store.claim_pause(claim_of(pause), now=T0)
-    assert not await store.claim_pause(claim_of(pause_record(session_id)), now=T0)
+    assert await store.claim_pause(claim_of(pause, at=T0))
+    assert not await store.claim_pause(claim_of(pause, at=T0))
+    assert not await store.claim_pause(claim_of(pause_record(session_id), at=T0))
 
 
 async def test_only_the_holder_renews_and_only_while_claimed(store: Store) -> None:
@@ -156,7 +167,7 @@ async def test_only_the_holder_renews_and_only_while_claimed(store: Store) -> No
 async def test_publish_appends_the_turn_and_settles_the_pause_together(store: Store) -> None:
     session_id = await new_session(store)
     pause, claim = await claimed(store, session_id)
-    revision = await store.publish_resume(session_id, claim.claim_id, TURN, "hello")
+    revision = await store.publish_resume(ResumePublish(session_id, claim.claim_id, TURN, "hello"))
     assert revision == 1
     row = await store.get_pause(pause.pause_id)
     assert row is not None and row.state is PauseState.PUBLISHED
@@ -168,7 +179,7 @@ async def test_publish_appends_the_turn_and_settles_the_pause_together(store: St
     assert session is not None and session.revision == 1
     # Single-use: the same claim cannot publish twice.
     with pytest.raises(PauseAbandoned):
-        await store.publish_resume(session_id, claim.claim_id, TURN, "hello")
+        await store.publish_resume(ResumePublish(session_id, claim.claim_id, TURN, "hello"))
     assert await store.history(session_id, 99) == TURN
 
 
@@ -184,7 +195,7 @@ async def test_a_publish_that_loses_the_revision_race_writes_nothing(
     async def publish(worker: Store, claim_id: str) -> None:
         try:
             outcomes[claim_id] = await worker.publish_resume(
-                session_id, claim_id, turns[claim_id], "done"
+                ResumePublish(session_id, claim_id, turns[claim_id], "done")
             )
         except RevisionConflict as conflict:
             outcomes[claim_id] = conflict
@@ -212,7 +223,7 @@ async def test_a_lapsed_claim_cannot_publish(store: Store) -> None:
     report = await store.sweep(claim.lease_until)
     assert (report.expired, report.abandoned) == (0, 1)
     with pytest.raises(PauseAbandoned):
-        await store.publish_resume(session_id, claim.claim_id, TURN, "late")
+        await store.publish_resume(ResumePublish(session_id, claim.claim_id, TURN, "late"))
     assert await state_of(store, pause.pause_id) is PauseState.ABANDONED
     assert await store.history(session_id, 99) == []
     session = await store.get_session(session_id)
@@ -223,7 +234,7 @@ async def test_a_second_pause_supersedes_the_claim_in_one_transaction(store: Sto
     session_id = await new_session(store)
     first, claim = await claimed(store, session_id)
     follow = pause_record(session_id, tool_call_id="call_2")
-    await store.record_pause(follow, checkpoint_of(follow), supersedes=claim.claim_id)
+    await store.record_pause(NewPause(follow, checkpoint_of(follow), supersedes=claim.claim_id))
     old = await store.get_pause(first.pause_id)
     assert old is not None and old.state is PauseState.SUPERSEDED
     assert old.outcome == {"status": "paused", "pause_id": follow.pause_id}
@@ -241,7 +252,7 @@ async def test_a_second_pause_for_a_lost_claim_writes_nothing(store: Store) -> N
     assert await store.abandon_claim(session_id, claim.claim_id)
     follow = pause_record(session_id)
     with pytest.raises(PauseAbandoned):
-        await store.record_pause(follow, checkpoint_of(follow), supersedes=claim.claim_id)
+        await store.record_pause(NewPause(follow, checkpoint_of(follow), supersedes=claim.claim_id))
     assert await store.get_pause(follow.pause_id) is None
     assert await store.load_checkpoint(follow.pause_id) is None
 
@@ -253,7 +264,7 @@ async def test_a_second_pause_that_fails_to_insert_leaves_the_claim_as_it_was(
     first, claim = await claimed(store, session_id)
     clash = pause_record(session_id, pause_id=first.pause_id)  # a duplicate key
     with pytest.raises(Exception) as raised:
-        await store.record_pause(clash, checkpoint_of(clash), supersedes=claim.claim_id)
+        await store.record_pause(NewPause(clash, checkpoint_of(clash), supersedes=claim.claim_id))
     assert "unique" in str(raised.value).lower() or "duplicate" in str(raised.value).lower()
     row = await store.get_pause(first.pause_id)
     assert row is not None and row.state is PauseState.CLAIMED and row.outcome is None
@@ -318,7 +329,7 @@ async def test_open_pause_and_the_audit_trail(store: Store) -> None:
         first.pause_id
     )
     assert await store.claimed_pause(session_id, "nobody") is None
-    assert await store.publish_resume(session_id, claim.claim_id, TURN, "ok") == 1
+    assert await store.publish_resume(ResumePublish(session_id, claim.claim_id, TURN, "ok")) == 1
     assert await store.open_pause(session_id) is None
     second = await paused(store, session_id, base_revision=1, created_at=T0 + HOUR)
     opened = await store.open_pause(session_id)
@@ -335,33 +346,33 @@ async def test_list_pauses_shows_each_principal_what_it_may_answer(store: Store)
     await paused(store, bobs, principal="bob", created_at=T0 + 2 * HOUR)
 
     async def ids(principal: str, scopes: frozenset[str], limit: int = 100) -> list[str]:
-        found = await store.list_pauses(
+        found = await store.list_pauses(PauseQuery(
             PauseState.PENDING, principal=principal, scopes=scopes, limit=limit
-        )
+        ))
         return [p.pause_id for p in found]
 
     assert await ids("ann", frozenset()) == [own.pause_id]
     assert await ids("ann", frozenset({"finance"})) == [own.pause_id, finance.pause_id]
     assert len(await ids("root", frozenset({"*"}))) == 3
     assert await ids("root", frozenset({"*"}), limit=1) == [own.pause_id]
-    assert await store.list_pauses(
+    assert await store.list_pauses(PauseQuery(
         PauseState.CLAIMED, principal="ann", scopes=frozenset({"*"})
-    ) == []
+    )) == []
 
 
 async def test_a_run_is_refused_by_whatever_would_refuse_its_turn(store: Store) -> None:
     session_id = await new_session(store)
-    await store.publish_turn(session_id, 0, TURN, "seed")
+    await store.publish_turn(TurnPublish(session_id, 0, TURN, "seed"))
     now = T0 + timedelta(minutes=1)
 
     async def begin(run_id: str, **conditions: Any) -> Any:
-        return await store.begin_run(
+        return await store.begin_run(RunRequest(
             session_id, run_id, now=now, lease_until=now + HOUR, **conditions
-        )
+        ))
 
     assert await begin("r", principal="mallory") is None
     assert await begin("r", principal="ann", base_revision=0) is None
-    assert await store.begin_run("nope", "r", now=now, lease_until=now + HOUR) is None
+    assert await store.begin_run(RunRequest("nope", "r", now=now, lease_until=now + HOUR)) is None
     start = await begin("r", principal="ann", base_revision=1, refuse_pending=True)
     assert start is not None and start.history == TURN and not start.pending_pause
     assert (start.session.revision, start.session.running) == (1, True)
@@ -374,99 +385,42 @@ async def test_a_run_is_refused_by_whatever_would_refuse_its_turn(store: Store) 
     await store.end_run(session_id, "r")
     # Past its expiry it is no longer waiting; being answered, it always refuses.
     later = pause.expires_at + timedelta(seconds=1)
-    assert await store.begin_run(session_id, "r", now=later, lease_until=later + HOUR,
-                                 refuse_pending=True) is not None
+    assert await store.begin_run(RunRequest(session_id, "r", now=later, lease_until=later + HOUR,
+                                 refuse_pending=True)) is not None
     await store.end_run(session_id, "r")
-    assert await store.claim_pause(claim_of(pause), now=now) is not None
+    assert await store.claim_pause(claim_of(pause, at=now)) is not None
     assert await begin("r") is None
 
 
 async def test_the_winning_claim_reads_the_turn_and_its_history(store: Store) -> None:
     session_id = await new_session(store)
-    await store.publish_turn(session_id, 0, TURN, "seed")
+    await store.publish_turn(TurnPublish(session_id, 0, TURN, "seed"))
     later_turn = [{"role": "human", "content": "later"}]
     pause = await paused(store, session_id, base_revision=1)
     # History published after the pause's base revision is not the pause's history.
-    await store.publish_turn(session_id, 1, later_turn, "other")
-    won = await store.claim_pause(claim_of(pause), now=T0)
+    await store.publish_turn(TurnPublish(session_id, 1, later_turn, "other"))
+    won = await store.claim_pause(claim_of(pause, at=T0))
     assert won is not None
     assert won.checkpoint == checkpoint_of(pause)
     assert won.history == TURN
-    assert await store.claim_pause(claim_of(pause), now=T0) is None
-
-
-async def test_the_owners_claim_reads_the_history_at_the_pauses_base_revision(
-    store: Store,
-) -> None:
-    session_id = await new_session(store)
-    await store.publish_turn(session_id, 0, TURN, "seed")
-    pause = await paused(store, session_id, kind=InteractionKind.APPROVAL, base_revision=1)
-    await store.publish_turn(session_id, 1, [{"role": "human", "content": "later"}], "other")
-    claim = Claim(pause.pause_id, uuid.uuid4().hex, "ann", {"decision": "approve"},
-                  "resolved", T0, T0 + HOUR)
-    won = await store.claim_own_pause(
-        claim, agent="assistant", kinds=frozenset({InteractionKind.APPROVAL}), now=T0
-    )
-    assert won is not None
-    assert won.claimed.history == TURN
+    assert await store.claim_pause(claim_of(pause, at=T0)) is None
 
 
 async def test_a_run_that_lost_its_hold_records_no_pause(store: Store) -> None:
     session_id = await new_session(store)
     now = T0 + timedelta(minutes=1)
-    assert await store.begin_run(session_id, "slow", now=now, lease_until=now + HOUR)
+    assert await store.begin_run(RunRequest(session_id, "slow", now=now, lease_until=now + HOUR))
     # The slow run's lease lapses and another turn takes the session.
     later = now + 2 * HOUR
-    assert await store.begin_run(session_id, "fast", now=later, lease_until=later + HOUR)
+    fast = RunRequest(session_id, "fast", now=later, lease_until=later + HOUR)
+    assert await store.begin_run(fast)
     stale = pause_record(session_id)
     with pytest.raises(RevisionConflict, match="lapsed"):
-        await store.record_pause(stale, checkpoint_of(stale), run_id="slow")
+        await store.record_pause(NewPause(stale, checkpoint_of(stale), run_id="slow"))
     assert await store.get_pause(stale.pause_id) is None
     assert await store.load_checkpoint(stale.pause_id) is None
     held = pause_record(session_id)
-    await store.record_pause(held, checkpoint_of(held), run_id="fast")
+    await store.record_pause(NewPause(held, checkpoint_of(held), run_id="fast"))
     assert await state_of(store, held.pause_id) is PauseState.PENDING
     session = await store.get_session(session_id)
     assert session is not None and not session.running
-
-
-async def test_an_owner_claims_unread_only_a_pause_the_read_would_have_let_it_claim(
-    store: Store,
-) -> None:
-    session_id = await new_session(store)
-    approval = frozenset({InteractionKind.APPROVAL})
-
-    async def claim_own(pause: PauseRecord, *, principal: str = "ann", agent: str = "assistant",
-                        kinds: frozenset[InteractionKind] = approval, at: datetime = T0) -> Any:
-        claim = Claim(pause.pause_id, uuid.uuid4().hex, principal, {"decision": "approve"},
-                      "resolved", at, at + HOUR)
-        return await store.claim_own_pause(claim, agent=agent, kinds=kinds, now=at)
-
-    refused = {
-        "another principal's": (await paused(store, session_id, kind=InteractionKind.APPROVAL),
-                                {"principal": "bob"}),
-        "an audience's": (await paused(store, session_id, kind=InteractionKind.APPROVAL,
-                                       audience="approver"), {}),
-        "another agent's": (await paused(store, session_id, kind=InteractionKind.APPROVAL),
-                            {"agent": "support"}),
-        "another kind's": (await paused(store, session_id), {}),
-        "an expired": (await paused(store, session_id, kind=InteractionKind.APPROVAL),
-                       {"at": T0 + HOUR}),
-    }
-    for what, (pause, conditions) in refused.items():
-        assert await claim_own(pause, **conditions) is None, what
-        assert await state_of(store, pause.pause_id) is PauseState.PENDING, what
-
-    pause = await paused(store, session_id, kind=InteractionKind.APPROVAL)
-    won = await claim_own(pause)
-    assert won is not None
-    assert (won.pause.pause_id, won.pause.state, won.pause.answered_by) == (
-        pause.pause_id, PauseState.CLAIMED, "ann",
-    )
-    assert (won.pause.tool_call_id, won.pause.base_revision) == ("call_1", 0)
-    assert won.claimed.checkpoint == checkpoint_of(pause)
-    assert won.claimed.history == []
-    # Single-use, like every claim; and any kind is claimable when the answer fits all.
-    assert await claim_own(pause) is None
-    other_kind = await paused(store, session_id)
-    assert await claim_own(other_kind, kinds=frozenset(InteractionKind)) is not None

@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from symfonic.core.contracts.errors import RevisionConflict, StoreUnavailable
-from symfonic.core.contracts.store import SessionRecord, Store
+from symfonic.core.contracts.store import RunRequest, SessionRecord, Store, TurnPublish
 from symfonic.storage import open_store
 
 pytestmark = pytest.mark.anyio
@@ -47,8 +47,8 @@ async def test_a_session_reads_back_as_created(store: Store) -> None:
 
 async def test_history_grows_by_revision_and_reads_up_to_one(store: Store) -> None:
     session_id = await new_session(store)
-    assert await store.publish_turn(session_id, 0, turn("one"), "run-1") == 1
-    assert await store.publish_turn(session_id, 1, turn("two"), "run-2") == 2
+    assert await store.publish_turn(TurnPublish(session_id, 0, turn("one"), "run-1")) == 1
+    assert await store.publish_turn(TurnPublish(session_id, 1, turn("two"), "run-2")) == 2
     assert await store.history(session_id, 0) == []
     assert await store.history(session_id, 1) == turn("one")
     assert await store.history(session_id, 2) == turn("one") + turn("two")
@@ -68,10 +68,12 @@ async def test_history_reads_back_bodies_that_hold_its_own_separators(store: Sto
         {"role": "ai", "content": ","},
     ]
     session_id = await new_session(store)
-    assert await store.publish_turn(session_id, 0, tricky, "run-1") == 1
+    assert await store.publish_turn(TurnPublish(session_id, 0, tricky, "run-1")) == 1
     assert await store.history(session_id, 1) == tricky
     now = datetime.now(UTC)
-    start = await store.begin_run(session_id, "run-2", now=now, lease_until=now + MINUTE)
+    start = await store.begin_run(
+        RunRequest(session_id, "run-2", now=now, lease_until=now + MINUTE)
+    )
     assert start is not None and start.history == tricky
 
 
@@ -82,7 +84,7 @@ async def test_a_stale_publish_conflicts_and_appends_nothing(store: Store) -> No
 
     async def publish(i: int) -> None:
         try:
-            await store.publish_turn(session_id, 0, racers[i], f"run-{i}")
+            await store.publish_turn(TurnPublish(session_id, 0, racers[i], f"run-{i}"))
             won.append(i)
         except RevisionConflict:
             pass
@@ -99,18 +101,18 @@ async def test_a_stale_publish_conflicts_and_appends_nothing(store: Store) -> No
 async def test_one_run_at_a_time_until_it_ends_or_its_lease_lapses(store: Store) -> None:
     session_id = await new_session(store)
     now = datetime.now(UTC)
-    assert await store.begin_run(session_id, "a", now=now, lease_until=now + MINUTE)
+    assert await store.begin_run(RunRequest(session_id, "a", now=now, lease_until=now + MINUTE))
     session = await store.get_session(session_id)
     assert session is not None and session.running
-    assert not await store.begin_run(session_id, "b", now=now, lease_until=now + MINUTE)
+    assert not await store.begin_run(RunRequest(session_id, "b", now=now, lease_until=now + MINUTE))
     await store.end_run(session_id, "b")  # not the holder: nothing changes
-    assert not await store.begin_run(session_id, "b", now=now, lease_until=now + MINUTE)
+    assert not await store.begin_run(RunRequest(session_id, "b", now=now, lease_until=now + MINUTE))
     later = now + 2 * MINUTE
-    assert await store.begin_run(session_id, "b", now=later, lease_until=later + MINUTE)
+    assert await store.begin_run(RunRequest(session_id, "b", now=later, lease_until=later + MINUTE))
     await store.end_run(session_id, "b")
-    assert await store.begin_run(session_id, "c", now=now, lease_until=now + MINUTE)
+    assert await store.begin_run(RunRequest(session_id, "c", now=now, lease_until=now + MINUTE))
     # Publishing the run's turn ends the run in the same transaction.
-    await store.publish_turn(session_id, 0, turn("c"), "c")
+    await store.publish_turn(TurnPublish(session_id, 0, turn("c"), "c"))
     session = await store.get_session(session_id)
     assert session is not None and not session.running
 
@@ -193,7 +195,7 @@ async def test_sqlite_writes_wait_off_the_loop_while_another_process_holds_the_l
                 ticks += 1
 
         async def publish() -> None:
-            await store.publish_turn(session_id, 0, turn("a"), "run-a")
+            await store.publish_turn(TurnPublish(session_id, 0, turn("a"), "run-a"))
             done.append("publish")
             if len(done) == 2:
                 both_done.set()
@@ -225,7 +227,7 @@ async def test_sqlite_writes_wait_off_the_loop_while_another_process_holds_the_l
         assert await store.get_session(done[1]) is not None
         assert await store.history(session_id, 1) == turn("a")
         # With the lock free again, writes run on the loop.
-        assert await store.publish_turn(session_id, 1, turn("b"), "run-b") == 2
+        assert await store.publish_turn(TurnPublish(session_id, 1, turn("b"), "run-b")) == 2
 
 
 async def test_an_unreachable_sqlite_file_is_store_unavailable(tmp_path: Path) -> None:

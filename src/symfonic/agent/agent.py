@@ -27,11 +27,13 @@ from symfonic.capabilities.human.toolbox import Approval, ToolBox
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import (
+    PauseQuery,
     PauseRecord,
     PruneReport,
     SessionRecord,
     Store,
     SweepReport,
+    TurnPublish,
 )
 from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
@@ -229,7 +231,8 @@ class SymfonicAgent:
         session = await self.store.get_session(session_id)
         if session is None:
             raise ConfigurationError(f"no session {session_id!r}")
-        return await self.store.publish_turn(session_id, session.revision, list(bodies), "seed")
+        seed = TurnPublish(session_id, session.revision, list(bodies), run_id="seed")
+        return await self.store.publish_turn(seed)
 
     async def pauses(
         self, principal: Principal | str = "local", state: PauseState = PauseState.PENDING
@@ -237,7 +240,7 @@ class SymfonicAgent:
         """The pauses this principal may answer."""
         await self.open()
         who = Principal.of(principal)
-        listed = await self.store.list_pauses(state, principal=who.name, scopes=who.scopes)
+        listed = await self.store.list_pauses(PauseQuery(state, who.name, who.scopes))
         if state is not PauseState.PENDING:
             return listed
         # Past its expiry a pending pause cannot be answered, whether or not the

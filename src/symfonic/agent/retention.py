@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.core.contracts.store import PruneReport, Store
+from symfonic.core.contracts.store import PruneBatch, PruneReport, Store
 
 PRUNE_BATCH = 100
 _AGE = re.compile(r"(\d+)([dhm])")
@@ -66,9 +66,8 @@ async def prune(
     cutoff = now - retention.older_than
     sessions = messages = pauses = 0
     while True:
-        report = await store.prune(
-            cutoff=cutoff, now=now, batch=retention.batch, keep_answered=retention.keep_answered
-        )
+        batch = PruneBatch(cutoff, now, retention.batch, retention.keep_answered)
+        report = await store.prune(batch)
         sessions, messages, pauses = (
             sessions + report.sessions,
             messages + report.messages,

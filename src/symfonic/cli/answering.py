@@ -43,9 +43,9 @@ async def answer_pause(
         if reply.action == "cancelled":
             view.decline(pause["tool_call_id"])
         try:
-            return Answered("answered", await view.show(
-                client.resume(token, reply.answer, reply.action)
-            ))
+            return Answered(
+                "answered", await view.show(client.resume(token, reply.answer, reply.action))
+            )
         except ApiError as error:
             if error.status != 422:
                 term.line(client.explain(error), "yellow", label="refused: ")

@@ -40,8 +40,9 @@ class Chat:
     async def start(self, agent: str | None) -> None:
         session = await self.client.create_session(agent)
         self.session_id = session["session_id"]
-        self.term.line(f"session {self.session_id} with agent {session['agent']}; "
-                       "Ctrl-D to quit", "dim")
+        self.term.line(
+            f"session {self.session_id} with agent {session['agent']}; Ctrl-D to quit", "dim"
+        )
         self.term.blank()
 
     async def say(self, message: str) -> None:
@@ -69,21 +70,26 @@ class Chat:
             pause = last.data
             current = view.calls.get(pause["tool_call_id"], {})
             answered = await answer_pause(
-                self.client, view, self.ask, pause, pause["pause_token"],
-                current=current, may_abandon=True,
+                self.client,
+                view,
+                self.ask,
+                pause,
+                pause["pause_token"],
+                current=current,
+                may_abandon=True,
             )
             if answered.outcome == "abandoned":
                 self.abandon_next = True
-                self.term.line("left unanswered; your next message abandons it.", "dim",
-                               indent=2)
+                self.term.line("left unanswered; your next message abandons it.", "dim", indent=2)
                 return
             if answered.outcome == "refused":
                 return
             last = answered.last
 
 
-async def converse(client: Client, agent: str | None, term: Terminal, ask: Ask | None = None
-                   ) -> None:
+async def converse(
+    client: Client, agent: str | None, term: Terminal, ask: Ask | None = None
+) -> None:
     """Chat until the person presses Ctrl-D."""
     chat = Chat(client, term, ask or term.ask)
     await chat.start(agent)

@@ -51,8 +51,11 @@ TOO_SLOW = _refusal(
     408, "Request Timeout", "request_timeout", "the request's headers took too long to arrive"
 )
 TOO_MANY = _refusal(
-    503, "Service Unavailable", "too_many_connections",
-    "the server has as many connections as it accepts; try again", "Retry-After: 1",
+    503,
+    "Service Unavailable",
+    "too_many_connections",
+    "the server has as many connections as it accepts; try again",
+    "Retry-After: 1",
 )
 
 
@@ -113,7 +116,8 @@ class BoundedH11Protocol(H11Protocol):
         waiting = [
             other
             for other in self.connections
-            if isinstance(other, BoundedH11Protocol) and other is not self
+            if isinstance(other, BoundedH11Protocol)
+            and other is not self
             and other._awaiting_headers()
         ]
         if not waiting:

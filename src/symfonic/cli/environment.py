@@ -49,6 +49,7 @@ def epilog(command: str) -> str:
         if len(head) >= COLUMN - 1:
             lines.append(head)
             head = ""
-        lines += textwrap.wrap(what, 79, initial_indent=head.ljust(COLUMN),
-                               subsequent_indent=" " * COLUMN)
+        lines += textwrap.wrap(
+            what, 79, initial_indent=head.ljust(COLUMN), subsequent_indent=" " * COLUMN
+        )
     return "\n".join(lines)

@@ -32,9 +32,11 @@ async def review(client: Client, term: Terminal, *, answer: bool, ask: Ask | Non
         term.line("no pending pauses")
         return 0
     for i, pause in enumerate(pending, 1):
-        term.line(f"{pause['query']}  (session {pause['session_id']}, expires "
-                  f"{pause['expires_at']})", label=f"{i}. [{pause['kind']}] ",
-                  label_style="bold")
+        term.line(
+            f"{pause['query']}  (session {pause['session_id']}, expires {pause['expires_at']})",
+            label=f"{i}. [{pause['kind']}] ",
+            label_style="bold",
+        )
     if answer:
         for pause in pending:
             await answer_pause(

@@ -71,10 +71,10 @@ def edited_args(
     return args
 
 
-def _approval(pause: dict[str, Any], ask: Ask, term: Terminal, current: dict[str, Any],
-              may_abandon: bool) -> Reply:
-    options = "[a]pprove, [e]dit, [r]eject, [d]ecline" + (", or [x] abandon" if may_abandon
-                                                          else "")
+def _approval(
+    pause: dict[str, Any], ask: Ask, term: Terminal, current: dict[str, Any], may_abandon: bool
+) -> Reply:
+    options = "[a]pprove, [e]dit, [r]eject, [d]ecline" + (", or [x] abandon" if may_abandon else "")
     while True:
         choice = ask(f"  {options}? ").strip().lower()
         if choice in {"a", "approve"}:
@@ -92,8 +92,9 @@ def _approval(pause: dict[str, Any], ask: Ask, term: Terminal, current: dict[str
 
 def _form(pause: dict[str, Any], ask: Ask, term: Terminal) -> Reply:
     schema = pause.get("response_schema") or {}
-    term.line(json.dumps(schema, ensure_ascii=False), "dim", label="answer as JSON matching ",
-              indent=2)
+    term.line(
+        json.dumps(schema, ensure_ascii=False), "dim", label="answer as JSON matching ", indent=2
+    )
     while True:
         raw = ask("  answer (empty to decline): ").strip()
         if not raw:
@@ -113,8 +114,7 @@ def answer_for(
     may_abandon: bool = False,
 ) -> Reply:
     """The person's reply to ``pause``; ``current`` is the call's arguments, if known."""
-    term.line(str(pause.get("query", "")), "bold", label="? ", label_style="bold magenta",
-              indent=2)
+    term.line(str(pause.get("query", "")), "bold", label="? ", label_style="bold magenta", indent=2)
     kind = pause.get("kind")
     if kind == "approval":
         return _approval(pause, ask, term, current or {}, may_abandon)

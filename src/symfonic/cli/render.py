@@ -54,15 +54,24 @@ class TurnView:
         elif frame.type == "tool.call":
             args = data.get("args") or {}
             self.calls[str(data.get("tool_call_id"))] = dict(args)
-            term.line(f"{data['name']} {json.dumps(args, ensure_ascii=False)}", "dim",
-                      label="→ ", label_style="cyan", indent=2)
+            term.line(
+                f"{data['name']} {json.dumps(args, ensure_ascii=False)}",
+                "dim",
+                label="→ ",
+                label_style="cyan",
+                indent=2,
+            )
             term.working(f"running {data['name']}")
         elif frame.type == "tool.result":
             self._result(data)
             term.working()
         elif frame.type == "error":
-            term.line(f"{data.get('message')} ({data.get('code')})", "red",
-                      label="error: ", label_style="bold red")
+            term.line(
+                f"{data.get('message')} ({data.get('code')})",
+                "red",
+                label="error: ",
+                label_style="bold red",
+            )
 
     def _result(self, data: dict[str, Any]) -> None:
         status = str(data.get("status"))
@@ -71,5 +80,10 @@ class TurnView:
             status, content = "declined", "no answer was given"
         if len(content) > RESULT_LIMIT:
             content = content[:RESULT_LIMIT] + "…"
-        self.terminal.line(f"{content}", "dim", label=f"← {data['name']} [{status}] ",
-                           label_style=_STATUS_STYLE.get(status, "red"), indent=2)
+        self.terminal.line(
+            f"{content}",
+            "dim",
+            label=f"← {data['name']} [{status}] ",
+            label_style=_STATUS_STYLE.get(status, "red"),
+            indent=2,
+        )

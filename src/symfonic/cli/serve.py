@@ -265,8 +265,12 @@ async def _serve(
         return 2
     try:
         max_connections = fit_file_limit(args.max_connections)
-        print(_startup_line(args.host, args.port, url, list(host.agents.values()),
-                            authenticator, args.insecure), flush=True)
+        print(
+            _startup_line(
+                args.host, args.port, url, list(host.agents.values()), authenticator, args.insecure
+            ),
+            flush=True,
+        )
         if max_connections < args.max_connections:
             print(
                 f"symfonic serve: the file limit holds {max_connections} connections, not "
@@ -279,8 +283,9 @@ async def _serve(
 
         from symfonic.agent.fastapi.app import create_app
 
-        app = create_app(host, api_keys=authenticator, sweep_interval=args.sweep_interval,
-                         retention=retention)
+        app = create_app(
+            host, api_keys=authenticator, sweep_interval=args.sweep_interval, retention=retention
+        )
         freeze_after_startup(app)
         config = uvicorn.Config(
             app,
@@ -303,15 +308,19 @@ def _unopened(url: str, error: Exception) -> str:
     if isinstance(error, ConfigurationError):
         return str(error)
     if isinstance(error, ValueError):  # the driver could not parse the URL
-        return (f"{masked_url(url)} is not a valid store URL: use sqlite:///path.db or "
-                "postgresql://user:password@host:port/db")
+        return (
+            f"{masked_url(url)} is not a valid store URL: use sqlite:///path.db or "
+            "postgresql://user:password@host:port/db"
+        )
     cause: BaseException = error
     if isinstance(error, StoreUnavailable) and error.__cause__ is not None:
         cause = error.__cause__
     cause = getattr(cause, "orig", None) or cause  # SQLAlchemy wraps the driver's error
     reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
-    return (f"cannot open the store {masked_url(url)}: {reason or type(cause).__name__}. "
-            "Check --store / SYMFONIC_STORE and that the database is running.")
+    return (
+        f"cannot open the store {masked_url(url)}: {reason or type(cause).__name__}. "
+        "Check --store / SYMFONIC_STORE and that the database is running."
+    )
 
 
 def freeze_after_startup(app: FastAPI) -> None:
@@ -344,10 +353,10 @@ def _startup_line(
 ) -> str:
     names = ", ".join(agent.name for agent in agents)
     if authenticator.open:
-        auth = (
-            "no API keys; every request runs as principal 'local'"
-            + (" (--insecure: NOT loopback-only)" if insecure and not is_loopback(host)
-               else ", loopback only")
+        auth = "no API keys; every request runs as principal 'local'" + (
+            " (--insecure: NOT loopback-only)"
+            if insecure and not is_loopback(host)
+            else ", loopback only"
         )
     else:
         auth = f"API keys for {', '.join(authenticator.principal_names)}"

@@ -80,8 +80,9 @@ class Terminal:
 
     # -- lines ---------------------------------------------------------------
 
-    def line(self, body: str, style: str = "", *, label: str = "", label_style: str = "",
-             indent: int = 0) -> None:
+    def line(
+        self, body: str, style: str = "", *, label: str = "", label_style: str = "", indent: int = 0
+    ) -> None:
         """``label`` then ``body``, wrapped so continuation lines align under the body."""
         self.quiet()
         self.end_text()
@@ -91,7 +92,7 @@ class Terminal:
             if i == 0 and label:
                 text.append(" " * indent)
                 text.append(label, style=label_style)
-                text.append(line[len(lead):], style=style)
+                text.append(line[len(lead) :], style=style)
             else:
                 text.append(line, style=style)
             self.console.print(text, soft_wrap=True)
@@ -116,8 +117,7 @@ class Terminal:
         spinner = Spinner("dots", text=Text(f"{what}…", style="dim"), style="cyan")
         if self._live is None:
             self.end_text()
-            self._live = Live(spinner, console=self.console, transient=True,
-                              refresh_per_second=10)
+            self._live = Live(spinner, console=self.console, transient=True, refresh_per_second=10)
             self._live.start(refresh=True)
         else:
             self._live.update(spinner, refresh=True)

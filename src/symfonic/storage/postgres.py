@@ -4,10 +4,11 @@ asyncpg, straight: each statement is one round trip on a pooled connection, its
 plan prepared once per connection. The isolation level is READ COMMITTED, set
 on every connection and every transaction rather than trusted to the server's
 default, and it is enough: every race goes through one conditional ``UPDATE``
-(see :mod:`symfonic.storage.sql_store`), which re-evaluates its ``WHERE`` on the
+(see :mod:`symfonic.storage.pause_writes`), which re-evaluates its ``WHERE`` on the
 newest version of the row it locks, so of N concurrent claims exactly one sees
-``pending``. A unit of one statement runs without ``BEGIN``/``COMMIT``: it is
-atomic by itself.
+``pending``. A single statement runs without ``BEGIN``/``COMMIT``: it is atomic
+by itself, and the transitions that write several rows are one statement each
+here (:mod:`symfonic.storage.pause_writes`), so a step is one round trip.
 
 The pool (:mod:`symfonic.storage.pg_pool`) is bounded (``pool_size``): a worker
 never opens more than that many connections, whatever its concurrency, and a
@@ -25,15 +26,16 @@ advisory lock, on a connection of its own.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
 from symfonic.storage.pg_pool import ConnectionPool
-from symfonic.storage.postgres_statements import PostgresStatements
 from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
-from symfonic.storage.statements import Query, Result, Unit
+from symfonic.storage.sql_store import SqlStore
+from symfonic.storage.statements import Dialect, Params, Row, Statement
+from symfonic.storage.transactions import Body
 
 if TYPE_CHECKING:
     import asyncpg
@@ -55,11 +57,11 @@ def _scheme_and_rest(url: str) -> str:
     return rest
 
 
-class PostgresStore(PostgresStatements):
+class PostgresStore(SqlStore):
     """``pool_size`` / ``pool_timeout`` default to ``SYMFONIC_POOL_SIZE`` /
     ``SYMFONIC_POOL_TIMEOUT`` (seconds), else 10 and 10."""
 
-    LOCK_FOR_SWEEP = " FOR UPDATE SKIP LOCKED"
+    dialect = Dialect.POSTGRESQL
 
     def __init__(
         self, url: str, *, pool_size: int | None = None, pool_timeout: float | None = None
@@ -113,19 +115,19 @@ class PostgresStore(PostgresStatements):
         )
         return connection
 
-    async def _run(self, unit: Unit[T]) -> T:
+    async def _run_transaction(self, body: Body[T]) -> T:
         async with self._connection() as connection, connection.transaction(isolation=ISOLATION):
-            return await _drive(connection, unit)
+            return await body(_Statements(connection))
 
-    async def _run_one(self, query: Query, *, write: bool) -> Result:
+    async def _run_statement(self, body: Body[T], *, write: bool) -> T:
         async with self._connection() as connection:
-            return await _execute(connection, query)
+            return await body(_Statements(connection))
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection; one that failed under a statement is never reused.
 
-        A unit's own refusals (a lost revision, a lapsed claim) leave the
+        A transaction's own refusals (a lost revision, a lapsed claim) leave the
         connection clean. Anything else came from the driver or the server, and a
         connection that saw it -- dropped mid-statement, interrupted, confused
         about which operation is in progress -- is closed rather than handed to
@@ -148,27 +150,25 @@ class PostgresStore(PostgresStatements):
             await pool.close()
 
 
-async def _drive(connection: asyncpg.Connection, unit: Unit[T]) -> T:
-    try:
-        query = next(unit)
-        while True:
-            query = unit.send(await _execute(connection, query))
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
-    finally:
-        unit.close()
+class _Statements:
+    """One connection's statements, each a round trip, its plan prepared once per connection."""
 
+    __slots__ = ("_connection",)
 
-async def _execute(connection: asyncpg.Connection, query: Query) -> Result:
-    statement = query.statement
-    if query.many is not None:
-        rows = [query.positional(params) for params in query.many]
-        await connection.executemany(statement.positional, rows)
-        return Result((), len(rows))
-    if statement.fetches:
-        records = await connection.fetch(statement.positional, *query.positional())
-        return Result(records, len(records))
-    status = await connection.execute(statement.positional, *query.positional())
-    # "UPDATE 3", "INSERT 0 1", "DELETE 0": the count is the last word.
-    return Result((), int(status.rsplit(" ", 1)[-1]))
+    def __init__(self, connection: asyncpg.Connection) -> None:
+        self._connection = connection
+
+    async def rows(self, statement: Statement, params: Params) -> Sequence[Row]:
+        records: list[Row] = await self._connection.fetch(
+            statement.positional, *statement.values(params)
+        )
+        return records
+
+    async def count(self, statement: Statement, params: Params) -> int:
+        status = await self._connection.execute(statement.positional, *statement.values(params))
+        # "UPDATE 3", "INSERT 0 1", "DELETE 0": the count is the last word.
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def each(self, statement: Statement, params: Sequence[Params]) -> None:
+        rows = [statement.values(one) for one in params]
+        await self._connection.executemany(statement.positional, rows)

@@ -19,10 +19,9 @@ when, what) stay, without their checkpoints, after their session has gone.
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from symfonic.core.contracts.store import PruneReport
-from symfonic.storage.statements import Query, Statement, Unit
+from symfonic.core.contracts.store import PruneBatch, PruneReport
+from symfonic.storage.statements import Params, Statement
+from symfonic.storage.transactions import Connection, SqlTransactions
 
 _FINISHED_AND_IDLE = (
     "active_at < :cutoff AND (run_id IS NULL OR run_lease < :now)"
@@ -49,25 +48,28 @@ _CHILDREN = {
 }
 
 
-def _of_sessions(rows: str, session_ids: list[str]) -> Query:
+def _of_sessions(rows: str, session_ids: list[str]) -> tuple[Statement, Params]:
     """One statement over ``rows`` of these sessions (an ``IN`` list, counted by both drivers)."""
     names = {f"s{index}": session_id for index, session_id in enumerate(session_ids)}
     ids = ", ".join(f":{name}" for name in names)
-    return Statement(_CHILDREN[rows].format(ids=ids))(**names)
+    return Statement(_CHILDREN[rows].format(ids=ids)), names
 
 
-def prune_batch(
-    *, cutoff: datetime, now: datetime, batch: int, keep_answered: bool
-) -> Unit[PruneReport]:
-    """Delete up to ``batch`` finished sessions idle since before ``cutoff``, in one unit."""
-    deleted = yield DELETE_SESSIONS(cutoff=cutoff, now=now, batch=batch)
-    sessions = [str(row["session_id"]) for row in deleted.rows]
-    if not sessions:
-        return PruneReport(sessions=0, messages=0, pauses=0)
-    messages = (yield _of_sessions("messages", sessions)).rowcount
-    if keep_answered:
-        pauses = (yield _of_sessions("unanswered pauses", sessions)).rowcount
-        yield _of_sessions("checkpoints", sessions)
-    else:
-        pauses = (yield _of_sessions("pauses", sessions)).rowcount
-    return PruneReport(sessions=len(sessions), messages=messages, pauses=pauses)
+async def prune(store: SqlTransactions, batch: PruneBatch) -> PruneReport:
+    """Delete up to ``batch.batch`` finished sessions idle since the cutoff, in one transaction."""
+    params = {"cutoff": batch.cutoff, "now": batch.now, "batch": batch.batch}
+
+    async def delete(connection: Connection) -> PruneReport:
+        deleted = await connection.rows(DELETE_SESSIONS, params)
+        sessions = [str(row["session_id"]) for row in deleted]
+        if not sessions:
+            return PruneReport(sessions=0, messages=0, pauses=0)
+        messages = await connection.count(*_of_sessions("messages", sessions))
+        if batch.keep_answered:
+            pauses = await connection.count(*_of_sessions("unanswered pauses", sessions))
+            await connection.count(*_of_sessions("checkpoints", sessions))
+        else:
+            pauses = await connection.count(*_of_sessions("pauses", sessions))
+        return PruneReport(sessions=len(sessions), messages=messages, pauses=pauses)
+
+    return await store.transaction(delete)

@@ -7,24 +7,25 @@ therefore serialised against every other, across processes too, which is the
 SQLite equivalent of the conditional updates' READ COMMITTED re-check on
 PostgreSQL: a claim or publish that loses a race sees the winner's commit.
 
-Units of work run on the event loop's own thread, over one ``sqlite3``
-connection, from ``BEGIN`` to ``COMMIT`` without a pause: a transaction of a
-cycle costs less on the loop than handing it to a worker thread and back
-(docs/internals.md), and no other coroutine can run between its
-statements, so writers of one process never meet each other on the lock. The
-loop never *waits* on the file, though. That connection has no busy timeout:
-when another process holds the write lock (or, rarely, a reader's lock is
-refused), the unit is handed, before any of it has run, to a worker thread whose
-connection waits up to ``busy_timeout``; writers of this process that come
-meanwhile queue behind it on the loop. Checkpoints, the only step that writes
+Transactions run on the event loop's own thread, over one ``sqlite3``
+connection, from ``BEGIN`` to ``COMMIT`` without a pause: a statement there is
+run as it is awaited and never suspends, so a transaction of a cycle costs less
+on the loop than handing it to a worker thread and back (docs/internals.md), and
+no other coroutine can run between its statements, so writers of one process
+never meet each other on the lock. The loop never *waits* on the file, though.
+That connection has no busy timeout: when another process holds the write lock
+(or, rarely, a reader's lock is refused), the transaction is rolled back and run
+again from its start (:mod:`symfonic.storage.transactions`) over a connection
+that waits up to ``busy_timeout``, each statement on a worker thread; writers of
+this process that come meanwhile queue behind it on the loop. Checkpoints, the only step that writes
 the database file and syncs it, are off the loop too: the loop's connection
 never checkpoints, and every ``CHECKPOINT_EVERY`` commits a worker thread runs
 one that empties the WAL (see :meth:`SqliteStore._checkpoint`), so the WAL
 holds at most the commits since the last one, however long the load lasts.
 
 A read is one statement, which under WAL goes on while another process holds
-the write lock; the rare read refused its snapshot is retried on a thread, in a
-deferred (plain ``BEGIN``) transaction. The reads a step needs with its write
+the write lock; the rare read refused its snapshot is retried on a thread. The
+reads a step needs with its write
 (a turn's history, a claimed pause's checkpoint) are in the write's own
 statement, or its transaction.
 
@@ -42,19 +43,18 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
 import anyio
 
-from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.storage.history_statements import history_after_the_step
 from symfonic.storage.revision import SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.sqlite_file import schema_revision, use_wal
-from symfonic.storage.statements import Query, Result, Unit, one
+from symfonic.storage.sqlite_file import path_of, schema_revision, use_wal
+from symfonic.storage.statements import Dialect, Params, Row, Statement
+from symfonic.storage.transactions import Body
 
 BUSY_TIMEOUT_SECONDS = 30
 # SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
@@ -62,6 +62,11 @@ BUSY_CODES = frozenset({5, 6})
 # Commits on the loop between two checkpoints (about SQLite's own default of
 # 1,000 WAL pages at a cycle's few pages per commit).
 CHECKPOINT_EVERY = 256
+# How long a checkpoint waits for the write lock and for readers of older
+# snapshots. Writers queue behind it meanwhile, so a reader that keeps an old
+# snapshot for long (another process's report, a backup) must not stall them
+# with it: past this the checkpoint gives up, and the next one tries again.
+CHECKPOINT_WAIT_MS = 250
 # Bytes of WAL file kept when the log starts over, for a checkpoint that could
 # not truncate it (another process reading an old snapshot): SQLite's writer
 # cuts the file back to this instead of leaving it at its largest.
@@ -71,44 +76,12 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 
-def _path_of(url: str) -> str:
-    """The file a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL names."""
-    for prefix in ("sqlite+pysqlite:", "sqlite:"):
-        if url.startswith(prefix):
-            rest = url[len(prefix) :]
-            path = rest[3:] if rest.startswith("///") else ""
-            path = path.partition("?")[0]
-            if not path or path == ":memory:":
-                # Every connection to an in-memory database is a database of its own.
-                raise ConfigurationError(
-                    f"a SQLite store needs a file, not {url!r}: use sqlite:///path.db"
-                )
-            return path
-    raise ValueError(f"not a SQLite store URL: {url!r}")
-
-
-def _history(session: str, revision: str) -> str:
-    """A session's bodies up to a revision, joined by commas (NULL when there are none).
-
-    SQLite before 3.44 has no ORDER BY inside an aggregate. It feeds an
-    aggregate the rows of an ordered subquery in their order, and never
-    flattens such a subquery into it (rule 16 of its query flattener). The
-    brackets are added by the caller: ``'[' || … || ']'`` in SQL copies the
-    whole text twice more and takes twice as long as the aggregate itself.
-    """
-    return (
-        "(SELECT group_concat(body, ',')"
-        " FROM (SELECT m.body FROM symfonic_messages m"
-        f" WHERE m.session_id = {session} AND m.revision <= {revision} ORDER BY m.seq))"
-    )
-
-
 class SqliteStore(SqlStore):
-    HISTORIES = history_after_the_step(_history)
+    dialect = Dialect.SQLITE
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
-        self._path = _path_of(url)
+        self._path = path_of(url)
         self._inline: sqlite3.Connection | None = None
         self._commits = 0
         self._checkpointing = False
@@ -157,51 +130,62 @@ class SqliteStore(SqlStore):
         with self._readers_lock:
             self._idle_readers.append(connection)
 
-    # units of work --------------------------------------------------------
+    # transactions -------------------------------------------------------
 
-    async def _run(self, unit: Unit[T]) -> T:
-        def inline(connection: sqlite3.Connection) -> T:
-            return _transaction(connection, unit, write=True, inline=True)
+    async def _run_transaction(self, body: Body[T]) -> T:
+        if not self._waiting.locked():  # else a writer of ours waits for the lock: queue
+            connection = self._inline_connection()
+            if connection.in_transaction:
+                raise RuntimeError("a transaction on the loop's connection suspended")
+            try:
+                value = await _inline_transaction(connection, body)
+            except _Locked:
+                pass  # rolled back: run it again where the lock can be waited for
+            else:
+                await self._count_commit()
+                return value
+        async with self._waiting:
+            return await self._transaction_on_thread(body)
 
-        return await self._on_the_loop(inline, unit, write=True)
-
-    async def _run_one(self, query: Query, *, write: bool) -> Result:
+    async def _run_statement(self, body: Body[T], *, write: bool) -> T:
         # One statement is a transaction by itself: no BEGIN and COMMIT around it.
-        def inline(connection: sqlite3.Connection) -> Result:
-            return _autocommit(connection, query)
-
-        return await self._on_the_loop(inline, one(query), write=write)
-
-    async def _on_the_loop(
-        self, inline: Callable[[sqlite3.Connection], T], unit: Unit[T], *, write: bool
-    ) -> T:
-        """``inline`` on the loop's connection; ``unit`` on a thread if the file is locked."""
-        if write and self._waiting.locked():
-            # A writer of this process is already waiting for the lock: queue behind it.
-            return await self._write_waiting(unit, None)
-        try:
-            value = inline(self._inline_connection())
-        except _Locked as locked:
-            if write:
-                return await self._write_waiting(unit, locked.pending)
-            return await anyio.to_thread.run_sync(self._read_on_thread, unit, locked.pending)
+        if not (write and self._waiting.locked()):
+            try:
+                value = await body(_Inline(self._inline_connection()))
+            except _Locked:
+                pass  # nothing ran: run it where the lock can be waited for
+            else:
+                if write:
+                    await self._count_commit()
+                return value
         if write:
-            await self._count_commit()
+            async with self._waiting:
+                return await body(_OnThread(await self._writer()))
+        return await self._read_on_thread(body)
+
+    async def _writer(self) -> sqlite3.Connection:
+        """The connection that waits for another process's write lock, on a thread."""
+        if self._waiting_writer is None:
+            self._waiting_writer = await anyio.to_thread.run_sync(self._open_connection)
+        return self._waiting_writer
+
+    async def _transaction_on_thread(self, body: Body[T]) -> T:
+        connection = await self._writer()
+        try:
+            await anyio.to_thread.run_sync(connection.execute, "BEGIN IMMEDIATE")
+            value = await body(_OnThread(connection))
+            await anyio.to_thread.run_sync(connection.execute, "COMMIT")
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                if connection.in_transaction:
+                    await anyio.to_thread.run_sync(connection.execute, "ROLLBACK")
+            raise
         return value
 
-    async def _write_waiting(self, unit: Unit[T], pending: Query | None) -> T:
-        async with self._waiting:
-            return await anyio.to_thread.run_sync(self._write_on_thread, unit, pending)
-
-    def _write_on_thread(self, unit: Unit[T], pending: Query | None) -> T:
-        if self._waiting_writer is None:
-            self._waiting_writer = self._open_connection()
-        return _transaction(self._waiting_writer, unit, write=True, pending=pending)
-
-    def _read_on_thread(self, unit: Unit[T], pending: Query | None) -> T:
-        connection = self._take_reader()
+    async def _read_on_thread(self, body: Body[T]) -> T:
+        connection = await anyio.to_thread.run_sync(self._take_reader)
         try:
-            value = _transaction(connection, unit, write=False, pending=pending)
+            value = await body(_OnThread(connection))
         except BaseException:
             connection.close()
             raise
@@ -227,11 +211,13 @@ class SqliteStore(SqlStore):
         ends behind the newest commit, and SQLite starts a WAL over only once a
         checkpoint has caught up: the file grows for as long as the load lasts.
         ``TRUNCATE`` waits here, on a worker thread, for the write lock and for
-        readers of older snapshots (both brief), copies everything and cuts the
-        file to zero. The loop's writers that arrive meanwhile find the lock
-        taken and wait for it on a thread, as they do for another process.
+        readers of older snapshots (both brief; at most ``CHECKPOINT_WAIT_MS``),
+        copies everything and cuts the file to zero. The loop's writers that
+        arrive meanwhile find the lock taken and wait for it on a thread, as
+        they do for another process.
         """
         connection = self._take_reader()
+        connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
         try:
             busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             if busy:
@@ -240,15 +226,14 @@ class SqliteStore(SqlStore):
             # Another process is checkpointing; the next turn of the count tries again.
             logger.debug("a checkpoint was refused", exc_info=True)
         finally:
+            connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
             self._give_back(connection)
 
     # lifecycle ------------------------------------------------------------
 
     async def _migrate(self) -> None:
         await anyio.to_thread.run_sync(use_wal, self._path, BUSY_TIMEOUT_SECONDS)
-        revision = await anyio.to_thread.run_sync(
-            schema_revision, self._path, BUSY_TIMEOUT_SECONDS
-        )
+        revision = await anyio.to_thread.run_sync(schema_revision, self._path, BUSY_TIMEOUT_SECONDS)
         if revision == SCHEMA_HEAD:
             return
         # The migration machinery loads only for a schema that must change.
@@ -273,16 +258,7 @@ class SqliteStore(SqlStore):
 
 
 class _Locked(Exception):
-    """The lock a unit needs is held by another connection; nothing has run yet.
-
-    ``pending`` is the unit's first query when it was the one refused (a read's
-    first statement takes its snapshot), else ``None`` (a write's ``BEGIN
-    IMMEDIATE`` was refused before the unit started).
-    """
-
-    def __init__(self, pending: Query | None) -> None:
-        super().__init__("locked")
-        self.pending = pending
+    """The lock a statement needs is held by another connection; it did not run."""
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:
@@ -291,45 +267,19 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return code is not None and code & 0xFF in BUSY_CODES
 
 
-def _autocommit(connection: sqlite3.Connection, query: Query) -> Result:
-    """Run one statement on its own; a lock held elsewhere raises :class:`_Locked`."""
-    try:
-        return _execute(connection, query)
-    except sqlite3.OperationalError as error:
-        if _is_busy(error):
-            raise _Locked(None) from error
-        raise
+async def _inline_transaction(connection: sqlite3.Connection, body: Body[T]) -> T:
+    """``body`` in one transaction on the loop's connection, committed whole or rolled back.
 
-
-def _transaction(
-    connection: sqlite3.Connection,
-    unit: Unit[T],
-    *,
-    write: bool,
-    inline: bool = False,
-    pending: Query | None = None,
-) -> T:
-    """Run ``unit`` in one transaction, committed whole or rolled back.
-
-    ``inline``: a lock held elsewhere raises :class:`_Locked` instead of waiting,
-    while nothing has run yet. ``pending``: the unit's first query, already taken
-    from it by an inline attempt that was refused.
+    A lock held elsewhere raises :class:`_Locked`, after the rollback.
     """
     try:
-        connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        connection.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as error:
-        if inline and _is_busy(error):
-            raise _Locked(None) from error
+        if _is_busy(error):
+            raise _Locked from error
         raise
     try:
-        query = next(unit) if pending is None else pending
-        try:
-            result = _execute(connection, query)
-        except sqlite3.OperationalError as error:
-            if inline and _is_busy(error):
-                raise _Locked(query) from error
-            raise
-        value = _drive(unit, connection, result)
+        value = await body(_Inline(connection))
         connection.execute("COMMIT")
     except BaseException:
         if connection.in_transaction:
@@ -338,28 +288,70 @@ def _transaction(
     return value
 
 
-def _drive(unit: Unit[T], connection: sqlite3.Connection, result: Result) -> T:
-    """Feed ``result`` to the unit, then run each query it asks for, to its return value."""
+def _rows(connection: sqlite3.Connection, statement: Statement, params: Params) -> list[Row]:
+    rows: list[Row] = connection.execute(statement.text, _bound(params)).fetchall()
+    return rows
+
+
+def _count(connection: sqlite3.Connection, statement: Statement, params: Params) -> int:
+    return connection.execute(statement.text, _bound(params)).rowcount
+
+
+def _each(connection: sqlite3.Connection, statement: Statement, params: Sequence[Params]) -> None:
+    connection.executemany(statement.text, [_bound(one) for one in params])
+
+
+def _unless_busy(
+    run: Callable[[sqlite3.Connection, Statement, Any], T],
+    connection: sqlite3.Connection,
+    statement: Statement,
+    params: Any,
+) -> T:
     try:
-        while True:
-            result = _execute(connection, unit.send(result))
-    except StopIteration as stop:
-        value: T = stop.value
-        return value
-    finally:
-        unit.close()
+        return run(connection, statement, params)
+    except sqlite3.OperationalError as error:
+        if _is_busy(error):
+            raise _Locked from error
+        raise
 
 
-def _execute(connection: sqlite3.Connection, query: Query) -> Result:
-    statement = query.statement
-    if query.many is not None:
-        cursor = connection.executemany(statement.text, [_bound(params) for params in query.many])
-        return Result((), cursor.rowcount)
-    cursor = connection.execute(statement.text, _bound(query.params))
-    if statement.fetches:
-        rows = cursor.fetchall()
-        return Result(rows, len(rows))
-    return Result((), cursor.rowcount)
+class _Inline:
+    """Statements on the loop's connection: each runs as it is awaited, never suspending.
+
+    A lock held by another connection raises :class:`_Locked` instead of waiting.
+    """
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    async def rows(self, statement: Statement, params: Params) -> Sequence[Row]:
+        return _unless_busy(_rows, self._connection, statement, params)
+
+    async def count(self, statement: Statement, params: Params) -> int:
+        return _unless_busy(_count, self._connection, statement, params)
+
+    async def each(self, statement: Statement, params: Sequence[Params]) -> None:
+        _unless_busy(_each, self._connection, statement, params)
+
+
+class _OnThread:
+    """Statements on a connection that waits for the lock, each on a worker thread."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    async def rows(self, statement: Statement, params: Params) -> Sequence[Row]:
+        return await anyio.to_thread.run_sync(_rows, self._connection, statement, params)
+
+    async def count(self, statement: Statement, params: Params) -> int:
+        return await anyio.to_thread.run_sync(_count, self._connection, statement, params)
+
+    async def each(self, statement: Statement, params: Sequence[Params]) -> None:
+        await anyio.to_thread.run_sync(_each, self._connection, statement, params)
 
 
 def _bound(params: Mapping[str, Any]) -> Mapping[str, Any]:

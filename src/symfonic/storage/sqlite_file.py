@@ -1,4 +1,4 @@
-"""An embedded store's file before any connection of the store's own: WAL, revision.
+"""An embedded store's file before any connection of the store's own: path, WAL, revision.
 
 WAL is a property of the file, switched on once when a store opens: the switch
 needs the file to itself and, unlike a write, answers "database is locked" at
@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage.revision import READ_REVISION
 
 
@@ -44,3 +45,19 @@ def schema_revision(path: str, busy_timeout: float) -> str | None:
     finally:
         connection.close()
     return None if row is None else str(row[0])
+
+
+def path_of(url: str) -> str:
+    """The file a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL names."""
+    for prefix in ("sqlite+pysqlite:", "sqlite:"):
+        if url.startswith(prefix):
+            rest = url[len(prefix) :]
+            path = rest[3:] if rest.startswith("///") else ""
+            path = path.partition("?")[0]
+            if not path or path == ":memory:":
+                # Every connection to an in-memory database is a database of its own.
+                raise ConfigurationError(
+                    f"a SQLite store needs a file, not {url!r}: use sqlite:///path.db"
+                )
+            return path
+    raise ValueError(f"not a SQLite store URL: {url!r}")

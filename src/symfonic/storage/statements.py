@@ -1,27 +1,24 @@
-"""SQL statements and units of work, written once and run by either driver.
+"""SQL statements written once with ``:name`` parameters, and the values they bind.
 
-A port method's transaction is a *unit of work*: a generator that yields the
-queries it needs, one at a time, and receives each one's :class:`Result`. It
-never touches a connection, so the same unit runs whole, without a pause, over
-``sqlite3`` and step by step over ``asyncpg`` (one round trip per statement),
-each driver at its native cost with no translation layer in between.
-
-Statements are written once, with ``:name`` parameters, and parsed once when
-the module defining them is imported: what PostgreSQL's ``$n`` form is and
-whether the statement returns rows are decided there, not on every execution.
+A statement is parsed once, when the module defining it is imported, into
+PostgreSQL's positional form (``$1``, ``$2``…) and the names in that order;
+``sqlite3`` binds the ``:name`` form itself. Whether a statement hands back rows
+or a row count is the caller's choice (:class:`~symfonic.storage.transactions.Connection`),
+never guessed from its text.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
-
-T = TypeVar("T")
+from enum import Enum
+from typing import Any, Protocol
 
 _PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+Params = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -32,8 +29,6 @@ class Statement:
     # The statement in PostgreSQL's positional form, and the names in that order.
     positional: str = field(init=False)
     names: tuple[str, ...] = field(init=False)
-    # Whether it hands back rows (a SELECT, or anything with RETURNING).
-    fetches: bool = field(init=False)
 
     def __post_init__(self) -> None:
         names: list[str] = []
@@ -46,28 +41,17 @@ class Statement:
 
         object.__setattr__(self, "positional", _PARAMETER.sub(number, self.text))
         object.__setattr__(self, "names", tuple(names))
-        words = self.text.upper().split()
-        object.__setattr__(self, "fetches", words[0] == "SELECT" or "RETURNING" in words)
 
-    def __call__(self, **params: Any) -> Query:
-        return Query(self, params)
-
-    def many(self, rows: Sequence[Mapping[str, Any]]) -> Query:
-        """The statement once per parameter set, as one step (an ``executemany``)."""
-        return Query(self, {}, rows)
+    def values(self, params: Params) -> tuple[Any, ...]:
+        """The parameters in positional order."""
+        return tuple(params[name] for name in self.names)
 
 
-@dataclass(frozen=True)
-class Query:
-    """A statement and its parameters: one step of a unit of work."""
+class Dialect(Enum):
+    """Which SQL a store speaks, where the two databases really differ."""
 
-    statement: Statement
-    params: Mapping[str, Any]
-    many: Sequence[Mapping[str, Any]] | None = None
-
-    def positional(self, params: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
-        values = self.params if params is None else params
-        return tuple(values[name] for name in self.statement.names)
+    SQLITE = "sqlite"
+    POSTGRESQL = "postgresql"
 
 
 class Row(Protocol):
@@ -76,24 +60,8 @@ class Row(Protocol):
     def __getitem__(self, column: str, /) -> Any: ...
 
 
-@dataclass(frozen=True)
-class Result:
-    """What one step produced: its rows (if it fetches) and how many rows it touched."""
-
-    rows: Sequence[Row]
-    rowcount: int
-
-    def first(self) -> Row | None:
-        return self.rows[0] if self.rows else None
-
-
-Unit = Generator[Query, Result, T]
-"""One transaction: yields queries, receives their results, returns the method's value."""
-
-
-def one(query: Query) -> Unit[Result]:
-    """A unit of a single statement; its result."""
-    return (yield query)
+def first(rows: Sequence[Row]) -> Row | None:
+    return rows[0] if rows else None
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))

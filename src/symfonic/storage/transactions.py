@@ -1,11 +1,11 @@
 """One connection discipline for both adapters: transactions, failures, start-up.
 
-Every port method is one unit of work (see :mod:`symfonic.storage.statements`)
-run whole by ``_write`` (one transaction, committed whole or rolled back), or
-one statement, which is a transaction by itself (``_write_one``,
-``_read_one``). The adapter decides how they run -- on the event loop over
-``sqlite3``, waiting for another process's lock on a thread; on the event loop
-over ``asyncpg``, a round trip per statement.
+Every port method is one transaction (:meth:`SqlTransactions.transaction`: an
+``async`` function of a :class:`Connection`, committed whole or rolled back) or
+one statement, which is a transaction by itself (``write_rows``, ``write_count``,
+``read_rows``). The adapter decides how they run -- over ``sqlite3`` on the
+event loop, or on a thread while another process holds the lock; over
+``asyncpg``, a round trip per statement.
 
 A driver failure inside either is mapped once, here, to
 :class:`StoreUnavailable` (see :mod:`symfonic.storage.failures`) after the
@@ -15,6 +15,10 @@ the method; no method holds one while it waits for another, so a pool of size N
 serves any number of concurrent turns, queueing them, and never deadlocks on
 itself.
 
+A transaction's body only reads and writes through its connection: an adapter
+may roll it back before it commits and run it again from the start (SQLite does,
+when the lock it needs turns out to be held by another process).
+
 Opening the store brings the schema to head (see :mod:`symfonic.storage.migrate`;
 a database already there costs one query) and reads (or creates) the
 database's token secret the same way on every worker.
@@ -23,15 +27,15 @@ database's token secret the same way on every worker.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Self, TypeVar
+from typing import ClassVar, Protocol, Self, TypeVar
 
 import anyio
 
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.storage.failures import is_unavailable
-from symfonic.storage.statements import Query, Result, Statement, Unit
+from symfonic.storage.statements import Dialect, Params, Row, Statement
 
 SECRET_KEY = "pause_token_secret"
 # Delays between attempts of a cleanup while the store is unavailable; after
@@ -48,8 +52,29 @@ PING = Statement("SELECT 1 AS one")
 T = TypeVar("T")
 
 
+class Connection(Protocol):
+    """A connection inside one transaction; the caller says what each statement returns."""
+
+    async def rows(self, statement: Statement, params: Params) -> Sequence[Row]:
+        """The rows the statement hands back (a ``SELECT``, or a ``RETURNING`` list)."""
+        ...
+
+    async def count(self, statement: Statement, params: Params) -> int:
+        """How many rows the statement inserted, updated or deleted."""
+        ...
+
+    async def each(self, statement: Statement, params: Sequence[Params]) -> None:
+        """The statement once per parameter set, as one step (an ``executemany``)."""
+        ...
+
+
+Body = Callable[[Connection], Awaitable[T]]
+
+
 class SqlTransactions:
-    """How units of work run, the failures they map, and the schema and secret."""
+    """How transactions run, the failures they map, and the schema and secret."""
+
+    dialect: ClassVar[Dialect]
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -57,12 +82,12 @@ class SqlTransactions:
 
     # what an adapter provides -------------------------------------------------
 
-    async def _run(self, unit: Unit[T]) -> T:
-        """Run ``unit`` in one write transaction."""
+    async def _run_transaction(self, body: Body[T]) -> T:
+        """Run ``body`` in one write transaction."""
         raise NotImplementedError
 
-    async def _run_one(self, query: Query, *, write: bool) -> Result:
-        """Run one statement, which is a transaction by itself (no ``BEGIN``/``COMMIT``)."""
+    async def _run_statement(self, body: Body[T], *, write: bool) -> T:
+        """Run ``body``, one statement, as a transaction by itself (no ``BEGIN``/``COMMIT``)."""
         raise NotImplementedError
 
     async def _migrate(self) -> None:
@@ -70,7 +95,7 @@ class SqlTransactions:
         raise NotImplementedError
 
     async def _connect(self) -> None:
-        """Whatever the adapter does before its first unit of work; nothing by default."""
+        """Whatever the adapter does before its first transaction; nothing by default."""
 
     async def _dispose(self) -> None:
         raise NotImplementedError
@@ -90,21 +115,37 @@ class SqlTransactions:
     async def __aexit__(self, *exc: object) -> None:
         await self._dispose()
 
-    async def _write(self, unit: Unit[T]) -> T:
+    async def transaction(self, body: Body[T]) -> T:
         """One write transaction: committed whole, or rolled back and explained."""
         with _explained("could not complete a write"):
-            return await self._run(unit)
+            return await self._run_transaction(body)
 
-    async def _write_one(self, query: Query) -> Result:
-        """One statement that is its own transaction (a conditional update)."""
+    async def write_rows(self, statement: Statement, params: Params) -> Sequence[Row]:
+        """One write that is its own transaction, and the rows it returns."""
+
+        async def rows(connection: Connection) -> Sequence[Row]:
+            return await connection.rows(statement, params)
+
         with _explained("could not complete a write"):
-            return await self._run_one(query, write=True)
+            return await self._run_statement(rows, write=True)
 
-    async def _read_one(self, query: Query) -> Result:
+    async def write_count(self, statement: Statement, params: Params) -> int:
+        """One write that is its own transaction (a conditional update), and its row count."""
+
+        async def count(connection: Connection) -> int:
+            return await connection.count(statement, params)
+
+        with _explained("could not complete a write"):
+            return await self._run_statement(count, write=True)
+
+    async def read_rows(self, statement: Statement, params: Params) -> Sequence[Row]:
+        async def rows(connection: Connection) -> Sequence[Row]:
+            return await connection.rows(statement, params)
+
         with _explained("could not answer a read"):
-            return await self._run_one(query, write=False)
+            return await self._run_statement(rows, write=False)
 
-    async def _cleanup(self, query: Query) -> int:
+    async def cleanup(self, statement: Statement, params: Params) -> int:
         """Run one idempotent cleanup statement, retried while the store is unavailable.
 
         Cleanups (abandoning a failed turn's claim, clearing its run marker) run
@@ -118,7 +159,7 @@ class SqlTransactions:
         deadline = anyio.current_time() + CLEANUP_SECONDS
         for delay in (*CLEANUP_RETRY_DELAYS, None):
             try:
-                return (await self._write_one(query)).rowcount
+                return await self.write_count(statement, params)
             except StoreUnavailable:
                 if delay is None or anyio.current_time() + delay > deadline:
                     raise
@@ -126,7 +167,7 @@ class SqlTransactions:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def ping(self) -> None:
-        await self._read_one(PING())
+        await self.read_rows(PING, {})
 
     async def signing_secret(self) -> bytes:
         """The database's secret: the first worker's insert wins, everyone reads it back.
@@ -138,13 +179,14 @@ class SqlTransactions:
         if self._secret is not None:
             return self._secret
 
-        def create_or_read() -> Unit[bytes]:
-            yield CREATE_SECRET(key=SECRET_KEY, value=secrets.token_bytes(32))
-            row = (yield READ_SECRET(key=SECRET_KEY)).first()
-            assert row is not None
+        async def create_or_read(connection: Connection) -> bytes:
+            await connection.count(
+                CREATE_SECRET, {"key": SECRET_KEY, "value": secrets.token_bytes(32)}
+            )
+            (row,) = await connection.rows(READ_SECRET, {"key": SECRET_KEY})
             return bytes(row["value"])
 
-        self._secret = await self._write(create_or_read())
+        self._secret = await self.transaction(create_or_read)
         return self._secret
 
 

@@ -4,12 +4,6 @@ Everything that can refuse the request is checked before the claim, so a
 refused request never spends the token: the token must verify, the principal
 must be allowed to answer, the pause must be pending and unexpired. The claim
 is then the one conditional statement that decides a race between workers.
-
-An owner's answer that needs no schema (a cancellation, the plain approval),
-to an agent without a quota, is claimed without the pause being read first:
-the checks the read would serve are then the claim's own condition, and a
-claim that does not meet them writes nothing and falls back to reading the
-pause, which refuses the request as it always would.
 """
 
 from __future__ import annotations
@@ -18,12 +12,11 @@ import json
 import uuid
 from collections.abc import Awaitable
 from contextlib import suppress
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
 import anyio
 
-from symfonic.capabilities.human.answers import kinds_admitting
 from symfonic.capabilities.human.turnstate import ClaimedTurn, TurnCheckpointStore
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
@@ -108,9 +101,7 @@ class WonClaim(NamedTuple):
     claimed: ClaimedTurn
 
 
-async def _claimed(
-    store: Store, claim: Claim, taking: Awaitable[T], *, session_id: str | None
-) -> T:
+async def _claimed(store: Store, claim: Claim, taking: Awaitable[T], *, session_id: str) -> T:
     """The claim's outcome. A claim whose reply was lost may still have committed:
     abandon it (a no-op if it did not) rather than leave the pause ``claimed``."""
     try:
@@ -118,11 +109,7 @@ async def _claimed(
     except StoreUnavailable:
         # If even that fails, the lease lapses and the sweeper abandons it.
         with anyio.CancelScope(shield=True), suppress(StoreUnavailable):
-            if session_id is None:  # claimed unread: the row says whose session it is
-                row = await store.get_pause(claim.pause_id)
-                session_id = None if row is None else row.session_id
-            if session_id is not None:
-                await store.abandon_claim(session_id, claim.claim_id)
+            await store.abandon_claim(session_id, claim.claim_id)
         raise
 
 
@@ -142,54 +129,6 @@ async def claim_read(
         agent.store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
     )
     claim = Claim(pause.pause_id, turn.claim_id, principal.name, answer, status, now, lease.until())
-    taking = TurnCheckpointStore(agent.store).claim(claim, now=now)
+    taking = TurnCheckpointStore(agent.store).claim(claim)
     claimed = await _claimed(agent.store, claim, taking, session_id=pause.session_id)
     return None if claimed is None else WonClaim(pause, turn, admitted, lease, claimed)
-
-
-async def claim_unread(
-    agent: TurnRuntime, token: object, answer: Any, principal: Principal, status: AnswerStatus
-) -> WonClaim | None:
-    """Claim the caller's own pause without reading it first, where nothing read is needed.
-
-    That is when the answer is valid for every pause of some kinds (a
-    cancellation, the plain approval), so no schema need be read to validate
-    it, and when the agent has no quota, whose admission before the claim
-    would count against the pause's owner. The claim's condition then holds
-    everything the read would have checked (pending, unexpired, no audience,
-    the caller's own, this agent's, of such a kind), and saves a round trip.
-    ``None`` when this does not apply or the condition does not hold: nothing
-    was written, and the caller reads the pause, which says why.
-    """
-    kinds = kinds_admitting(answer, status)
-    if not kinds or agent.quota is not None:
-        return None
-    pause_id = agent.guarded.signer.verify(token)
-    if pause_id is None:
-        return None
-    now = agent.clock()
-    # What the condition guarantees of a pause it claims: the caller's, of this agent.
-    scope = IssuerScope(principal.name, agent.name)
-    turn = ResumedTurn(agent.guarded, principal.name, "", scope, uuid.uuid4().hex)
-    admitted = turn.admission(budgeted=True)(agent, scope)
-    lease_until = now + timedelta(seconds=agent.claim_lease)
-    claim = Claim(pause_id, turn.claim_id, principal.name, answer, status, now, lease_until)
-    checkpoints = TurnCheckpointStore(agent.store)
-    taking = checkpoints.claim_own(claim, agent=agent.name, kinds=kinds, now=now)
-    won = await _claimed(agent.store, claim, taking, session_id=None)
-    if won is None:
-        return None
-    pause, claimed = won
-    turn.session_id = pause.session_id  # known once the claim has returned the row
-    # Counted from ``now``, as the lease the claim wrote was.
-    lease = ClaimLease(
-        agent.store,
-        pause.session_id,
-        turn.claim_id,
-        seconds=agent.claim_lease,
-        clock=agent.clock,
-        renewed=now,
-    )
-    return WonClaim(pause, turn, admitted, lease, claimed)
-
-

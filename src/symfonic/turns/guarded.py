@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage
 from symfonic.capabilities.human.tokens import TokenSigner, new_pause_id
 from symfonic.capabilities.human.turnstate import TurnCheckpointStore
 from symfonic.core.contracts.errors import InteractionConfigurationError, PauseAbandoned
-from symfonic.core.contracts.store import PauseRecord, Store
+from symfonic.core.contracts.store import NewPause, PauseRecord, Store, TurnPublish
 from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent
 from symfonic.core.messages import bodies_of
 from symfonic.turns.budget import IssuerScope
@@ -87,9 +87,8 @@ class GuardedConversation:
             event.pause_id, session_id, base_revision, result
         )
         try:
-            await self.store.record_pause(
-                pause, checkpoint, supersedes=supersedes, run_id=run_id
-            )
+            new = NewPause(pause, checkpoint, supersedes=supersedes, run_id=run_id)
+            await self.store.record_pause(new)
         except PauseAbandoned:
             if supersedes is None:
                 raise
@@ -109,4 +108,5 @@ class GuardedConversation:
         messages: Sequence[BaseMessage],
         run_id: str,
     ) -> int:
-        return await self.store.publish_turn(session_id, base_revision, bodies_of(messages), run_id)
+        publish = TurnPublish(session_id, base_revision, bodies_of(messages), run_id)
+        return await self.store.publish_turn(publish)

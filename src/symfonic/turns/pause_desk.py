@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import PauseAbandoned, UnusableFinal
-from symfonic.core.contracts.store import PauseRecord, Store
+from symfonic.core.contracts.store import PauseRecord, ResumePublish, Store
 from symfonic.core.contracts.types import KernelResult, PauseState, StopReason
 from symfonic.core.messages import bodies_of
 
@@ -61,9 +61,8 @@ class PauseDesk:
         by this very claim (claim ids are never reused), and that is its answer.
         """
         try:
-            return await self._store.publish_resume(
-                session_id, claim_id, bodies_of(messages), answer
-            )
+            publish = ResumePublish(session_id, claim_id, bodies_of(messages), answer)
+            return await self._store.publish_resume(publish)
         except PauseAbandoned:
             settled = await self._store.claimed_pause(session_id, claim_id)
             if settled is not None and settled.state is PauseState.PUBLISHED:

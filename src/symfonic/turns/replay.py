@@ -47,5 +47,3 @@ async def replay(agent: TurnRuntime, pause: PauseRecord) -> list[Event]:
             expires_at=follow.expires_at,
         ),
     ]
-
-

@@ -34,7 +34,7 @@ from symfonic.core.contracts.types import (
     TurnStartedEvent,
 )
 from symfonic.core.messages import messages_of
-from symfonic.turns.claim import authorised_pause, claim_read, claim_unread, refusal, replayable
+from symfonic.turns.claim import authorised_pause, claim_read, refusal, replayable
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.replay import replay
 from symfonic.turns.run_on import kernel_resume
@@ -50,29 +50,25 @@ async def resume_turn(
     *,
     pause: PauseRecord | None = None,
 ) -> AsyncGenerator[Event, None]:
-    won = None
-    if pause is None:
-        won = await claim_unread(agent, token, answer, principal, status)
+    pause = await authorised_pause(agent, token, principal, pause)
+    now = agent.clock()
+    if pause.state is not PauseState.PENDING or pause.expires_at <= now:
+        if replayable(pause, answer, status):
+            for event in await replay(agent, pause):
+                yield event
+            return
+        raise refusal(pause, now)
+    validate_answer(pause.response_schema, answer, status, pause.kind)
+    won = await claim_read(agent, pause, answer, principal, status, now)
     if won is None:
-        pause = await authorised_pause(agent, token, principal, pause)
-        now = agent.clock()
-        if pause.state is not PauseState.PENDING or pause.expires_at <= now:
-            if replayable(pause, answer, status):
-                for event in await replay(agent, pause):
-                    yield event
-                return
-            raise refusal(pause, now)
-        validate_answer(pause.response_schema, answer, status, pause.kind)
-        won = await claim_read(agent, pause, answer, principal, status, now)
-        if won is None:
-            # Lost the race. If the winner has already settled with this very
-            # answer, this request is an identical replay and gets its outcome.
-            latest = await agent.store.get_pause(pause.pause_id) or pause
-            if replayable(latest, answer, status):
-                for event in await replay(agent, latest):
-                    yield event
-                return
-            raise refusal(latest, agent.clock())
+        # Lost the race. If the winner has already settled with this very
+        # answer, this request is an identical replay and gets its outcome.
+        latest = await agent.store.get_pause(pause.pause_id) or pause
+        if replayable(latest, answer, status):
+            for event in await replay(agent, latest):
+                yield event
+            return
+        raise refusal(latest, agent.clock())
     pause, turn, admitted, lease, claimed = won
     turn.claimed = True
     turn.lease = lease  # from here on, the claim's writes wait out an unreachable store

@@ -26,7 +26,7 @@ from symfonic.core.contracts.errors import (
     SessionPaused,
 )
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import SessionRecord
+from symfonic.core.contracts.store import RunRequest, SessionRecord
 from symfonic.core.contracts.types import (
     Event,
     KernelDone,
@@ -46,9 +46,7 @@ OnPendingPause = Literal["reject", "abandon"]
 RUN_LEASE = timedelta(minutes=10)
 
 
-async def owned_session(
-    agent: TurnRuntime, session_id: str, principal: Principal
-) -> SessionRecord:
+async def owned_session(agent: TurnRuntime, session_id: str, principal: Principal) -> SessionRecord:
     """The session, if this principal owns it; others are told it does not exist."""
     session = await agent.store.get_session(session_id)
     if session is None or (session.principal != principal.name and "*" not in principal.scopes):
@@ -101,7 +99,7 @@ async def first_turn(
     run_id = uuid.uuid4().hex
     # Every check that can refuse the turn is in the statement that marks it
     # running, so the turn that may go on costs one write; a refused one reads why.
-    start = await store.begin_run(
+    request = RunRequest(
         session_id,
         run_id,
         now=now,
@@ -110,6 +108,7 @@ async def first_turn(
         base_revision=base_revision,
         refuse_pending=on_pending_pause == "reject",
     )
+    start = await store.begin_run(request)
     if start is None:
         await _refuse(
             agent,

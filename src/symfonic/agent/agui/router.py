@@ -91,9 +91,7 @@ def agui_router(
             **documented(401, 422, 503),
         },
     )
-    async def capabilities(
-        caller: Caller, opened: Host, agent: str | None = None
-    ) -> JSONResponse:
+    async def capabilities(caller: Caller, opened: Host, agent: str | None = None) -> JSONResponse:
         """The AG-UI ``AgentCapabilities`` of ``agent`` (default: the service's first)."""
         try:
             chosen = opened.agent(agent)

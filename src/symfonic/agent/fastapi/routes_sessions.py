@@ -33,9 +33,7 @@ SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="The ses
 
 
 def sessions_router(service: HttpService) -> APIRouter:
-    router = APIRouter(
-        prefix="/v1/sessions", tags=["sessions"], route_class=service.route_class
-    )
+    router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=service.route_class)
     Caller = Annotated[Principal, Depends(service.principal)]
     Host = Annotated[ServiceHost, Depends(service.ready)]
 

@@ -123,9 +123,7 @@ class ResumeRequest(_Body):
     @model_validator(mode="after")
     def _answered_unless_cancelled(self) -> ResumeRequest:
         if self.status != "cancelled" and "answer" not in self.model_fields_set:
-            raise PydanticCustomError(
-                "missing", "answer is required unless status is cancelled"
-            )
+            raise PydanticCustomError("missing", "answer is required unless status is cancelled")
         return self
 
 

@@ -40,9 +40,7 @@ def encode(seq: int, event: Event) -> bytes:
 class TurnEventStream(EventSourceResponse):
     """The SSE response of one started turn; closing it closes the turn."""
 
-    def __init__(
-        self, turn: StartedTurn[Event], *, ping_interval: float = PING_INTERVAL
-    ) -> None:
+    def __init__(self, turn: StartedTurn[Event], *, ping_interval: float = PING_INTERVAL) -> None:
         # The body comes from the turn in __call__, never from StreamingResponse.
         super().__init__(
             content=(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -41,6 +41,7 @@ class ErrorDetail(BaseModel):
 class ErrorResponse(BaseModel):
     error: ErrorDetail
 
+
 MAX_VALIDATION_ERRORS = 5
 # Seconds a client refused with 503 waits before trying again: a database that
 # restarts or fails over is typically back within a second or two.
@@ -136,8 +137,10 @@ _WHEN = {
 }
 
 _RETRY_AFTER = {
-    "Retry-After": {"description": "Seconds until a retry may succeed.",
-                    "schema": {"type": "integer"}}
+    "Retry-After": {
+        "description": "Seconds until a retry may succeed.",
+        "schema": {"type": "integer"},
+    }
 }
 _HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}},

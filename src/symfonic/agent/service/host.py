@@ -78,7 +78,7 @@ class ServiceHost:
             else:
                 store = self._store_arg
             try:
-                for agent in (others if self._store_arg is None else [first, *others]):
+                for agent in others if self._store_arg is None else [first, *others]:
                     agent.use_store(store)
                     await agent.open()
             except BaseException:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import InteractionConfigurationError
-from symfonic.core.contracts.store import CheckpointRecord, Claim, PauseRecord, Store
+from symfonic.core.contracts.store import CheckpointRecord, Claim, Store
 from symfonic.core.contracts.types import (
     AnswerStatus,
     InteractionKind,
@@ -121,27 +120,16 @@ class TurnCheckpointStore:
         """The turn recorded for ``pause_id``, read from the port on this call."""
         return self._turn_of(await self._store.load_checkpoint(pause_id))
 
-    async def claim(self, claim: Claim, *, now: datetime) -> ClaimedTurn | None:
+    async def claim(self, claim: Claim) -> ClaimedTurn | None:
         """Claim the pause, and read its turn from the port in the claim's transaction.
 
         ``None`` when the claim lost. Reading the turn as the claim is won costs
         no round trip of its own, and it is still read from the port on this call.
         """
-        claimed = await self._store.claim_pause(claim, now=now)
+        claimed = await self._store.claim_pause(claim)
         if claimed is None:
             return None
         return ClaimedTurn(self._turn_of(claimed.checkpoint), claimed.history)
-
-    async def claim_own(
-        self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
-    ) -> tuple[PauseRecord, ClaimedTurn] | None:
-        """Claim a pause its owner answers without reading it first (see the port's
-        ``claim_own_pause``); the pause as claimed, and its turn read from the port."""
-        owned = await self._store.claim_own_pause(claim, agent=agent, kinds=kinds, now=now)
-        if owned is None:
-            return None
-        claimed = owned.claimed
-        return owned.pause, ClaimedTurn(self._turn_of(claimed.checkpoint), claimed.history)
 
     @staticmethod
     def _turn_of(record: CheckpointRecord | None) -> TurnCheckpoint | None:

@@ -79,7 +79,10 @@ class PauseRecord:
 
 @dataclass(frozen=True)
 class Claim:
-    """What the winner of a claim wrote: who answered, when, with what."""
+    """What the winner of a claim writes: who answered, when, with what.
+
+    The claim is made at ``at``: the pause must be unexpired then.
+    """
 
     pause_id: str
     claim_id: str
@@ -104,12 +107,77 @@ class ClaimedPause:
 
 
 @dataclass(frozen=True)
-class OwnClaim:
-    """A pause its owner claimed without reading it first: the row as the claim
-    left it, and what the turn runs on."""
+class RunRequest:
+    """A first turn asking to hold its session, and what may refuse it.
+
+    Refused when the session does not exist, is not ``principal``'s (unless
+    ``None``), has another unexpired run marker, has a pause being answered, is
+    not at ``base_revision`` (if given), or, with ``refuse_pending``, has a
+    pause still waiting for an answer.
+    """
+
+    session_id: str
+    run_id: str
+    now: datetime
+    lease_until: datetime
+    principal: str | None = None
+    base_revision: int | None = None
+    refuse_pending: bool = False
+
+
+@dataclass(frozen=True)
+class NewPause:
+    """A pending pause and its checkpoint, to be written together.
+
+    ``run_id``: the first turn that paused; only the run still holding the
+    session records it, clearing its marker. ``supersedes``: the claim of the
+    resumed turn that paused again; its pause becomes ``superseded``.
+    """
 
     pause: PauseRecord
-    claimed: ClaimedPause
+    checkpoint: CheckpointRecord
+    supersedes: str | None = None
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnPublish:
+    """A first turn's messages, to append at the revision it started from."""
+
+    session_id: str
+    base_revision: int
+    messages: Sequence[MessageBody]
+    run_id: str
+
+
+@dataclass(frozen=True)
+class ResumePublish:
+    """A resumed turn's messages and answer, to publish by the claim that holds its pause."""
+
+    session_id: str
+    claim_id: str
+    messages: Sequence[MessageBody]
+    answer: str
+
+
+@dataclass(frozen=True)
+class PauseQuery:
+    """Pauses in ``state`` that ``principal`` (with ``scopes``) may answer, at most ``limit``."""
+
+    state: PauseState
+    principal: str
+    scopes: frozenset[str]
+    limit: int = 100
+
+
+@dataclass(frozen=True)
+class PruneBatch:
+    """One batch of retention: up to ``batch`` finished sessions idle since ``cutoff``."""
+
+    cutoff: datetime
+    now: datetime
+    batch: int
+    keep_answered: bool
 
 
 @dataclass(frozen=True)
@@ -149,23 +217,10 @@ class Store(Protocol):
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]: ...
 
-    async def begin_run(
-        self,
-        session_id: str,
-        run_id: str,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        principal: str | None = None,
-        base_revision: int | None = None,
-        refuse_pending: bool = False,
-    ) -> RunStart | None:
+    async def begin_run(self, request: RunRequest) -> RunStart | None:
         """Mark a first turn running, in one conditional statement; ``None`` if refused.
 
-        Refused when the session does not exist, is not ``principal``'s (unless
-        ``None``), has another unexpired run marker, has a pause being answered,
-        is not at ``base_revision`` (if given), or, with ``refuse_pending``, has a
-        pause still waiting for an answer. The caller reads which it was. The
+        The caller reads which of :class:`RunRequest`'s refusals it was. The
         history the turn runs on comes with the marker, read in the same
         transaction.
         """
@@ -173,35 +228,24 @@ class Store(Protocol):
 
     async def end_run(self, session_id: str, run_id: str) -> None: ...
 
-    async def prune(
-        self, *, cutoff: datetime, now: datetime, batch: int, keep_answered: bool
-    ) -> PruneReport:
-        """Delete up to ``batch`` finished sessions idle since before ``cutoff``.
+    async def prune(self, batch: PruneBatch) -> PruneReport:
+        """Delete one batch of finished sessions idle since before the cutoff.
 
         One transaction. A session with a pause pending or claimed, or a first
         turn running, is never deleted; see :mod:`symfonic.storage.retention`.
         """
         ...
 
-    async def publish_turn(
-        self, session_id: str, base_revision: int, messages: Sequence[MessageBody], run_id: str
-    ) -> int:
-        """Append a first turn at ``base_revision``; raises RevisionConflict."""
+    async def publish_turn(self, publish: TurnPublish) -> int:
+        """Append a first turn at its base revision, ending its run; raises RevisionConflict."""
         ...
 
     # pauses and checkpoints
-    async def record_pause(
-        self,
-        pause: PauseRecord,
-        checkpoint: CheckpointRecord,
-        *,
-        supersedes: str | None = None,
-        run_id: str | None = None,
-    ) -> None:
-        """Write a pending pause and its checkpoint together.
+    async def record_pause(self, new: NewPause) -> None:
+        """Write a pending pause and its checkpoint together, or nothing.
 
-        With ``supersedes`` (a claim id), the claimed pause it replaces moves to
-        ``superseded`` in the same transaction (or nothing is written).
+        Raises RevisionConflict when ``new.run_id`` no longer holds the session,
+        PauseAbandoned when the claim ``new.supersedes`` names is no longer held.
         """
         ...
 
@@ -209,23 +253,11 @@ class Store(Protocol):
 
     async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None: ...
 
-    async def claim_pause(self, claim: Claim, *, now: datetime) -> ClaimedPause | None:
+    async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
         """The single-use claim: pending and unexpired → claimed, one statement.
 
         ``None`` when the claim lost. The winner gets the pause's checkpoint and
         the history it continues, read in the same transaction as the claim.
-        """
-        ...
-
-    async def claim_own_pause(
-        self, claim: Claim, *, agent: str, kinds: frozenset[InteractionKind], now: datetime
-    ) -> OwnClaim | None:
-        """The single-use claim of a pause by its owner, with nothing read first.
-
-        As :meth:`claim_pause`, and only if the pause is addressed to no
-        audience, is ``claim.principal``'s, belongs to ``agent`` and is of one
-        of ``kinds``. ``None`` (nothing written) when any of it does not hold:
-        the caller then reads the pause to learn why.
         """
         ...
 
@@ -235,9 +267,7 @@ class Store(Protocol):
 
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool: ...
 
-    async def publish_resume(
-        self, session_id: str, claim_id: str, messages: Sequence[MessageBody], answer: str
-    ) -> int:
+    async def publish_resume(self, publish: ResumePublish) -> int:
         """Append a resumed turn at its pause's base revision and mark the pause published.
 
         Raises PauseAbandoned when the claim no longer holds, RevisionConflict
@@ -257,10 +287,8 @@ class Store(Protocol):
         """Every pause of a session, oldest first: the audit trail."""
         ...
 
-    async def list_pauses(
-        self, state: PauseState, *, principal: str, scopes: frozenset[str], limit: int = 100
-    ) -> list[PauseRecord]:
-        """Pauses in ``state`` that ``principal`` (with ``scopes``) may answer."""
+    async def list_pauses(self, query: PauseQuery) -> list[PauseRecord]:
+        """The pauses the query's principal may answer, oldest first."""
         ...
 
     async def sweep(self, now: datetime) -> SweepReport:

@@ -1,0 +1,222 @@
+"""Pause-and-resume cycles per second of one in-process agent, variants interleaved.
+
+A narrower instrument than ``python -m bench``: one process, fresh sessions
+(history 0), one at a time or ``--concurrency`` at once, the benchmark's own
+scripted model and gated tool, and the variants measured in alternating blocks
+on the same store, so a
+machine whose speed drifts (the shared development VM does) moves them alike.
+Besides cycles per second (wall clock) it reports the process's own CPU time
+per cycle, which other work on the machine disturbs much less.
+It measures store-side choices the matrix cannot toggle::
+
+    python -m bench.store_cycle --store sqlite --variant as-is,read
+    python -m bench.store_cycle --store postgresql://postgres@127.0.0.1:5432/test
+
+Variants: ``as-is`` (the code as it is), ``read`` (a resume always reads the
+pause before claiming it, where the code has a claim that skips the read),
+``transactions`` (on PostgreSQL, recording a first turn's pause and publishing a
+resumed turn run as SQLite's transactions of several statements instead of one
+statement each), ``synced`` (on PostgreSQL, the run marker's commit waits for
+the disk like every other write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.history import TOOL_NAME, USER_MESSAGE
+from bench.workloads.scripted_model import ScriptedToolModel
+from bench.workloads.symfonic_workload import PRINCIPAL, send_payment
+
+
+class _AsTransactions:
+    """A store whose several-row transitions take SQLite's form: a transaction."""
+
+    def __init__(self, store: Any) -> None:
+        from symfonic.storage.statements import Dialect
+
+        self.dialect = Dialect.SQLITE
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@contextmanager
+def _as_transactions() -> Iterator[None]:
+    from symfonic.storage import pause_writes
+
+    record, publish = pause_writes.record_pause, pause_writes.publish_resume
+
+    async def record_pause(store: Any, new: Any) -> None:
+        await record(_AsTransactions(store), new)
+
+    async def publish_resume(store: Any, published: Any) -> int:
+        return await publish(_AsTransactions(store), published)
+
+    pause_writes.record_pause, pause_writes.publish_resume = record_pause, publish_resume
+    try:
+        yield
+    finally:
+        pause_writes.record_pause, pause_writes.publish_resume = record, publish
+
+
+@contextmanager
+def _synced() -> Iterator[None]:
+    """PostgreSQL's run marker committed as every other write is: waiting for the disk."""
+    from symfonic.storage import runs
+    from symfonic.storage.history import postgres_history
+    from symfonic.storage.statements import Dialect, Statement
+
+    history = postgres_history("symfonic_sessions.session_id", "symfonic_sessions.revision")
+    unsynced = runs.BEGIN_RUN[Dialect.POSTGRESQL]
+    runs.BEGIN_RUN[Dialect.POSTGRESQL] = Statement(f"{runs._BEGIN_RUN}, {history} AS history")
+    try:
+        yield
+    finally:
+        runs.BEGIN_RUN[Dialect.POSTGRESQL] = unsynced
+
+
+@contextmanager
+def _variant(name: str) -> Iterator[None]:
+    if name == "as-is":
+        yield
+        return
+    if name == "transactions":
+        with _as_transactions():
+            yield
+        return
+    if name == "synced":
+        with _synced():
+            yield
+        return
+    if name != "read":
+        raise SystemExit(f"unknown variant {name!r}")
+    from symfonic.turns import resume
+
+    original = getattr(resume, "claim_unread", None)
+    if original is None:
+        raise SystemExit("this code has no claim without a read: variant 'read' is 'as-is'")
+
+    async def never(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    resume.claim_unread = never  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        resume.claim_unread = original  # type: ignore[attr-defined]
+
+
+async def _cycles(agent: Any, session_id: str, count: int) -> tuple[float, float]:
+    """Cycles per second, and this process's CPU microseconds per cycle."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for _ in range(count):
+        paused = await agent.run(message=USER_MESSAGE, session_id=session_id, principal=PRINCIPAL)
+        token = paused.pause.token
+        done = await agent.resume(token, {"decision": "approve"}, principal=PRINCIPAL)
+        if done.status != "complete":
+            raise SystemExit(f"a resume ended {done.status!r}")
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    return count / seconds, cpu_seconds / count * 1e6
+
+
+async def _concurrent(agent: Any, concurrency: int, count: int) -> tuple[float, float]:
+    """``count`` cycles on each of ``concurrency`` fresh sessions at once (history 0)."""
+    sessions = [await agent.create_session(principal=PRINCIPAL) for _ in range(concurrency)]
+    started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(_cycles(agent, session_id, count) for session_id in sessions))
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    total = count * concurrency
+    return total / seconds, cpu_seconds / total * 1e6
+
+
+async def _measure(
+    store: str, variants: list[str], blocks: int, cycles: int, concurrency: int
+) -> None:
+    from symfonic import SymfonicAgent
+
+    agent = SymfonicAgent(
+        name="bench",
+        model=ScriptedToolModel(),
+        tools=[send_payment],
+        approval={TOOL_NAME},
+        store=store,
+    )
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    async with AsyncExitStack() as stack:
+        opened = await stack.enter_async_context(agent)
+        for name in variants:  # warm-up, each variant on a session of its own
+            with _variant(name):
+                await _cycles(opened, await opened.create_session(principal=PRINCIPAL), 50)
+        gc.freeze()
+        for block in range(blocks):
+            order = variants if block % 2 == 0 else list(reversed(variants))
+            for name in order:
+                # Fresh sessions per block: history 0 stays history 0.
+                with _variant(name):
+                    figures[name].append(await _concurrent(opened, concurrency, cycles))
+    for name, values in figures.items():
+        rates = [rate for rate, _ in values]
+        cpu = statistics.median(micros for _, micros in values)
+        print(
+            f"{name:6} median {statistics.median(rates):7.1f} cycles/s"
+            f"  (min {min(rates):.1f}, max {max(rates):.1f}, {len(rates)} blocks)"
+            f"  client CPU {cpu:6.0f} us/cycle"
+        )
+
+
+def _postgres_database(url: str) -> tuple[str, Callable[[], None]]:
+    """A throwaway database beside ``url``'s, and how to drop it."""
+    import asyncpg
+
+    name = f"store_cycle_{uuid.uuid4().hex[:8]}"
+
+    async def admin(sql: str) -> None:
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    asyncio.run(admin(f"CREATE DATABASE {name}"))
+    return url.rsplit("/", 1)[0] + "/" + name, lambda: asyncio.run(
+        admin(f"DROP DATABASE {name} WITH (FORCE)")
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL")
+    parser.add_argument("--variant", default="as-is", help="comma-separated: as-is, read")
+    parser.add_argument("--blocks", type=int, default=10)
+    parser.add_argument("--cycles", type=int, default=200, help="cycles per session per block")
+    parser.add_argument("--concurrency", type=int, default=1, help="sessions cycling at once")
+    options = parser.parse_args()
+    variants = options.variant.split(",")
+    if options.store == "sqlite":
+        with tempfile.TemporaryDirectory() as directory:
+            url = f"sqlite:///{Path(directory) / 'cycle.db'}"
+            asyncio.run(
+                _measure(url, variants, options.blocks, options.cycles, options.concurrency)
+            )
+        return
+    url, drop = _postgres_database(options.store)
+    try:
+        asyncio.run(_measure(url, variants, options.blocks, options.cycles, options.concurrency))
+    finally:
+        drop()
+
+
+if __name__ == "__main__":
+    main()

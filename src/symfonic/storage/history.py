@@ -1,0 +1,170 @@
+"""A session's committed history: read with the step that starts a turn, appended by a publish.
+
+A turn runs on its session's committed history, so the two steps that start
+one -- a first turn's run marker and a resumed turn's claim -- hand it over with
+their row, read in the step's own transaction: no publish can come between the
+step and the read. The database aggregates the history into one text, the
+stored bodies joined by commas, so it is one value to decode, not a row and a
+parse per message; the brackets that make it a JSON array are added here, where
+they cost one copy (on SQLite, ``'[' || … || ']'`` copies the whole text twice
+more and takes twice as long as the aggregate itself).
+
+Where the read goes is where the databases differ. On PostgreSQL the history is
+a correlated subquery in the step's ``RETURNING``: one statement, one round
+trip. SQLite makes all of an ``UPDATE``'s changes before it hands back the first
+``RETURNING`` row, so it keeps those rows aside until then, and a history among
+them would be copied once more than it is read: SQLite reads it as a second
+statement of the step's transaction instead (docs/internals.md).
+
+A publish moves the session's revision on, only from the revision the turn
+started from, and appends the turn's messages numbered on from the session's
+message count, in one transaction: a second ``INSERT`` on SQLite, a clause of
+the same statement on PostgreSQL (:data:`APPEND_AFTER_BUMP`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from symfonic.core.contracts.errors import RevisionConflict
+from symfonic.core.messages import MessageBody
+from symfonic.storage.statements import Dialect, Params, Row, Statement, first, json_text
+from symfonic.storage.transactions import Connection, SqlTransactions
+
+
+def postgres_history(session: str, revision: str) -> str:
+    """SQL for a session's bodies up to a revision, joined by commas (NULL when none)."""
+    return (
+        "(SELECT string_agg(m.body::text, ',' ORDER BY m.seq) FROM symfonic_messages m"
+        f" WHERE m.session_id = {session} AND m.revision <= {revision})"
+    )
+
+
+def sqlite_history(session: str, revision: str) -> str:
+    """As :func:`postgres_history`, for SQLite.
+
+    SQLite before 3.44 has no ORDER BY inside an aggregate. It feeds an
+    aggregate the rows of an ordered subquery in their order, and never
+    flattens such a subquery into it (rule 16 of its query flattener).
+    """
+    return (
+        "(SELECT group_concat(body, ',')"
+        " FROM (SELECT m.body FROM symfonic_messages m"
+        f" WHERE m.session_id = {session} AND m.revision <= {revision} ORDER BY m.seq))"
+    )
+
+
+HISTORY = {
+    Dialect.SQLITE: Statement(f"SELECT {sqlite_history(':session_id', ':revision')} AS bodies"),
+    Dialect.POSTGRESQL: Statement(
+        f"SELECT {postgres_history(':session_id', ':revision')} AS bodies"
+    ),
+}
+
+
+def history_of(value: str | None) -> list[MessageBody]:
+    """The bodies of a history column: JSON bodies joined by commas, or NULL for none."""
+    if value is None:
+        return []
+    bodies: list[MessageBody] = json.loads(f"[{value}]")
+    return bodies
+
+
+async def read_history(
+    connection: Connection, dialect: Dialect, session_id: str, revision: int
+) -> list[MessageBody]:
+    (row,) = await connection.rows(
+        HISTORY[dialect], {"session_id": session_id, "revision": revision}
+    )
+    return history_of(row["bodies"])
+
+
+async def with_history(
+    store: SqlTransactions, steps: Mapping[Dialect, Statement], params: Params, revision: str
+) -> tuple[Row, list[MessageBody]] | None:
+    """A step that starts a turn: its row, and the history the turn runs on.
+
+    The history is the step's session's up to the revision in the row's column
+    ``revision``. On PostgreSQL the step returns it, in a column ``history``;
+    on SQLite it is read after the step, in its transaction. ``None`` if the
+    step touched no row.
+    """
+    step = steps[store.dialect]
+    if store.dialect is Dialect.POSTGRESQL:
+        row = first(await store.write_rows(step, params))
+        return None if row is None else (row, history_of(row["history"]))
+
+    async def step_then_history(connection: Connection) -> tuple[Row, list[MessageBody]] | None:
+        row = first(await connection.rows(step, params))
+        if row is None:
+            return None
+        history = await read_history(connection, Dialect.SQLITE, row["session_id"], row[revision])
+        return row, history
+
+    return await store.transaction(step_then_history)
+
+
+def revision_conflict(session_id: str, base_revision: int) -> RevisionConflict:
+    return RevisionConflict(
+        f"session {session_id} is no longer at revision {base_revision}; "
+        "another turn was published first",
+        base_revision=base_revision,
+    )
+
+
+_BUMP = (
+    "UPDATE symfonic_sessions"
+    " SET revision = revision + 1, message_count = message_count + :added{end_run}"
+    " WHERE session_id = :session_id AND revision = :base_revision"
+    " RETURNING revision, message_count"
+)
+# Moves the revision on from ``:base_revision``, counting ``:added`` messages.
+BUMP = Statement(_BUMP.format(end_run=""))
+# The same, for a first turn: its run marker is cleared with it (only the run
+# holding the marker publishes; a lost marker lost the revision race too).
+BUMP_ENDING_RUN_TEXT = _BUMP.format(end_run=", run_id = NULL, run_lease = NULL")
+BUMP_ENDING_RUN = Statement(BUMP_ENDING_RUN_TEXT)
+INSERT_MESSAGE = Statement(
+    "INSERT INTO symfonic_messages (session_id, seq, revision, body)"
+    " VALUES (:session_id, :seq, :revision, :body)"
+)
+# PostgreSQL: the turn's messages (``:bodies``, a text array), appended after the
+# row a ``bumped`` clause returns, as one more clause of the same statement.
+APPEND_AFTER_BUMP = (
+    "appended AS (INSERT INTO symfonic_messages (session_id, seq, revision, body)"
+    " SELECT :session_id, bumped.message_count - :added + appended.ord - 1, bumped.revision,"
+    " CAST(appended.body AS JSON)"
+    " FROM bumped, unnest(CAST(:bodies AS TEXT[])) WITH ORDINALITY AS appended(body, ord))"
+)
+
+
+def body_texts(bodies: Sequence[MessageBody]) -> list[str | None]:
+    return [json_text(body) for body in bodies]
+
+
+async def append(
+    connection: Connection,
+    session_id: str,
+    base_revision: int,
+    bodies: Sequence[MessageBody],
+    *,
+    ending_run: bool = False,
+) -> int:
+    """SQLite: move the revision on from ``base_revision`` and append the bodies.
+
+    Part of the caller's transaction; raises RevisionConflict, writing nothing.
+    """
+    bump = BUMP_ENDING_RUN if ending_run else BUMP
+    params = {"session_id": session_id, "base_revision": base_revision, "added": len(bodies)}
+    row = first(await connection.rows(bump, params))
+    if row is None:
+        raise revision_conflict(session_id, base_revision)
+    revision, start = int(row["revision"]), int(row["message_count"]) - len(bodies)
+    if bodies:
+        messages = [
+            {"session_id": session_id, "seq": start + i, "revision": revision, "body": text}
+            for i, text in enumerate(body_texts(bodies))
+        ]
+        await connection.each(INSERT_MESSAGE, messages)
+    return revision

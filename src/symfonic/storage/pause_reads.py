@@ -1,0 +1,88 @@
+"""Reading pauses: by id, by claim, a session's open one and its trail, a principal's inbox.
+
+Each read is one statement. None of them decides anything another worker could
+race for: a decision is always the conditional write of
+:mod:`symfonic.storage.pause_writes`, and a read only says why one was refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from symfonic.core.contracts.store import CheckpointRecord, PauseQuery, PauseRecord
+from symfonic.storage.rows import CHECKPOINT_COLUMNS, PAUSE_COLUMNS, checkpoint_of, pause_of
+from symfonic.storage.statements import Params, Statement, first
+from symfonic.storage.transactions import SqlTransactions
+
+GET_PAUSE = Statement(f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id")
+LOAD_CHECKPOINT = Statement(
+    f"SELECT {CHECKPOINT_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id"
+)
+CLAIMED_PAUSE = Statement(
+    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
+    " WHERE session_id = :session_id AND claim_id = :claim_id"
+)
+OPEN_PAUSE = Statement(
+    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
+    " WHERE session_id = :session_id AND state IN ('pending', 'claimed')"
+    " ORDER BY created_at DESC LIMIT 1"
+)
+SESSION_PAUSES = Statement(
+    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
+    " WHERE session_id = :session_id ORDER BY created_at"
+)
+
+
+async def _one(store: SqlTransactions, statement: Statement, params: Params) -> PauseRecord | None:
+    row = first(await store.read_rows(statement, params))
+    return None if row is None else pause_of(row)
+
+
+async def _all(store: SqlTransactions, statement: Statement, params: Params) -> list[PauseRecord]:
+    return [pause_of(row) for row in await store.read_rows(statement, params)]
+
+
+async def get_pause(store: SqlTransactions, pause_id: str) -> PauseRecord | None:
+    return await _one(store, GET_PAUSE, {"pause_id": pause_id})
+
+
+async def load_checkpoint(store: SqlTransactions, pause_id: str) -> CheckpointRecord | None:
+    row = first(await store.read_rows(LOAD_CHECKPOINT, {"pause_id": pause_id}))
+    return None if row is None else checkpoint_of(row)
+
+
+async def claimed_pause(
+    store: SqlTransactions, session_id: str, claim_id: str
+) -> PauseRecord | None:
+    return await _one(store, CLAIMED_PAUSE, {"session_id": session_id, "claim_id": claim_id})
+
+
+async def open_pause(store: SqlTransactions, session_id: str) -> PauseRecord | None:
+    return await _one(store, OPEN_PAUSE, {"session_id": session_id})
+
+
+async def session_pauses(store: SqlTransactions, session_id: str) -> list[PauseRecord]:
+    return await _all(store, SESSION_PAUSES, {"session_id": session_id})
+
+
+async def list_pauses(store: SqlTransactions, query: PauseQuery) -> list[PauseRecord]:
+    """Pauses in the query's state that its principal may answer, oldest first.
+
+    Without the ``*`` scope, those are the principal's own pauses addressed to
+    no audience, and those addressed to one of its scopes.
+    """
+    params: dict[str, Any] = {"state": query.state.value, "limit": query.limit}
+    where = "state = :state"
+    if "*" not in query.scopes:
+        mine = "(audience IS NULL AND principal = :principal)"
+        params["principal"] = query.principal
+        names = [f"scope_{i}" for i in range(len(query.scopes))]
+        params.update(zip(names, sorted(query.scopes), strict=True))
+        if names:
+            mine += f" OR audience IN ({', '.join(':' + n for n in names)})"
+        where += f" AND ({mine})"
+    listing = Statement(
+        f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE {where}"
+        " ORDER BY created_at LIMIT :limit"
+    )
+    return await _all(store, listing, params)

@@ -1,0 +1,307 @@
+"""A pause's transitions: record, claim, renew, publish, abandon, expire.
+
+Every transition two workers can race for is one conditional ``UPDATE`` whose
+row count (or ``RETURNING`` row) decides it, never a read followed by a write:
+
+- claim: ``pending`` and unexpired → ``claimed``, keyed by the pause id;
+- renew, abandon, supersede, publish: only while ``claimed`` by *this* claim id;
+- publish also moves the session's revision on only from the pause's base
+  revision, in the same transaction that appends the history rows, so a lost
+  race raises :class:`RevisionConflict` and rolls the pause update back with it;
+- sweep: ``pending`` past ``expires_at`` → ``expired``, ``claimed`` past its
+  lease → ``abandoned``, skipping rows another transaction holds.
+
+Where a transition writes more than one row, PostgreSQL makes it one statement
+of data-modifying ``WITH`` clauses -- one round trip, where a transaction of
+several statements costs one per statement plus ``BEGIN`` and ``COMMIT`` -- and
+SQLite, which has no such clauses, one transaction of the same steps, each
+written beside the other below. One statement commits whole or not at all,
+exactly as the transaction does, and its conditions are the transaction's.
+Publishing a resumed turn must not mark its pause published unless the session
+is still at the pause's base revision; the clauses of one statement all read one
+snapshot, so PostgreSQL's first locks the claimed pause and the session row
+(``FOR UPDATE``, which under READ COMMITTED waits for a concurrent writer and
+then reads its commit): the revision it compares is then the newest, and no
+other publisher can move it before this statement commits.
+
+A settled pause's turn is in the session's history (published) or in the pause
+that replaced it (superseded): its checkpoint is dropped as it settles.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
+from symfonic.core.contracts.store import (
+    Claim,
+    ClaimedPause,
+    NewPause,
+    ResumePublish,
+    SweepReport,
+)
+from symfonic.storage.history import (
+    APPEND_AFTER_BUMP,
+    append,
+    body_texts,
+    postgres_history,
+    revision_conflict,
+    with_history,
+)
+from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of
+from symfonic.storage.runs import END_RUN_TEXT
+from symfonic.storage.statements import Dialect, Statement, first, json_text
+from symfonic.storage.transactions import Connection, SqlTransactions
+
+_COLUMNS = (
+    "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
+    " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
+    " checkpoint_format, checkpoint"
+)
+_VALUES = (
+    ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
+    " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
+    " :supersedes, :checkpoint_format, :checkpoint"
+)
+INSERT_PAUSE = Statement(f"INSERT INTO symfonic_pauses ({_COLUMNS}) VALUES ({_VALUES})")
+# SQLite: the run's marker cleared (row count 1: the run held it), then INSERT_PAUSE.
+END_RUN = Statement(END_RUN_TEXT)
+# PostgreSQL: the same in one statement; the insert reads its one row from ``ended``.
+RECORD_RUN_PAUSE = Statement(
+    f"WITH ended AS ({END_RUN_TEXT} RETURNING session_id),"
+    f" pause AS (INSERT INTO symfonic_pauses ({_COLUMNS}) SELECT {_VALUES} FROM ended)"
+    " SELECT count(*) AS recorded FROM ended"
+)
+
+_CLAIMED_BY = "WHERE session_id = :session_id AND claim_id = :claim_id AND state = 'claimed'"
+_DROP_CHECKPOINT = "checkpoint_format = NULL, checkpoint = NULL"
+SUPERSEDE = Statement(
+    f"UPDATE symfonic_pauses SET state = 'superseded', outcome = :outcome, {_DROP_CHECKPOINT}"
+    f" {_CLAIMED_BY} RETURNING pause_id"
+)
+RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {_CLAIMED_BY}")
+ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {_CLAIMED_BY}")
+ABANDON_PENDING = Statement(
+    "UPDATE symfonic_pauses SET state = 'abandoned'"
+    " WHERE session_id = :session_id AND state = 'pending'"
+)
+
+_CLAIM = (
+    "UPDATE symfonic_pauses SET state = 'claimed', claim_id = :claim_id,"
+    " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
+    " answer = :answer, answer_status = :status"
+    " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :at"
+    f" RETURNING {CHECKPOINT_COLUMNS}"
+)
+CLAIM = {
+    Dialect.SQLITE: Statement(_CLAIM),
+    Dialect.POSTGRESQL: Statement(
+        f"{_CLAIM},"
+        f" {postgres_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')}"
+        " AS history"
+    ),
+}
+
+# SQLite: the pause marked published, then the turn appended at its base revision.
+PUBLISH_PAUSE = Statement(
+    f"UPDATE symfonic_pauses SET state = 'published', outcome = :outcome, {_DROP_CHECKPOINT}"
+    f" {_CLAIMED_BY} RETURNING pause_id, base_revision"
+)
+# PostgreSQL: the same in one statement. Whatever it did not do is reported in
+# its one row: no ``base_revision``, the claim lapsed; no ``revision``, the
+# session had moved on.
+PUBLISH_RESUME = Statement(
+    "WITH claimed AS (SELECT pause_id, base_revision FROM symfonic_pauses"
+    f" {_CLAIMED_BY} FOR UPDATE),"
+    " locked AS (SELECT revision FROM symfonic_sessions WHERE session_id = :session_id"
+    " FOR UPDATE),"
+    " published AS (UPDATE symfonic_pauses"
+    f" SET state = 'published', outcome = :outcome, {_DROP_CHECKPOINT}"
+    " FROM claimed, locked WHERE symfonic_pauses.pause_id = claimed.pause_id"
+    " AND locked.revision = claimed.base_revision RETURNING symfonic_pauses.pause_id),"
+    " bumped AS (UPDATE symfonic_sessions"
+    " SET revision = revision + 1, message_count = message_count + :added"
+    " WHERE session_id = :session_id AND EXISTS (SELECT 1 FROM published)"
+    " RETURNING revision, message_count),"
+    f" {APPEND_AFTER_BUMP}"
+    " SELECT (SELECT revision FROM bumped) AS revision,"
+    " (SELECT base_revision FROM claimed) AS base_revision"
+)
+
+# Row locks for the sweep's inner SELECT: PostgreSQL skips rows another
+# transaction holds; SQLite's writers never overlap.
+_SKIP_HELD = {Dialect.SQLITE: "", Dialect.POSTGRESQL: " FOR UPDATE SKIP LOCKED"}
+
+
+def _stale(dialect: Dialect, new_state: str, where: str) -> Statement:
+    return Statement(
+        f"UPDATE symfonic_pauses SET state = '{new_state}' WHERE pause_id IN"
+        f" (SELECT pause_id FROM symfonic_pauses WHERE {where}{_SKIP_HELD[dialect]}) AND {where}"
+    )
+
+
+EXPIRE = {d: _stale(d, "expired", "state = 'pending' AND expires_at <= :now") for d in Dialect}
+ABANDON_LAPSED = {
+    d: _stale(d, "abandoned", "state = 'claimed' AND lease_until <= :now") for d in Dialect
+}
+
+
+def run_lost(session_id: str) -> RevisionConflict:
+    return RevisionConflict(
+        f"this turn's hold on session {session_id} lapsed while it ran and another turn "
+        "may have started; nothing was recorded",
+        session_id=session_id,
+    )
+
+
+def claim_lapsed(claim_id: str) -> PauseAbandoned:
+    return PauseAbandoned("this resume's claim lapsed before it could publish", claim_id=claim_id)
+
+
+def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
+    """The parameters of a pending pause row's insert, its checkpoint with it."""
+    pause, checkpoint = new.pause, new.checkpoint
+    if (checkpoint.pause_id, checkpoint.session_id, checkpoint.base_revision) != (
+        pause.pause_id,
+        pause.session_id,
+        pause.base_revision,
+    ):
+        raise ValueError(f"checkpoint {checkpoint.pause_id} is not pause {pause.pause_id}'s turn")
+    return {
+        "pause_id": pause.pause_id,
+        "session_id": pause.session_id,
+        "principal": pause.principal,
+        "agent": pause.agent,
+        "audience": pause.audience,
+        "kind": pause.kind.value,
+        "query": pause.query,
+        "response_schema": json_text(pause.response_schema),
+        "tool_call_id": pause.tool_call_id,
+        "interrupt_id": pause.interrupt_id,
+        "base_revision": pause.base_revision,
+        "created_at": pause.created_at,
+        "expires_at": pause.expires_at,
+        "supersedes": supersedes,
+        "checkpoint_format": checkpoint.format_version,
+        "checkpoint": json_text(checkpoint.body),
+    }
+
+
+async def record_pause(store: SqlTransactions, new: NewPause) -> None:
+    session_id = new.pause.session_id
+    if new.supersedes is None and new.run_id is None:
+        await store.write_count(INSERT_PAUSE, _pause_params(new, None))
+        return
+    if new.supersedes is None and store.dialect is Dialect.POSTGRESQL:
+        params = {**_pause_params(new, None), "run_id": new.run_id}
+        row = first(await store.write_rows(RECORD_RUN_PAUSE, params))
+        if row is None or row["recorded"] != 1:
+            raise run_lost(session_id)
+        return
+
+    async def end_run_then_insert(connection: Connection) -> None:
+        replaced: str | None = None
+        if new.run_id is not None:
+            # Only the run that holds the session may record its pause: one whose
+            # marker lapsed (or was lost) while it ran records nothing.
+            ending = {"session_id": session_id, "run_id": new.run_id}
+            if await connection.count(END_RUN, ending) != 1:
+                raise run_lost(session_id)
+        if new.supersedes is not None:
+            outcome = json_text({"status": "paused", "pause_id": new.pause.pause_id})
+            superseding = {"session_id": session_id, "claim_id": new.supersedes, "outcome": outcome}
+            row = first(await connection.rows(SUPERSEDE, superseding))
+            if row is None:
+                raise PauseAbandoned(
+                    "the claim this turn resumed was lost before its second pause "
+                    "could be recorded",
+                    claim_id=new.supersedes,
+                )
+            replaced = row["pause_id"]
+        await connection.count(INSERT_PAUSE, _pause_params(new, replaced))
+
+    await store.transaction(end_run_then_insert)
+
+
+async def claim_pause(store: SqlTransactions, claim: Claim) -> ClaimedPause | None:
+    params = {
+        "pause_id": claim.pause_id,
+        "claim_id": claim.claim_id,
+        "lease_until": claim.lease_until,
+        "principal": claim.principal,
+        "at": claim.at,
+        "answer": json_text(claim.answer),
+        "status": claim.status,
+    }
+    won = await with_history(store, CLAIM, params, "base_revision")
+    if won is None:
+        return None
+    row, history = won
+    return ClaimedPause(checkpoint_of(row), history)
+
+
+async def renew_claim(
+    store: SqlTransactions, session_id: str, claim_id: str, until: datetime
+) -> bool:
+    params = {"session_id": session_id, "claim_id": claim_id, "lease_until": until}
+    return await store.write_count(RENEW_CLAIM, params) == 1
+
+
+async def publish_resume(store: SqlTransactions, publish: ResumePublish) -> int:
+    session_id, claim_id, bodies = publish.session_id, publish.claim_id, publish.messages
+    outcome = json_text({"status": "complete", "answer": publish.answer})
+    if store.dialect is Dialect.POSTGRESQL:
+        params = {
+            "session_id": session_id,
+            "claim_id": claim_id,
+            "outcome": outcome,
+            "added": len(bodies),
+            "bodies": body_texts(bodies),
+        }
+        (row,) = await store.write_rows(PUBLISH_RESUME, params)
+        if row["base_revision"] is None:
+            raise claim_lapsed(claim_id)
+        if row["revision"] is None:
+            raise revision_conflict(session_id, int(row["base_revision"]))
+        return int(row["revision"])
+
+    async def publish_then_append(connection: Connection) -> int:
+        params = {"session_id": session_id, "claim_id": claim_id, "outcome": outcome}
+        row = first(await connection.rows(PUBLISH_PAUSE, params))
+        if row is None:
+            raise claim_lapsed(claim_id)
+        # A revision conflict raised here rolls the pause update back with it.
+        return await append(connection, session_id, int(row["base_revision"]), bodies)
+
+    return await store.transaction(publish_then_append)
+
+
+async def abandon_claim(store: SqlTransactions, session_id: str, claim_id: str) -> bool:
+    """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
+
+    A failed turn's cleanup: retried while the store is unavailable, then left
+    to the sweeper and the lease.
+    """
+    params = {"session_id": session_id, "claim_id": claim_id}
+    return await store.cleanup(ABANDON_CLAIM, params) == 1
+
+
+async def abandon_pending(store: SqlTransactions, session_id: str) -> int:
+    return await store.write_count(ABANDON_PENDING, {"session_id": session_id})
+
+
+async def sweep(store: SqlTransactions, now: datetime) -> SweepReport:
+    """Expire stale pending pauses and abandon claims whose lease ran out.
+
+    Rows another transaction holds (a claim being won, a lease being renewed, a
+    publish) are skipped rather than waited for: a sweep never blocks a turn,
+    and sweepers on many workers never deadlock on each other.
+    """
+
+    async def expire_then_abandon(connection: Connection) -> SweepReport:
+        expired = await connection.count(EXPIRE[store.dialect], {"now": now})
+        abandoned = await connection.count(ABANDON_LAPSED[store.dialect], {"now": now})
+        return SweepReport(expired=expired, abandoned=abandoned)
+
+    return await store.transaction(expire_then_abandon)

@@ -1,0 +1,154 @@
+"""Sessions and first turns: create, begin a run, end it, publish it.
+
+A first turn holds its session with a run marker (``run_id``, ``run_lease``).
+Setting it is one conditional ``UPDATE`` that also checks everything that could
+refuse the turn (:class:`~symfonic.core.contracts.store.RunRequest`), so a turn
+that may go on costs one write. Only the run that holds the marker may publish
+(the revision bump clears it) or record its pause
+(:mod:`symfonic.storage.pause_writes`).
+
+On PostgreSQL, setting a run marker and clearing it after a failed turn commit
+with ``synchronous_commit`` off, for that transaction only, so they return
+before the WAL is flushed. A server crash may then forget a marker, which is
+safe because the marker guards nothing alone: a pause is recorded only by the
+run that still holds it (clearing it in the same statement), and a turn is
+published only at the revision it started from. ``set_config(…, true)`` is
+``SET LOCAL``; referencing it from ``RETURNING`` runs it inside the statement,
+before the commit it applies to.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from symfonic.core.contracts.store import RunRequest, RunStart, SessionRecord, TurnPublish
+from symfonic.core.messages import MessageBody
+from symfonic.storage.history import (
+    APPEND_AFTER_BUMP,
+    BUMP_ENDING_RUN_TEXT,
+    HISTORY,
+    append,
+    body_texts,
+    history_of,
+    postgres_history,
+    revision_conflict,
+    with_history,
+)
+from symfonic.storage.rows import SESSION_COLUMNS, session_of
+from symfonic.storage.statements import Dialect, Statement, first, json_text
+from symfonic.storage.transactions import Connection, SqlTransactions
+
+CREATE_SESSION = Statement(
+    "INSERT INTO symfonic_sessions"
+    " (session_id, principal, agent, revision, message_count, metadata, created_at, active_at)"
+    " VALUES (:session_id, :principal, :agent, :revision, 0, :metadata, :created_at,"
+    " :created_at)"
+)
+GET_SESSION = Statement(
+    f"SELECT {SESSION_COLUMNS} FROM symfonic_sessions WHERE session_id = :session_id"
+)
+
+_WAITING = "state = 'pending' AND expires_at > :now"
+_BEGIN_RUN = (
+    "UPDATE symfonic_sessions SET run_id = :run_id, run_lease = :lease_until, active_at = :now"
+    " WHERE session_id = :session_id AND (run_id IS NULL OR run_lease < :now)"
+    # The casts name the parameters' types where PostgreSQL cannot infer them.
+    " AND (CAST(:principal AS TEXT) IS NULL OR principal = :principal)"
+    " AND (CAST(:base_revision AS INTEGER) IS NULL OR revision = :base_revision)"
+    " AND NOT EXISTS (SELECT 1 FROM symfonic_pauses WHERE session_id = :session_id"
+    f" AND (state = 'claimed' OR (CAST(:refuse_pending AS BOOLEAN) AND {_WAITING})))"
+    f" RETURNING {SESSION_COLUMNS}, (SELECT count(*) FROM symfonic_pauses"
+    f" WHERE session_id = :session_id AND {_WAITING}) AS pending"
+)
+# PostgreSQL: this transaction's commit does not wait for the disk.
+_UNSYNCED = "WITH unsynced AS (SELECT set_config('synchronous_commit', 'off', true) AS setting)"
+_UNSYNCED_COLUMN = "(SELECT setting FROM unsynced) AS unsynced"
+BEGIN_RUN = {
+    Dialect.SQLITE: Statement(_BEGIN_RUN),
+    Dialect.POSTGRESQL: Statement(
+        f"{_UNSYNCED} {_BEGIN_RUN}, {_UNSYNCED_COLUMN},"
+        f" {postgres_history('symfonic_sessions.session_id', 'symfonic_sessions.revision')}"
+        " AS history"
+    ),
+}
+END_RUN_TEXT = (
+    "UPDATE symfonic_sessions SET run_id = NULL, run_lease = NULL"
+    " WHERE session_id = :session_id AND run_id = :run_id"
+)
+# Clearing the marker of a turn that published nothing.
+END_RUN = {
+    Dialect.SQLITE: Statement(END_RUN_TEXT),
+    Dialect.POSTGRESQL: Statement(f"{_UNSYNCED} {END_RUN_TEXT} RETURNING {_UNSYNCED_COLUMN}"),
+}
+# PostgreSQL: a first turn's publish in one statement.
+PUBLISH_TURN = Statement(
+    f"WITH bumped AS ({BUMP_ENDING_RUN_TEXT}), {APPEND_AFTER_BUMP} SELECT revision FROM bumped"
+)
+
+
+async def create_session(store: SqlTransactions, session: SessionRecord) -> None:
+    params = {
+        "session_id": session.session_id,
+        "principal": session.principal,
+        "agent": session.agent,
+        "revision": session.revision,
+        "metadata": json_text(session.metadata),
+        "created_at": session.created_at,
+    }
+    await store.write_count(CREATE_SESSION, params)
+
+
+async def get_session(store: SqlTransactions, session_id: str) -> SessionRecord | None:
+    row = first(await store.read_rows(GET_SESSION, {"session_id": session_id}))
+    return None if row is None else session_of(row, now=datetime.now(UTC))
+
+
+async def history(store: SqlTransactions, session_id: str, revision: int) -> list[MessageBody]:
+    params = {"session_id": session_id, "revision": revision}
+    row = first(await store.read_rows(HISTORY[store.dialect], params))
+    return [] if row is None else history_of(row["bodies"])
+
+
+async def begin_run(store: SqlTransactions, request: RunRequest) -> RunStart | None:
+    params = {
+        "session_id": request.session_id,
+        "run_id": request.run_id,
+        "now": request.now,
+        "lease_until": request.lease_until,
+        "principal": request.principal,
+        "base_revision": request.base_revision,
+        "refuse_pending": request.refuse_pending,
+    }
+    started = await with_history(store, BEGIN_RUN, params, "revision")
+    if started is None:
+        return None
+    row, turn_history = started
+    session = session_of(row, now=request.now)
+    return RunStart(session, turn_history, pending_pause=int(row["pending"]) > 0)
+
+
+async def end_run(store: SqlTransactions, session_id: str, run_id: str) -> None:
+    """Clear this run's marker (only this run's); retried like every cleanup."""
+    params = {"session_id": session_id, "run_id": run_id}
+    await store.cleanup(END_RUN[store.dialect], params)
+
+
+async def publish_turn(store: SqlTransactions, publish: TurnPublish) -> int:
+    """Append a first turn at the revision it started from, clearing its run marker."""
+    session_id, base_revision, bodies = publish.session_id, publish.base_revision, publish.messages
+    if store.dialect is Dialect.POSTGRESQL:
+        params = {
+            "session_id": session_id,
+            "base_revision": base_revision,
+            "added": len(bodies),
+            "bodies": body_texts(bodies),
+        }
+        row = first(await store.write_rows(PUBLISH_TURN, params))
+        if row is None:
+            raise revision_conflict(session_id, base_revision)
+        return int(row["revision"])
+
+    async def bump_and_append(connection: Connection) -> int:
+        return await append(connection, session_id, base_revision, bodies, ending_run=True)
+
+    return await store.transaction(bump_and_append)
