@@ -38,6 +38,7 @@ from symfonic.core.contracts.errors import (
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import Claim, PauseRecord, Store
 from symfonic.core.contracts.types import (
+    Answer,
     AnswerStatus,
     PauseState,
 )
@@ -49,7 +50,7 @@ from symfonic.turns.runtime import TurnRuntime
 T = TypeVar("T")
 
 
-def same_answer(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+def same_answer(pause: PauseRecord, answer: Answer, status: AnswerStatus) -> bool:
     def canonical(value: Any) -> str:
         return json.dumps(value, sort_keys=True, default=str)
 
@@ -73,14 +74,14 @@ def refusal(pause: PauseRecord, now: datetime) -> RequestError:
     )
 
 
-def replayable(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+def replayable(pause: PauseRecord, answer: Answer, status: AnswerStatus) -> bool:
     """A settled pause answered with this very answer: the request is a replay."""
     settled = pause.state in (PauseState.PUBLISHED, PauseState.SUPERSEDED)
     return settled and same_answer(pause, answer, status)
 
 
 async def authorised_pause(
-    agent: TurnRuntime, token: object, principal: Principal, read: PauseRecord | None = None
+    agent: TurnRuntime, token: str, principal: Principal, read: PauseRecord | None = None
 ) -> PauseRecord:
     """The pause the token names, if ``principal`` may answer it.
 
@@ -129,7 +130,7 @@ async def _claimed(
 async def claim_read(
     agent: TurnRuntime,
     pause: PauseRecord,
-    answer: Any,
+    answer: Answer,
     principal: Principal,
     status: AnswerStatus,
     now: datetime,
@@ -148,7 +149,7 @@ async def claim_read(
 
 
 async def claim_unread(
-    agent: TurnRuntime, token: object, answer: Any, principal: Principal, status: AnswerStatus
+    agent: TurnRuntime, token: str, answer: Answer, principal: Principal, status: AnswerStatus
 ) -> WonClaim | None:
     """Claim the caller's own pause without reading it first, where nothing read is needed.
 

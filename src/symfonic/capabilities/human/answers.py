@@ -14,7 +14,7 @@ from typing import Any
 
 from symfonic.capabilities.human.schema_words import Problem, problems
 from symfonic.core.contracts.errors import InvalidAnswer
-from symfonic.core.contracts.types import AnswerStatus, InteractionKind, ToolStatus
+from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind, ToolStatus
 
 DECLINED = "The person declined to answer."
 
@@ -26,7 +26,7 @@ DECLINED = "The person declined to answer."
 PLAIN_APPROVAL = {"decision": "approve"}
 
 
-def kinds_admitting(answer: Any, status: AnswerStatus) -> frozenset[InteractionKind]:
+def kinds_admitting(answer: Answer, status: AnswerStatus) -> frozenset[InteractionKind]:
     """The kinds of pause whose every schema admits this answer.
 
     A cancellation answers a pause of any kind, and the plain approval any
@@ -41,7 +41,7 @@ def kinds_admitting(answer: Any, status: AnswerStatus) -> frozenset[InteractionK
 
 
 def validate_answer(
-    schema: dict[str, Any], answer: Any, status: AnswerStatus, kind: InteractionKind
+    schema: dict[str, Any], answer: Answer, status: AnswerStatus, kind: InteractionKind
 ) -> None:
     """Refuse an answer that fails the pause's schema, before anything is claimed.
 
@@ -75,7 +75,7 @@ class Resolution:
 
 
 def resolve(
-    kind: InteractionKind, answer: Any, status: AnswerStatus, original_args: dict[str, Any]
+    kind: InteractionKind, answer: Answer, status: AnswerStatus, original_args: dict[str, Any]
 ) -> Resolution:
     if status == "cancelled":
         return Resolution("ok", DECLINED)
