@@ -108,12 +108,12 @@ class PauseQuestion:
     expires_at: datetime
 
 
-QUESTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PauseQuestion))
+_QUESTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PauseQuestion))
 
 
 def asked(pause: PauseQuestion) -> dict[str, Any]:
     """The question's fields of any view of a pause, as keywords to build another view."""
-    return {name: getattr(pause, name) for name in QUESTION_FIELDS}
+    return {name: getattr(pause, name) for name in _QUESTION_FIELDS}
 
 
 # The frame a paused turn ends with: the question, and the token that answers it.
