@@ -35,7 +35,7 @@ from symfonic.core.contracts.store import (
     SweepReport,
     TurnPublish,
 )
-from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
+from symfonic.core.contracts.types import Answer, AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools, streams_natively
@@ -313,7 +313,7 @@ class SymfonicAgent:
     async def resume_stream(
         self,
         token: str,
-        answer: Any,
+        answer: Answer,
         principal: Principal | str = "local",
         *,
         status: AnswerStatus = "resolved",
@@ -332,7 +332,7 @@ class SymfonicAgent:
     async def resume(
         self,
         token: str,
-        answer: Any = None,
+        answer: Answer = None,
         principal: Principal | str = "local",
         *,
         status: AnswerStatus = "resolved",

@@ -18,7 +18,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from pydantic import BaseModel
 
 MessageBody = dict[str, Any]
 
@@ -79,18 +78,9 @@ def _validated(body: Mapping[str, Any]) -> BaseMessage:
     raise ValueError(f"a stored message has an unknown role {role!r}")
 
 
-# The slots pydantic keeps an instance's state in, set through their own
-# descriptors: ``object.__setattr__`` would look each one up by name first.
-_SET_DICT = BaseModel.__dict__["__dict__"].__set__
-_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
-_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
-_new = object.__new__
-
 # The mutable fields a message's validation fills with fresh empty containers:
-# two dicts on every message, two lists more on an AIMessage. Named here, not
-# found by a loop, because they are set once per message of history; a
-# langchain-core whose messages have others gets no prototype at all.
+# two dicts on every message, two lists more on an AIMessage. A langchain-core
+# whose messages have others gets no prototype, and every body is validated.
 _FRESH_DICTS = ("additional_kwargs", "response_metadata")
 _FRESH_LISTS = ("tool_calls", "invalid_tool_calls")
 
@@ -98,13 +88,13 @@ _FRESH_LISTS = ("tool_calls", "invalid_tool_calls")
 class _Prototype:
     """The state a validated, empty message of one class starts from.
 
-    A turn rebuilds its whole history, and with long histories validating every
-    message is most of a pause/resume cycle (docs/internals.md). For a body
-    whose every field :func:`_assembled` has type-checked, validation would only
-    copy the fields and the defaults below, so they are copied directly. Mutable
-    defaults (empty dicts and lists) are created fresh for every message, as
-    pydantic's factories do. ``fields_set`` is what validation records as set:
-    the fields :func:`_validated` always passes for the role.
+    :meth:`build` makes the message validation would make of fields that
+    :func:`_assembled` has already type-checked: the sample's defaults, the
+    given fields, fresh empty containers where pydantic's factories make them,
+    and ``fields_set`` as validation records it (the fields :func:`_validated`
+    passes for the role). The state is set the way pydantic's own
+    ``model_construct`` sets it. Why messages are built this way at all is in
+    docs/internals.md.
     """
 
     def __init__(
@@ -126,11 +116,11 @@ class _Prototype:
             state["invalid_tool_calls"] = []
         if fields is not None:
             state.update(fields)
-        message = _new(self._cls)
-        _SET_DICT(message, state)
-        _SET_FIELDS_SET(message, set(self._fields_set))
-        _SET_EXTRA(message, {})
-        _SET_PRIVATE(message, None)
+        message = object.__new__(self._cls)
+        object.__setattr__(message, "__dict__", state)
+        object.__setattr__(message, "__pydantic_fields_set__", set(self._fields_set))
+        object.__setattr__(message, "__pydantic_extra__", {})
+        object.__setattr__(message, "__pydantic_private__", None)
         return message
 
 
@@ -160,8 +150,9 @@ _TOOL = _prototype(ToolMessage, {"content", "tool_call_id", "name", "status"}, t
 def _assembled(body: Mapping[str, Any]) -> BaseMessage | None:
     """The message of a body in :func:`body_of`'s shape, or ``None`` for any other.
 
-    One function, not a helper per field: it runs once per message of history,
-    twice a cycle, and a Python call costs as much as the checks it would hold.
+    Every field is type-checked here exactly as strictly as validation would
+    accept it unchanged; anything validation would coerce or refuse returns
+    ``None``, so that it goes through validation after all.
     """
     role = body.get("role")
     content = body.get("content", "")
@@ -212,12 +203,7 @@ def bodies_of(messages: Iterable[BaseMessage]) -> list[MessageBody]:
 
 
 def messages_of(bodies: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
-    # message_of, without a call of its own per message.
-    messages = []
-    for body in bodies:
-        message = _assembled(body)
-        messages.append(_validated(body) if message is None else message)
-    return messages
+    return [message_of(body) for body in bodies]
 
 
 def text_of(message: BaseMessage) -> str:

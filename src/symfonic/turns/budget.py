@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from symfonic.core.contracts.errors import BudgetExhausted, BudgetRefused
 from symfonic.core.contracts.types import RawEvent, ToolCallEvent
@@ -83,7 +83,7 @@ class AdmittedBudget:
     event_guard: EventGuard
 
 
-def admit_resume_budget(agent: BudgetedAgent | Any, issuer_scope: IssuerScope) -> AdmittedBudget:
+def admit_resume_budget(agent: BudgetedAgent, issuer_scope: IssuerScope) -> AdmittedBudget:
     """Admit one turn for ``issuer_scope``'s owner, or raise ``BudgetRefused``."""
     if agent.quota is not None:
         agent.quota.admit(issuer_scope.owner)

@@ -31,6 +31,7 @@ from symfonic.core.contracts.errors import (
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import Claim, PauseRecord, Store
 from symfonic.core.contracts.types import (
+    Answer,
     AnswerStatus,
     PauseState,
 )
@@ -42,7 +43,7 @@ from symfonic.turns.runtime import TurnRuntime
 T = TypeVar("T")
 
 
-def same_answer(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+def same_answer(pause: PauseRecord, answer: Answer, status: AnswerStatus) -> bool:
     def canonical(value: Any) -> str:
         return json.dumps(value, sort_keys=True, default=str)
 
@@ -66,14 +67,14 @@ def refusal(pause: PauseRecord, now: datetime) -> RequestError:
     )
 
 
-def replayable(pause: PauseRecord, answer: Any, status: AnswerStatus) -> bool:
+def replayable(pause: PauseRecord, answer: Answer, status: AnswerStatus) -> bool:
     """A settled pause answered with this very answer: the request is a replay."""
     settled = pause.state in (PauseState.PUBLISHED, PauseState.SUPERSEDED)
     return settled and same_answer(pause, answer, status)
 
 
 async def authorised_pause(
-    agent: TurnRuntime, token: object, principal: Principal, read: PauseRecord | None = None
+    agent: TurnRuntime, token: str, principal: Principal, read: PauseRecord | None = None
 ) -> PauseRecord:
     """The pause the token names, if ``principal`` may answer it.
 
@@ -116,7 +117,7 @@ async def _claimed(store: Store, claim: Claim, taking: Awaitable[T], *, session_
 async def claim_read(
     agent: TurnRuntime,
     pause: PauseRecord,
-    answer: Any,
+    answer: Answer,
     principal: Principal,
     status: AnswerStatus,
     now: datetime,

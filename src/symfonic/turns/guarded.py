@@ -18,7 +18,7 @@ from symfonic.capabilities.human.tokens import TokenSigner, new_pause_id
 from symfonic.capabilities.human.turnstate import TurnCheckpointStore
 from symfonic.core.contracts.errors import InteractionConfigurationError, PauseAbandoned
 from symfonic.core.contracts.store import NewPause, PauseRecord, Store, TurnPublish
-from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent
+from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent, asked
 from symfonic.core.messages import bodies_of
 from symfonic.turns.budget import IssuerScope
 from symfonic.turns.pause_desk import PauseDesk
@@ -67,21 +67,15 @@ class GuardedConversation:
         """
         assert result.interaction is not None
         pause = PauseRecord(
-            pause_id=event.pause_id,
+            **asked(event),
             session_id=session_id,
             principal=scope.owner,
             agent=scope.agent,
             audience=result.interaction.audience,
-            kind=event.kind,
-            query=event.query,
-            response_schema=event.response_schema,
-            tool_call_id=event.tool_call_id,
-            interrupt_id=event.interrupt_id,
             base_revision=base_revision,
             state=PauseState.PENDING,
             # The agent's clock when the event was built, which its expiry counts from.
             created_at=event.expires_at - timedelta(seconds=self.pause_ttl),
-            expires_at=event.expires_at,
         )
         checkpoint = TurnCheckpointStore.record_of(
             event.pause_id, session_id, base_revision, result

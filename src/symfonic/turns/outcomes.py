@@ -22,6 +22,7 @@ from symfonic.core.contracts.types import (
     TurnPausedEvent,
     TurnResult,
     TurnStartedEvent,
+    asked,
 )
 
 logger = logging.getLogger("symfonic")
@@ -50,16 +51,7 @@ def error_event(error: Exception) -> ErrorEvent:
 
 
 def pause_info(event: TurnPausedEvent) -> PauseInfo:
-    return PauseInfo(
-        token=event.pause_token,
-        pause_id=event.pause_id,
-        kind=event.kind,
-        query=event.query,
-        response_schema=event.response_schema,
-        tool_call_id=event.tool_call_id,
-        interrupt_id=event.interrupt_id,
-        expires_at=event.expires_at,
-    )
+    return PauseInfo(**asked(event), token=event.pause_token)
 
 
 async def collect(stream: AsyncGenerator[Event, None]) -> TurnResult:

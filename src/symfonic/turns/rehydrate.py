@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from symfonic.capabilities.human.turnstate import ResumeOutcome
 from symfonic.core.contracts.errors import InteractionConfigurationError
-from symfonic.core.messages import message_of
+from symfonic.core.contracts.types import Answer
+from symfonic.core.messages import MessageBody, message_of
 
 __all__ = ["NOT_DISPATCHED", "InteractionConfigurationError", "rehydrate"]
 
@@ -33,7 +33,7 @@ NOT_DISPATCHED = (
 )
 
 
-def _message(body: dict[str, Any]) -> BaseMessage:
+def _message(body: MessageBody) -> BaseMessage:
     return message_of(body)
 
 
@@ -45,7 +45,7 @@ def _reserved_call_ids(messages: Sequence[BaseMessage]) -> tuple[str, ...]:
     return ()
 
 
-def _answer_text(response: Any) -> str:
+def _answer_text(response: Answer) -> str:
     if isinstance(response, str):
         return response
     return json.dumps(response, sort_keys=True, default=str)

@@ -13,6 +13,7 @@ from symfonic.core.contracts.types import (
     ResponseCompleteEvent,
     TurnPausedEvent,
     TurnStartedEvent,
+    asked,
 )
 from symfonic.turns.runtime import TurnRuntime
 
@@ -36,14 +37,5 @@ async def replay(agent: TurnRuntime, pause: PauseRecord) -> list[Event]:
     assert follow is not None
     return [
         started,
-        TurnPausedEvent(
-            pause_id=follow.pause_id,
-            pause_token=agent.token_for(follow),
-            interrupt_id=follow.interrupt_id,
-            tool_call_id=follow.tool_call_id,
-            kind=follow.kind,
-            query=follow.query,
-            response_schema=follow.response_schema,
-            expires_at=follow.expires_at,
-        ),
+        TurnPausedEvent(**asked(follow), pause_token=agent.token_for(follow)),
     ]

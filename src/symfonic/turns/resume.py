@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
 
 from symfonic.capabilities.human.answers import validate_answer
 from symfonic.capabilities.human.turnstate import ResumeOutcome
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import (
+    Answer,
     AnswerStatus,
     Event,
     KernelDone,
@@ -43,8 +43,8 @@ from symfonic.turns.runtime import TurnRuntime
 
 async def resume_turn(
     agent: TurnRuntime,
-    token: object,
-    answer: Any,
+    token: str,
+    answer: Answer,
     principal: Principal,
     status: AnswerStatus = "resolved",
     *,

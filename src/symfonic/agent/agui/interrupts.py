@@ -28,7 +28,7 @@ from typing import Any
 
 from ag_ui.core import Interrupt
 
-from symfonic.core.contracts.types import AnswerStatus, InteractionKind, TurnPausedEvent
+from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind, TurnPausedEvent
 
 TOOL_CALL = "tool_call"
 INPUT_REQUIRED = "input_required"
@@ -96,7 +96,7 @@ def interrupt_of(event: TurnPausedEvent) -> Interrupt:
     )
 
 
-def answer_of(kind: InteractionKind, status: AnswerStatus, payload: Any) -> Any:
+def answer_of(kind: InteractionKind, status: AnswerStatus, payload: Answer) -> Answer:
     """The symfonic answer a resume entry's payload stands for (unchanged if not an AG-UI shape).
 
     Anything that is not one of the shapes above goes through as it is, and the

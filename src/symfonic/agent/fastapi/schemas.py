@@ -29,7 +29,13 @@ from pydantic_core import PydanticCustomError
 
 from symfonic.agent.http.errors import ErrorDetail
 from symfonic.core.contracts.store import PauseRecord
-from symfonic.core.contracts.types import InteractionKind, PauseState, TurnResult
+from symfonic.core.contracts.types import (
+    PauseInfo,
+    PauseQuestion,
+    PauseState,
+    TurnResult,
+    asked,
+)
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_JSON_DEPTH = 64
@@ -141,45 +147,30 @@ class SessionCreated(BaseModel):
     status: Literal["idle"]
 
 
-class PauseView(BaseModel):
+# The question's fields come from PauseQuestion; the ones declared here are the
+# row's fields a caller may see. ``of`` takes each from the record by name, so a
+# field added here that the record has needs nothing more. (A model's docstring
+# is its description in the OpenAPI document: notes for readers of this code
+# are comments.)
+class PauseView(BaseModel, PauseQuestion, frozen=True):
     """A pause, as a principal who may answer it sees it."""
 
-    pause_id: str
     session_id: str
     agent: str
-    kind: InteractionKind
-    query: str
-    response_schema: dict[str, Any]
-    tool_call_id: str
-    interrupt_id: str
     audience: str | None
     state: PauseState
-    expires_at: datetime
     answered_by: str | None = None
     answered_at: datetime | None = None
     token: str | None = Field(
         default=None,
         description="The single-use pause token; only on pending pauses this caller may answer.",
+        repr=False,
     )
 
     @classmethod
     def of(cls, pause: PauseRecord, token: str | None) -> PauseView:
-        return cls(
-            pause_id=pause.pause_id,
-            session_id=pause.session_id,
-            agent=pause.agent,
-            kind=pause.kind,
-            query=pause.query,
-            response_schema=pause.response_schema,
-            tool_call_id=pause.tool_call_id,
-            interrupt_id=pause.interrupt_id,
-            audience=pause.audience,
-            state=pause.state,
-            expires_at=pause.expires_at,
-            answered_by=pause.answered_by,
-            answered_at=pause.answered_at,
-            token=token,
-        )
+        seen = {name: getattr(pause, name) for name in cls.model_fields if hasattr(pause, name)}
+        return cls(**seen, token=token)
 
 
 class PauseList(BaseModel):
@@ -216,15 +207,10 @@ class SessionView(BaseModel):
     messages: list[MessageView]
 
 
-class PauseOutcome(BaseModel):
-    pause_id: str
-    token: str
-    kind: InteractionKind
-    query: str
-    response_schema: dict[str, Any]
-    tool_call_id: str
-    interrupt_id: str
-    expires_at: datetime
+# A paused turn's pause as PauseInfo holds it: the question and its token. The
+# token is declared again only to keep it out of the model's repr.
+class PauseOutcome(BaseModel, PauseInfo, frozen=True):
+    token: str = Field(repr=False)
 
 
 class TurnOutcome(BaseModel):
@@ -245,18 +231,7 @@ class TurnOutcome(BaseModel):
             session_id=result.session_id,
             revision=result.revision,
             answer=result.answer,
-            pause=None
-            if pause is None
-            else PauseOutcome(
-                pause_id=pause.pause_id,
-                token=pause.token,
-                kind=pause.kind,
-                query=pause.query,
-                response_schema=pause.response_schema,
-                tool_call_id=pause.tool_call_id,
-                interrupt_id=pause.interrupt_id,
-                expires_at=pause.expires_at,
-            ),
+            pause=None if pause is None else PauseOutcome(**asked(pause), token=pause.token),
             error=None
             if result.error is None
             else ErrorDetail(code=result.error.code, message=result.error.message),

@@ -14,34 +14,13 @@ from typing import Any
 
 from symfonic.capabilities.human.schema_words import Problem, problems
 from symfonic.core.contracts.errors import InvalidAnswer
-from symfonic.core.contracts.types import AnswerStatus, InteractionKind, ToolStatus
+from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind, ToolStatus
 
 DECLINED = "The person declined to answer."
 
 
-# Every approval schema admits this answer, whatever the gated tool's parameters:
-# it is the whole of the ``approve`` branch, and every other branch requires
-# another decision. It is by far the most common answer, so it is accepted
-# without walking ``oneOf`` (the cost is in docs/internals.md).
-PLAIN_APPROVAL = {"decision": "approve"}
-
-
-def kinds_admitting(answer: Any, status: AnswerStatus) -> frozenset[InteractionKind]:
-    """The kinds of pause whose every schema admits this answer.
-
-    A cancellation answers a pause of any kind, and the plain approval any
-    approval, so for such a pause the answer is valid without its schema being
-    read; for any other answer the pause's own schema decides.
-    """
-    if status == "cancelled":
-        return frozenset(InteractionKind)
-    if answer == PLAIN_APPROVAL:
-        return frozenset({InteractionKind.APPROVAL})
-    return frozenset()
-
-
 def validate_answer(
-    schema: dict[str, Any], answer: Any, status: AnswerStatus, kind: InteractionKind
+    schema: dict[str, Any], answer: Answer, status: AnswerStatus, kind: InteractionKind
 ) -> None:
     """Refuse an answer that fails the pause's schema, before anything is claimed.
 
@@ -49,7 +28,7 @@ def validate_answer(
     an approval's edited arguments the path starts at the argument, since that
     is what the person changed.
     """
-    if kind in kinds_admitting(answer, status):
+    if status == "cancelled":  # declining needs no answer, whatever the schema
         return
     found = problems(schema, answer)
     if found:
@@ -75,7 +54,7 @@ class Resolution:
 
 
 def resolve(
-    kind: InteractionKind, answer: Any, status: AnswerStatus, original_args: dict[str, Any]
+    kind: InteractionKind, answer: Answer, status: AnswerStatus, original_args: dict[str, Any]
 ) -> Resolution:
     if status == "cancelled":
         return Resolution("ok", DECLINED)

@@ -22,6 +22,8 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
+from symfonic.core.contracts.types import Answer
+
 _TYPES = {
     "number": "a number",
     "integer": "a whole number",
@@ -57,7 +59,7 @@ class Problem:
         return f"{where} {self.text}"
 
 
-def problems(schema: dict[str, Any], answer: Any) -> list[Problem]:
+def problems(schema: dict[str, Any], answer: Answer) -> list[Problem]:
     """What is wrong with ``answer`` under ``schema``, most useful first; empty if valid."""
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(answer), key=lambda e: len(e.absolute_path))

@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 from symfonic.core.contracts.errors import InteractionConfigurationError
 from symfonic.core.contracts.store import CheckpointRecord, Claim, Store
 from symfonic.core.contracts.types import (
+    Answer,
     AnswerStatus,
     InteractionKind,
     KernelResult,
@@ -50,7 +51,7 @@ class ResumeOutcome:
     """
 
     turn: TurnCheckpoint | None
-    response: Any
+    response: Answer
     tool_call_id: str | None
     interrupt_id: str
     status: AnswerStatus = "resolved"

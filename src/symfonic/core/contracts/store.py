@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from symfonic.core.contracts.types import AnswerStatus, InteractionKind, PauseState
+from symfonic.core.contracts.types import (
+    Answer,
+    AnswerStatus,
+    PauseQuestion,
+    PauseState,
+)
 from symfonic.core.messages import MessageBody
 
 
@@ -51,28 +56,23 @@ class CheckpointRecord:
     body: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class PauseRecord:
-    pause_id: str
+@dataclass(frozen=True, kw_only=True)
+class PauseRecord(PauseQuestion):
+    """A pause as stored: its question, whose turn it paused, its state and its answer."""
+
     session_id: str
     principal: str
     agent: str
     audience: str | None
-    kind: InteractionKind
-    query: str
-    response_schema: dict[str, Any]
-    tool_call_id: str
-    interrupt_id: str
     base_revision: int
     state: PauseState
     created_at: datetime
-    expires_at: datetime
     supersedes: str | None = None
     claim_id: str | None = None
     lease_until: datetime | None = None
     answered_by: str | None = None
     answered_at: datetime | None = None
-    answer: Any = None
+    answer: Answer = None
     answer_status: AnswerStatus | None = None
     outcome: dict[str, Any] | None = None
 
@@ -87,7 +87,7 @@ class Claim:
     pause_id: str
     claim_id: str
     principal: str
-    answer: Any
+    answer: Answer
     status: AnswerStatus
     at: datetime
     lease_until: datetime

@@ -9,12 +9,12 @@ built from any of them without reaching back into a live object.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class StopReason(enum.StrEnum):
@@ -44,6 +44,10 @@ class InteractionKind(enum.StrEnum):
 
 
 AnswerStatus = Literal["resolved", "cancelled"]
+Answer: TypeAlias = Any
+"""A person's answer to a pause: any JSON value. The pause's own schema says which
+shape it must have, and the resume checks it against that schema before
+claiming, so no Python type narrows it further."""
 ToolStatus = Literal["ok", "error", "not_dispatched", "rejected"]
 
 
@@ -83,16 +87,42 @@ class ToolResultEvent(Event):
     status: ToolStatus
 
 
-class TurnPausedEvent(Event):
-    type: ClassVar[str] = "turn.paused"
+@dataclass(frozen=True, kw_only=True)
+class PauseQuestion:
+    """What a pause asks, of which call, and until when: the one declaration of a pause's shape.
+
+    Every view of a pause is this plus what that view adds: the stream's
+    :class:`TurnPausedEvent` (its token), a caller's :class:`PauseInfo` (its
+    token), the store's ``PauseRecord`` (owner, state, answer), and the HTTP
+    bodies, which inherit from those. A field added here therefore reaches the
+    event, the result, the row and every response at once; :func:`asked` copies
+    it from one view into the next.
+    """
+
     pause_id: str
-    pause_token: str
     interrupt_id: str
     tool_call_id: str
     kind: InteractionKind
     query: str
     response_schema: dict[str, Any]
     expires_at: datetime
+
+
+_QUESTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PauseQuestion))
+
+
+def asked(pause: PauseQuestion) -> dict[str, Any]:
+    """The question's fields of any view of a pause, as keywords to build another view."""
+    return {name: getattr(pause, name) for name in _QUESTION_FIELDS}
+
+
+# The frame a paused turn ends with: the question, and the token that answers it.
+# It is frozen like every event, through Event's model_config, which mypy does
+# not read: it sees a model that is not frozen inheriting a frozen dataclass.
+# (An event's docstring would be its description in the OpenAPI document.)
+class TurnPausedEvent(Event, PauseQuestion):  # type: ignore[misc]
+    type: ClassVar[str] = "turn.paused"
+    pause_token: str = Field(repr=False)
 
 
 class ResponseCompleteEvent(Event):
@@ -158,18 +188,11 @@ RawEvent = Event | KernelDone
 """What the kernel's stream yields: typed events, then exactly one done."""
 
 
-@dataclass(frozen=True)
-class PauseInfo:
-    """What a caller needs to show and answer a pause."""
+@dataclass(frozen=True, kw_only=True)
+class PauseInfo(PauseQuestion):
+    """What a caller needs to show and answer a pause: the question and its token."""
 
     token: str
-    pause_id: str
-    kind: InteractionKind
-    query: str
-    response_schema: dict[str, Any]
-    tool_call_id: str
-    interrupt_id: str
-    expires_at: datetime
 
     def __repr__(self) -> str:
         return (
