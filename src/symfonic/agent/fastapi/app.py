@@ -7,6 +7,9 @@ lifespan Starlette does not run for a mount, the store opens on the first
 request; run the sweeper there by passing ``lifespan=sub.router.lifespan_context``
 to the outer app, or by calling ``agent.sweep()`` from your own scheduler.
 
+People answer their pauses in the web inbox at ``/inbox``
+(:mod:`symfonic.agent.fastapi.inbox`), served by this app from the package.
+
 The API documentation (``/docs``, ``/redoc``) is served with the Swagger UI and
 ReDoc assets that ``fastapi-offline`` ships, from the app itself: a service on a
 network without internet access still shows its docs, and a browser opening
@@ -27,6 +30,7 @@ from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui import agui_router
 from symfonic.agent.fastapi import openapi
 from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.fastapi.inbox import install_inbox
 from symfonic.agent.fastapi.limits import BodyLimit
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
@@ -108,6 +112,7 @@ def create_app(
     app.include_router(resume_router(service))
     app.include_router(pauses_router(service))
     app.include_router(agui_router(host, service.principal, service.route_class))
+    install_inbox(app, service)
     openapi.install(app)
     return app
 

@@ -2,7 +2,8 @@
 
 A listing shows only the pauses this principal may answer (its own unaddressed
 pauses, and those addressed to one of its scopes), each pending one with its
-token so the caller can answer it. A pending pause past its expiry is not
+token so the caller can answer it, the tool call it gates and the last messages
+of its turn (:mod:`~symfonic.agent.fastapi.pause_details`). A pending pause past its expiry is not
 listed even before the sweeper marks it ``expired``: it can no longer be answered.
 """
 
@@ -11,6 +12,7 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Depends, Query
 
+from symfonic.agent.fastapi.pause_details import detailed
 from symfonic.agent.fastapi.schemas import Health, PauseList, PauseQuery, PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
@@ -50,7 +52,7 @@ def pauses_router(service: HttpService) -> APIRouter:
             if state is PauseState.PENDING and not answerable:
                 continue
             views.append(PauseView.of(pause, agent.token_for(pause) if answerable else None))
-        return PauseList(pauses=views)
+        return PauseList(pauses=await detailed(host.store, views))
 
     @router.get(
         "/health",

@@ -143,6 +143,23 @@ class SessionCreated(BaseModel):
     status: Literal["idle"]
 
 
+class ToolCallView(BaseModel):
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class MessageView(BaseModel):
+    """One committed message: role, content, and the tool-call links between them."""
+
+    role: str
+    content: str | list[Any]
+    tool_calls: list[ToolCallView] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+
+
 class PauseView(BaseModel):
     """A pause, as a principal who may answer it sees it."""
 
@@ -163,6 +180,22 @@ class PauseView(BaseModel):
         default=None,
         description="The single-use pause token; only on pending pauses this caller may answer.",
     )
+    created_at: datetime | None = Field(default=None, description="When the turn paused.")
+    asked_by: str | None = Field(
+        default=None, description="The principal whose turn paused (the session's owner)."
+    )
+    tool_name: str | None = Field(
+        default=None,
+        description="The tool call the pause answers: the gated tool of an approval, or the "
+        "interaction the model called. Listed pauses only.",
+    )
+    tool_args: dict[str, Any] | None = Field(
+        default=None, description="That call's arguments, as the model gave them."
+    )
+    recent_messages: list[MessageView] | None = Field(
+        default=None,
+        description="The last messages of the paused turn, oldest first, for context.",
+    )
 
     @classmethod
     def of(cls, pause: PauseRecord, token: str | None) -> PauseView:
@@ -181,28 +214,13 @@ class PauseView(BaseModel):
             answered_by=pause.answered_by,
             answered_at=pause.answered_at,
             token=token,
+            created_at=pause.created_at,
+            asked_by=pause.principal,
         )
 
 
 class PauseList(BaseModel):
     pauses: list[PauseView]
-
-
-class ToolCallView(BaseModel):
-    id: str
-    name: str
-    args: dict[str, Any]
-
-
-class MessageView(BaseModel):
-    """One committed message: role, content, and the tool-call links between them."""
-
-    role: str
-    content: str | list[Any]
-    tool_calls: list[ToolCallView] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-    status: str | None = None
 
 
 SessionStatus = Literal["idle", "running", "paused"]
