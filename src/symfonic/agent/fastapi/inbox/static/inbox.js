@@ -140,7 +140,8 @@ async function refresh() {
       const seen = new Set(pauses.map((p) => p.pause_id));
       for (const id of [...cards.keys()]) if (!seen.has(id)) leave(id, "no longer waiting");
       pauses.forEach(add);
-      say(cards.size ? "" : "Nothing is waiting for you.");
+      updateCount();
+      say("");
     } while (refreshAgain);
   })();
   try { await refreshing; } finally { refreshing = null; }
