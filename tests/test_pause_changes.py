@@ -47,7 +47,7 @@ async def other(store_url: str, store: Store) -> AsyncIterator[Store]:
 async def changes_after(store: Store, position: int) -> list[tuple[str, PauseState]]:
     replay = await store.pause_changes_since(position, limit=1000)
     assert replay is not None
-    return [(change.pause.pause_id, change.state) for change in replay if change.position > position]
+    return [(c.pause.pause_id, c.state) for c in replay if c.position > position]
 
 
 async def test_each_transition_leaves_exactly_one_change_in_order(store: Store) -> None:
@@ -100,7 +100,7 @@ async def test_a_transition_that_rolls_back_leaves_no_change(store: Store) -> No
     position = await store.pause_change_position()
     # The supersede runs, then the insert fails: both roll back, with their changes.
     clash = pause_record(session_id, pause_id=first.pause_id)
-    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
         await store.record_pause(clash, checkpoint_of(clash), supersedes=claim.claim_id)
     # The pause is marked published, then the history append loses its revision.
     await store.publish_turn(session_id, 0, TURN, "no-run")

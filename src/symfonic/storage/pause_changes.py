@@ -19,7 +19,7 @@ A watch without notifications polls the newest position every
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from datetime import timedelta
 from typing import ClassVar
 
@@ -112,7 +112,7 @@ class PauseChangeRecord(SqlTransactions):
         found = {change.position: change for change in _changes(await self._read_one(read))}
         return [found[position] for position in dict.fromkeys(positions) if position in found]
 
-    async def watch_pause_changes(self) -> AsyncIterator[list[PauseChange]]:
+    async def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
         """Poll for changes committed after the watch began; see the module's docstring."""
         seen = await self.pause_change_position()
         yield []

@@ -18,7 +18,7 @@ is lost, notifications may have been missed, so the watch raises
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -47,7 +47,7 @@ class PostgresNotifications(PauseChangeRecord):
     IN_FLIGHT_SECONDS: ClassVar[float] = 30.0
     _dsn: str
 
-    async def watch_pause_changes(self) -> AsyncIterator[list[PauseChange]]:
+    async def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
         positions, notified = anyio.create_memory_object_stream[int | None](math.inf)
         connection = await self._listening_connection()
 

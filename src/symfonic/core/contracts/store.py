@@ -9,7 +9,7 @@ suite runs against both.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -303,7 +303,7 @@ class Store(Protocol):
         """
         ...
 
-    def watch_pause_changes(self) -> AsyncIterator[list[PauseChange]]:
+    def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
         """Every change committed from now on, in batches, in commit order, until closed.
 
         The first batch may be empty: it says the watch is established, and
