@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
+from symfonic.storage.pg_notifications import PostgresNotifications
 from symfonic.storage.pg_pool import ConnectionPool
 from symfonic.storage.postgres_statements import PostgresStatements
 from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
@@ -55,7 +56,7 @@ def _scheme_and_rest(url: str) -> str:
     return rest
 
 
-class PostgresStore(PostgresStatements):
+class PostgresStore(PostgresNotifications, PostgresStatements):
     """``pool_size`` / ``pool_timeout`` default to ``SYMFONIC_POOL_SIZE`` /
     ``SYMFONIC_POOL_TIMEOUT`` (seconds), else 10 and 10."""
 

@@ -52,6 +52,7 @@ from symfonic.core.contracts.store import (
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.core.messages import MessageBody
 from symfonic.storage.history_statements import HistoryStatements, history_of
+from symfonic.storage.pause_changes import PauseChangeRecord
 from symfonic.storage.queries import (
     ABANDON_CLAIM,
     ABANDON_PENDING,
@@ -79,7 +80,6 @@ from symfonic.storage.queries import (
 from symfonic.storage.retention import prune_batch
 from symfonic.storage.rows import PAUSE_COLUMNS, checkpoint_of, pause_of, session_of
 from symfonic.storage.statements import Query, Result, Row, Statement, Unit, json_text
-from symfonic.storage.transactions import SqlTransactions
 
 
 def revision_conflict(session_id: str, base_revision: int) -> RevisionConflict:
@@ -141,7 +141,7 @@ def _pause_or_none(result: Result) -> PauseRecord | None:
     return None if row is None else pause_of(row)
 
 
-class SqlStore(SqlTransactions):
+class SqlStore(PauseChangeRecord):
     """A ``Store`` in SQL; adapters supply how units of work run."""
 
     # Row locks for the sweep's inner SELECT, in the adapter's dialect.
