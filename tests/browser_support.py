@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 
+from conftest import drop_postgres_database, fresh_postgres_database, require_postgres
 from serve_support import Server, serving
 
 CHROMIUM = "/usr/bin/chromium"
@@ -36,6 +38,8 @@ KEYS = "alice=alice-secret-key,bob=bob-secret-key"
 TESTS = Path(__file__).parent
 AGENTS = ("inbox_agents:payments", "inbox_agents:quick")
 QUICK_TTL = 4
+PAYMENTS_TTL = 3600
+T = TypeVar("T")
 
 
 def require_browser() -> None:
@@ -53,6 +57,24 @@ def require_browser() -> None:
     if REQUIRE_BROWSER:
         pytest.fail(f"SYMFONIC_REQUIRE_BROWSER=1 but {problem}")
     pytest.skip(problem)
+
+
+def _off_the_browsers_loop(work: Callable[[], T]) -> T:
+    # Playwright's sync API runs an event loop on this thread; the PostgreSQL
+    # helpers start their own, which only another thread may do.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(work).result()
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database (skipped or failed as the suite's switch says)."""
+    _off_the_browsers_loop(require_postgres)
+    url, name = _off_the_browsers_loop(fresh_postgres_database)
+    try:
+        yield url
+    finally:
+        _off_the_browsers_loop(lambda: drop_postgres_database(name))
 
 
 @dataclass

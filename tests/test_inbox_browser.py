@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +23,15 @@ import pytest
 from browser_support import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    PAYMENTS_TTL,
     QUICK_TTL,
     Inbox,
     ask,
     pause_state,
+    postgres_database,
     require_browser,
     serving_inbox,
 )
-from conftest import drop_postgres_database, fresh_postgres_database, require_postgres
 
 pytestmark = pytest.mark.slow
 
@@ -63,13 +64,8 @@ def inbox(
         with serving_inbox(f"sqlite:///{workdir / 'symfonic.db'}", workdir) as served:
             yield served
         return
-    require_postgres()
-    url, name = fresh_postgres_database()
-    try:
-        with serving_inbox(url, workdir) as served:
-            yield served
-    finally:
-        drop_postgres_database(name)
+    with postgres_database() as url, serving_inbox(url, workdir) as served:
+        yield served
 
 
 def signed_in(browser: Any, url: str, who: str = "alice", **context: Any) -> Any:
@@ -295,21 +291,32 @@ def test_a_pause_made_on_worker_a_appears_in_an_inbox_served_by_worker_b(
 ) -> None:
     from playwright.sync_api import expect
 
-    require_postgres()
-    url, name = fresh_postgres_database()
-    try:
-        with serving_inbox(url, tmp_path, "a") as worker_a, \
-                serving_inbox(url, tmp_path, "b") as worker_b:
-            page = signed_in(browser, worker_b.url)
-            page.wait_for_timeout(1_000)  # the feed is open
-            pause = ask(worker_a.url, "pay noor 6")
-            started = time.monotonic()
+    with (
+        postgres_database() as url,
+        serving_inbox(url, tmp_path, "a") as worker_a,
+        serving_inbox(url, tmp_path, "b") as worker_b,
+    ):
+        page = signed_in(browser, worker_b.url)
+        page.wait_for_timeout(1_000)  # the feed is open
+        # When each card reached the page, by the same clock the server stamps pauses with.
+        page.evaluate("""() => { window.seen = {};
+            new MutationObserver(() => document.querySelectorAll(".card").forEach((c) => {
+                window.seen[c.dataset.pauseId] ??= Date.now(); }))
+            .observe(document.getElementById("pauses"), {childList: true}); }""")
+        delays = []
+        for amount in (6, 7, 8):
+            pause = ask(worker_a.url, f"pay noor {amount}")
             expect(card(page, pause)).to_be_visible(timeout=LIVE)
-            seen = time.monotonic() - started
-            print(f"\na pause made on worker A was on screen on worker B after {seen:.2f} s")
-            card(page, pause).get_by_role("button", name="Approve").click()
-            expect_text(left(page, pause), "sent 6 EUR to noor")
-            assert len(worker_b.payments("noor")) == 1
-            page.context.close()
-    finally:
-        drop_postgres_database(name)
+            seen_ms = page.evaluate(f"window.seen['{pause['pause']['pause_id']}']")
+            expires = datetime.fromisoformat(pause["pause"]["expires_at"])
+            created = expires - timedelta(seconds=PAYMENTS_TTL)
+            delays.append(seen_ms / 1000 - created.timestamp())
+        print(
+            "\npause committed on worker A -> on screen on worker B: "
+            + ", ".join(f"{delay:.3f}" for delay in delays) + " s"
+        )
+        assert max(delays) < 1.0, delays
+        card(page, pause).get_by_role("button", name="Approve").click()
+        expect_text(left(page, pause), "sent 8 EUR to noor")
+        assert [p["amount"] for p in worker_b.payments("noor")] == [8]
+        page.context.close()

@@ -90,7 +90,9 @@ async def test_the_cookie_reads_the_api_and_answers_only_with_the_csrf_token(
         await _sign_in(client)
         csrf = _csrf((await client.get("/inbox")).text)
 
-        listed = (await client.get("/v1/pauses")).json()["pauses"]
+        plain = (await client.get("/v1/pauses")).json()["pauses"]
+        assert plain[0]["asked_by"] == "alice" and plain[0]["tool_args"] is None
+        listed = (await client.get("/v1/pauses?details=true")).json()["pauses"]
         assert [p["pause_id"] for p in listed] == [paused["pause_id"]]
         assert listed[0]["tool_name"] == "pay" and listed[0]["tool_args"] == {"amount": 5}
         assert listed[0]["asked_by"] == "alice"

@@ -2,8 +2,10 @@
 
 A listing shows only the pauses this principal may answer (its own unaddressed
 pauses, and those addressed to one of its scopes), each pending one with its
-token so the caller can answer it, the tool call it gates and the last messages
-of its turn (:mod:`~symfonic.agent.fastapi.pause_details`). A pending pause past its expiry is not
+token so the caller can answer it; with ``details=true`` also the tool call it
+gates and the last messages of its turn
+(:mod:`~symfonic.agent.fastapi.pause_details`), which cost a read per pause and
+so are asked for, not sent to every listing and feed subscriber. A pending pause past its expiry is not
 listed even before the sweeper marks it ``expired``: it can no longer be answered.
 """
 
@@ -52,7 +54,7 @@ def pauses_router(service: HttpService) -> APIRouter:
             if state is PauseState.PENDING and not answerable:
                 continue
             views.append(PauseView.of(pause, agent.token_for(pause) if answerable else None))
-        return PauseList(pauses=await detailed(host.store, views))
+        return PauseList(pauses=await detailed(host.store, views) if query.details else views)
 
     @router.get(
         "/health",

@@ -131,6 +131,11 @@ class ResumeRequest(_Body):
 
 class PauseQuery(_Body):
     state: PauseState = Field(default=PauseState.PENDING, description="Which pauses to list.")
+    details: bool = Field(
+        default=False,
+        description="Also give each answerable pause its `tool_name`, `tool_args` and "
+        "`recent_messages`, read from its checkpoint (one read per pause).",
+    )
 
 
 # responses ----------------------------------------------------------------
@@ -187,7 +192,7 @@ class PauseView(BaseModel):
     tool_name: str | None = Field(
         default=None,
         description="The tool call the pause answers: the gated tool of an approval, or the "
-        "interaction the model called. Listed pauses only.",
+        "interaction the model called. Only in a listing with `details=true`.",
     )
     tool_args: dict[str, Any] | None = Field(
         default=None, description="That call's arguments, as the model gave them."

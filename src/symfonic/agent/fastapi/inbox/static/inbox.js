@@ -129,7 +129,7 @@ async function refresh() {
       refreshAgain = false;
       let response;
       try {
-        response = await api("v1/pauses?state=pending");
+        response = await api("v1/pauses?state=pending&details=true");
       } catch {
         say("The inbox cannot reach the service; it will try again.");
         return;
