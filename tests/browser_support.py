@@ -96,7 +96,9 @@ class Inbox:
 
 
 @contextmanager
-def serving_inbox(store: str, workdir: Path, name: str = "server") -> Iterator[Inbox]:
+def serving_inbox(
+    store: str, workdir: Path, name: str = "server", keys: str = KEYS
+) -> Iterator[Inbox]:
     """``symfonic serve`` the test agents on ``store``, with Alice's and Bob's keys."""
     ledger = workdir / "ledger.jsonl"
     env = {
@@ -105,11 +107,14 @@ def serving_inbox(store: str, workdir: Path, name: str = "server") -> Iterator[I
         "INBOX_TEST_LEDGER": str(ledger),
         "INBOX_TEST_QUICK_TTL": str(QUICK_TTL),
     }
-    with serving(store, workdir / f"{name}.log", *AGENTS, keys=KEYS, env=env) as server:
+    with serving(store, workdir / f"{name}.log", *AGENTS, keys=keys, env=env) as server:
         yield Inbox(server, ledger)
 
 
 def bearer(name: str) -> dict[str, str]:
+    """``name``'s key; ``local`` (a server without keys) sends none."""
+    if name == "local":
+        return {"Accept": "application/json"}
     return {"Authorization": f"Bearer {name}-secret-key", "Accept": "application/json"}
 
 

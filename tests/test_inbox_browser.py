@@ -117,6 +117,7 @@ def test_alice_sees_her_pause_a_new_one_arrives_live_and_her_approval_runs_the_t
     assert len(inbox.payments("dora")) == 1
     page.wait_for_timeout(500)  # a second run would have written by now
     assert len(inbox.payments("dora")) == 1
+    assert "alice-secret-key" not in inbox.server.output()
     page.context.close()
 
 
@@ -283,6 +284,41 @@ def test_edit_reject_text_and_nested_form_answers(browser: Any, inbox: Inbox) ->
         "notes": ["leave at the door"],
     }
     page.context.close()
+
+
+def test_a_question_is_declined_by_keyboard_alone(browser: Any, inbox: Inbox) -> None:
+    pause = ask(inbox.url, "ask about the colour")
+    page = browser.new_context().new_page()
+    page.goto(f"{inbox.url}/inbox")
+    page.keyboard.type("alice-secret-key")
+    page.keyboard.press("Enter")
+    decline = card(page, pause).get_by_role("button", name="Decline")
+    decline.wait_for()
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if decline.evaluate("button => button === document.activeElement"):
+            break
+    else:
+        raise AssertionError("Tab never reached the Decline button")
+    page.keyboard.press("Enter")
+    expect_text(left(page, pause), "declined by you")
+    expect_text(left(page, pause), "The person declined to answer")
+    page.context.close()
+
+
+def test_without_keys_the_inbox_needs_no_sign_in(browser: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    with serving_inbox(f"sqlite:///{tmp_path / 'open.db'}", tmp_path, keys="") as served:
+        page = browser.new_context().new_page()
+        page.goto(f"{served.url}/inbox")
+        expect(page.locator("#principal")).to_have_text("local")
+        expect(page.get_by_role("button", name="Sign out")).to_have_count(0)
+        pause = ask(served.url, "pay olga 9", who="local")
+        expect(card(page, pause)).to_be_visible(timeout=LIVE)
+        card(page, pause).get_by_role("button", name="Approve").click()
+        expect_text(left(page, pause), "sent 9 EUR to olga")
+        page.context.close()
 
 
 @pytest.mark.postgres

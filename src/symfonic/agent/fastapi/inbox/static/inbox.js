@@ -187,7 +187,10 @@ async function send(pause, answer, status) {
     leave(pause.pause_id, verb, el("p", { class: "result failed",
       text: `The agent could not finish: ${(outcome.error && outcome.error.message) || "the turn failed"}.` }), true);
   }
-  if (entry) say("Answer sent.");
+  if (entry) {
+    say("Answer sent.");
+    setTimeout(() => { if (statusNode.textContent === "Answer sent.") say(""); }, 4000);
+  }
   return null;
 }
 
