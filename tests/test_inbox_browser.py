@@ -286,12 +286,32 @@ def test_edit_reject_text_and_nested_form_answers(browser: Any, inbox: Inbox) ->
     page.context.close()
 
 
+def test_an_answer_that_leads_to_another_question_shows_it_in_the_list(
+    browser: Any, inbox: Inbox
+) -> None:
+    from playwright.sync_api import expect
+
+    pause = ask(inbox.url, "twice pay pia 5")
+    page = signed_in(browser, inbox.url)
+    card(page, pause).get_by_role("button", name="Approve").click()
+    expect_text(left(page, pause), "The agent has another question: What should the payment")
+    follow_up = page.locator(".card", has_text="What should the payment reference say?")
+    expect(follow_up).to_be_visible(timeout=LIVE)
+    follow_up.get_by_label("Your answer").fill("invoice 12")
+    follow_up.get_by_role("button", name="Submit").click()
+    expect(follow_up).to_have_count(0)
+    expect_text(page.locator(".left", has_text="reference say? —"), "The agent finished")
+    assert len(inbox.payments("pia")) == 1
+    page.context.close()
+
+
 def test_a_question_is_declined_by_keyboard_alone(browser: Any, inbox: Inbox) -> None:
     pause = ask(inbox.url, "ask about the colour")
     page = browser.new_context().new_page()
     page.goto(f"{inbox.url}/inbox")
     page.keyboard.type("alice-secret-key")
-    page.keyboard.press("Enter")
+    with page.expect_navigation(url=f"{inbox.url}/inbox"):
+        page.keyboard.press("Enter")
     decline = card(page, pause).get_by_role("button", name="Decline")
     decline.wait_for()
     for _ in range(40):

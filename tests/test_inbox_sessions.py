@@ -61,6 +61,32 @@ async def test_signing_in_sets_a_strict_http_only_cookie_that_holds_no_key(
         assert "default-src 'self'" in page.headers["content-security-policy"]
 
 
+async def test_another_site_cannot_sign_a_browser_in(sqlite_url: str) -> None:
+    async with serve(payment_agent(sqlite_url), api_keys=KEYS) as client:
+        response = await client.post(
+            "/inbox/sign-in",
+            content="key=key-alice",
+            headers={"Content-Type": "application/x-www-form-urlencoded",
+                     "Origin": "https://evil.example"},
+        )
+        assert response.status_code == 403
+        assert "set-cookie" not in response.headers
+        fetched = await client.post(
+            "/inbox/sign-in",
+            content="key=key-alice",
+            headers={"Content-Type": "application/x-www-form-urlencoded",
+                     "Sec-Fetch-Site": "cross-site", "Origin": "null"},
+        )
+        assert fetched.status_code == 403
+        same_site = await client.post(
+            "/inbox/sign-in",
+            content="key=key-alice",
+            headers={"Content-Type": "application/x-www-form-urlencoded",
+                     "Origin": "http://symfonic"},
+        )
+        assert same_site.status_code == 303
+
+
 async def test_the_cookie_is_secure_over_tls(sqlite_url: str) -> None:
     app = create_app(payment_agent(sqlite_url), api_keys=KEYS, sweep_interval=0)
     async with app.router.lifespan_context(app), httpx.AsyncClient(

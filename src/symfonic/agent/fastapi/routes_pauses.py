@@ -5,8 +5,9 @@ pauses, and those addressed to one of its scopes), each pending one with its
 token so the caller can answer it; with ``details=true`` also the tool call it
 gates and the last messages of its turn
 (:mod:`~symfonic.agent.fastapi.pause_details`), which cost a read per pause and
-so are asked for, not sent to every listing and feed subscriber. A pending pause past its expiry is not
-listed even before the sweeper marks it ``expired``: it can no longer be answered.
+so are asked for, not sent to every listing and feed subscriber. A pending
+pause past its expiry is not listed even before the sweeper marks it
+``expired``: it can no longer be answered.
 """
 
 from typing import Annotated

@@ -4,7 +4,9 @@ The key travels once, in the body of the sign-in form, and is never stored,
 echoed or logged: the answer is a session cookie (``HttpOnly``, ``SameSite=Strict``,
 ``Secure`` when the request came over TLS) that names the principal, and the
 page holds only that session's CSRF token. A wrong key waits a second before
-its answer, so guessing keys through the form is slow. With no keys configured
+its answer, so guessing keys through the form is slow, and a sign-in form
+posted from another site's page is refused, so no site can sign a browser in
+as someone else. With no keys configured
 everyone is ``local`` and the page needs no sign-in.
 
 The page and its files carry a Content-Security-Policy that allows scripts,
@@ -16,7 +18,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 from string import Template
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from fastapi import APIRouter, FastAPI, Request
@@ -34,7 +36,7 @@ PAGE_HEADERS = {
     "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
     "form-action 'self'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
@@ -53,6 +55,21 @@ async def _form(request: Request) -> dict[str, str]:
         return {}
     fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
     return {name: values[0] for name, values in fields.items()}
+
+
+def _from_elsewhere(request: Request) -> bool:
+    """A form posted by another site's page, as the browser tells it.
+
+    ``Sec-Fetch-Site`` where the browser sends it, else ``Origin`` (which the
+    page's ``Referrer-Policy: same-origin`` leaves on its own requests).
+    """
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    return urlsplit(origin).netloc != request.headers.get("host", "")
 
 
 def _to_inbox() -> RedirectResponse:
@@ -89,6 +106,10 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
     async def sign_in_with_key(request: Request) -> Response:
         if service.authenticator.open:
             return _to_inbox()
+        if _from_elsewhere(request):
+            # Another site must not sign this browser in, even as someone else.
+            return HTMLResponse("<p>Sign in from the inbox page itself.</p>", status_code=403,
+                                headers=PAGE_HEADERS)
         principal = service.authenticator.principal_of_key((await _form(request)).get("key", ""))
         if principal is None:
             await anyio.sleep(WRONG_KEY_DELAY)
