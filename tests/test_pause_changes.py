@@ -15,11 +15,14 @@ from datetime import timedelta
 
 import anyio
 import pytest
+import sqlalchemy as sa
+from alembic import command
 
 from symfonic.core.contracts.errors import RevisionConflict
 from symfonic.core.contracts.store import PauseChange, Store
 from symfonic.core.contracts.types import PauseState
 from symfonic.storage import open_store
+from test_store_migration import _alembic, _migrated, _old_store_with_pauses
 from test_store_pauses import (
     HOUR,
     T0,
@@ -144,3 +147,63 @@ async def test_a_replay_from_a_position_the_store_never_gave_is_refused(store: S
     assert await store.pause_changes_since(position, limit=2) is None  # too many to replay
     replay = await store.pause_changes_since(position, limit=10)
     assert replay is not None and len([c for c in replay if c.position > position]) == 3
+
+
+async def test_a_change_committed_after_a_later_numbered_one_is_not_missed(
+    postgres_url: str,
+) -> None:
+    """PostgreSQL takes a change's position before its commit: the watch delivers in
+    commit order, and a replay after the later position still returns the earlier one."""
+    import asyncpg
+
+    async with open_store(postgres_url) as store:
+        session_id, other_session = await new_session(store), await new_session(store)
+        slow, fast = await paused(store, session_id), await paused(store, other_session)
+        async with aclosing(store.watch_pause_changes()) as watch:
+            assert await anext(watch) == []
+            held = await asyncpg.connect(postgres_url)
+            try:
+                transaction = held.transaction()
+                await transaction.start()
+                await held.execute(
+                    "UPDATE symfonic_pauses SET state = 'abandoned' WHERE pause_id = $1",
+                    slow.pause_id,
+                )  # takes the lower position, and holds it uncommitted
+                await store.abandon_pending(other_session)  # a later position, committed first
+                with anyio.fail_after(2):
+                    [first] = await anext(watch)
+                assert (first.pause.pause_id, first.state) == (fast.pause_id, S.ABANDONED)
+                await transaction.commit()
+                with anyio.fail_after(2):
+                    [second] = await anext(watch)
+            finally:
+                await held.close()
+        assert (second.pause.pause_id, second.state) == (slow.pause_id, S.ABANDONED)
+        assert second.position < first.position
+        # A client that last saw the later position misses nothing on reconnecting.
+        replay = await store.pause_changes_since(first.position, limit=100)
+        assert replay is not None
+        assert second.position in [change.position for change in replay]
+
+
+async def test_an_upgraded_store_records_the_changes_of_pauses_made_before_it(
+    store_url: str,
+) -> None:
+    def at_0003(connection: sa.Connection) -> None:
+        _old_store_with_pauses(connection)
+        _alembic(connection, lambda config: command.upgrade(config, "0003"))
+
+    await _migrated(store_url, at_0003)
+    async with open_store(store_url) as store:  # migrates to head
+        assert await store.pause_change_position() == 0
+        assert await store.abandon_pending("s1") == 1
+        replay = await store.pause_changes_since(0, limit=10)
+        assert replay is not None
+        assert [(c.pause.pause_id, c.state) for c in replay] == [("waiting", S.ABANDONED)]
+
+    def downgraded(connection: sa.Connection) -> list[str]:
+        _alembic(connection, lambda config: command.downgrade(config, "0003"))
+        connection.execute(sa.text("UPDATE symfonic_pauses SET state = 'expired'"))
+        return sa.inspect(connection).get_table_names()
+
+    assert "symfonic_pause_events" not in await _migrated(store_url, downgraded)
