@@ -306,9 +306,12 @@ def test_an_answer_that_leads_to_another_question_shows_it_in_the_list(
 
 
 def test_a_question_is_declined_by_keyboard_alone(browser: Any, inbox: Inbox) -> None:
+    from playwright.sync_api import expect
+
     pause = ask(inbox.url, "ask about the colour")
     page = browser.new_context().new_page()
     page.goto(f"{inbox.url}/inbox")
+    expect(page.get_by_label("API key")).to_be_focused()
     page.keyboard.type("alice-secret-key")
     with page.expect_navigation(url=f"{inbox.url}/inbox"):
         page.keyboard.press("Enter")
