@@ -121,6 +121,25 @@ def test_alice_sees_her_pause_a_new_one_arrives_live_and_her_approval_runs_the_t
     page.context.close()
 
 
+def test_a_wrong_key_is_refused_in_words_on_the_inbox_page(browser: Any, inbox: Inbox) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_context().new_page()
+    page.goto(f"{inbox.url}/inbox")
+    page.get_by_label("API key").fill("alice-secret-kex")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text(re.compile("That key was not accepted"))
+    assert page.url == f"{inbox.url}/inbox" and "alice-secret-kex" not in page.url
+    # The page's own stylesheet still applies: the header bar is dark.
+    bar = page.locator("header.bar").evaluate("e => getComputedStyle(e).backgroundColor")
+    assert bar == "rgb(29, 36, 48)", bar
+    page.get_by_label("API key").fill("alice-secret-key")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("heading", name=re.compile("Waiting for you")).wait_for()
+    assert "alice-secret-k" not in page.content()
+    page.context.close()
+
+
 def test_bob_never_sees_alices_pauses_nor_answers_one_by_replaying_its_token(
     browser: Any, inbox: Inbox
 ) -> None:

@@ -32,7 +32,7 @@ def _csrf(page: str) -> str:
 
 async def _sign_in(client: httpx.AsyncClient, key: str = "key-alice") -> httpx.Response:
     return await client.post(
-        "/inbox/sign-in",
+        "/inbox",
         content=f"key={key}",
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
@@ -64,7 +64,7 @@ async def test_signing_in_sets_a_strict_http_only_cookie_that_holds_no_key(
 async def test_another_site_cannot_sign_a_browser_in(sqlite_url: str) -> None:
     async with serve(payment_agent(sqlite_url), api_keys=KEYS) as client:
         response = await client.post(
-            "/inbox/sign-in",
+            "/inbox",
             content="key=key-alice",
             headers={"Content-Type": "application/x-www-form-urlencoded",
                      "Origin": "https://evil.example"},
@@ -72,14 +72,14 @@ async def test_another_site_cannot_sign_a_browser_in(sqlite_url: str) -> None:
         assert response.status_code == 403
         assert "set-cookie" not in response.headers
         fetched = await client.post(
-            "/inbox/sign-in",
+            "/inbox",
             content="key=key-alice",
             headers={"Content-Type": "application/x-www-form-urlencoded",
                      "Sec-Fetch-Site": "cross-site", "Origin": "null"},
         )
         assert fetched.status_code == 403
         same_site = await client.post(
-            "/inbox/sign-in",
+            "/inbox",
             content="key=key-alice",
             headers={"Content-Type": "application/x-www-form-urlencoded",
                      "Origin": "http://symfonic"},

@@ -1,5 +1,9 @@
 """``/inbox``: the page, signing in with a key, signing out, and the page's own files.
 
+``GET /inbox`` is the page (or the sign-in form), ``POST /inbox`` signs in, so
+every page is served at one URL and its relative links hold wherever the app is
+mounted; ``POST /inbox/sign-out`` signs out.
+
 The key travels once, in the body of the sign-in form, and is never stored,
 echoed or logged: the answer is a session cookie (``HttpOnly``, ``SameSite=Strict``,
 ``Secure`` when the request came over TLS) that names the principal, and the
@@ -72,9 +76,11 @@ def _from_elsewhere(request: Request) -> bool:
     return urlsplit(origin).netloc != request.headers.get("host", "")
 
 
-def _to_inbox() -> RedirectResponse:
-    # Relative, so the page keeps working when the app is mounted under a prefix.
-    return RedirectResponse("../inbox", status_code=303, headers=PAGE_HEADERS)
+def _to_inbox(request: Request) -> RedirectResponse:
+    # Relative to where the request came, so the page keeps working when the app
+    # is mounted under a prefix: ``inbox`` from /inbox, ``../inbox`` from below it.
+    target = "../inbox" if request.url.path.endswith("/sign-out") else "inbox"
+    return RedirectResponse(target, status_code=303, headers=PAGE_HEADERS)
 
 
 def install_inbox(app: FastAPI, service: HttpService) -> None:
@@ -102,10 +108,10 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
             return _page(sign_in, problem="")
         return signed_in_page(session.principal.name, session.csrf_token)
 
-    @router.post("/inbox/sign-in")
+    @router.post("/inbox")
     async def sign_in_with_key(request: Request) -> Response:
         if service.authenticator.open:
-            return _to_inbox()
+            return _to_inbox(request)
         if _from_elsewhere(request):
             # Another site must not sign this browser in, even as someone else.
             return HTMLResponse("<p>Sign in from the inbox page itself.</p>", status_code=403,
@@ -117,7 +123,7 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
                        "Check that you copied all of it, and try again.</p>")
             return _page(sign_in, 401, problem=problem)
         cookie, _ = (await service.web_sessions()).issue(principal)
-        response = _to_inbox()
+        response = _to_inbox(request)
         response.set_cookie(
             COOKIE_NAME,
             cookie,
@@ -139,7 +145,7 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
                     "<p>Signing out needs the page's token: go back to the inbox, reload it "
                     "and sign out from there.</p>", status_code=403, headers=PAGE_HEADERS,
                 )
-        response = _to_inbox()
+        response = _to_inbox(request)
         response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
         return response
 
