@@ -22,6 +22,7 @@ from http_support import (
     KEYS,
     Clock,
     auth,
+    client_of,
     paused_turn,
     payment_agent,
     within_a_second,
@@ -235,3 +236,39 @@ async def test_a_subscriber_that_falls_behind_gets_a_fresh_snapshot(sqlite_url: 
             tasks.cancel_scope.cancel()
     finally:
         await host.aclose()
+
+
+async def test_without_the_apps_lifespan_the_feed_says_it_is_unavailable(sqlite_url: str) -> None:
+    # Mounted in another app whose lifespan never ran: no watch, so no feed (and no hang).
+    app = create_app(payment_agent(sqlite_url), api_keys=KEYS, sweep_interval=0)
+    async with client_of(app) as client:
+        refused = await client.get(FEED, headers=ALICE)
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "feed_unavailable"
+    assert refused.headers["Retry-After"] == "2"
+
+
+async def test_a_lost_listening_connection_is_replaced_and_followers_resynced(
+    postgres_url: str,
+) -> None:
+    import asyncpg
+
+    app = create_app(payment_agent(postgres_url), api_keys=KEYS, sweep_interval=0)
+    async with uvicorn_serving(app) as client, following(client, ALICE) as feed:
+        assert (await feed.next()).event == "pauses.snapshot"
+        admin = await asyncpg.connect(postgres_url)
+        try:
+            terminated = await admin.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+            )
+        finally:
+            await admin.close()
+        assert terminated == 1
+        # Changes may have been missed meanwhile: the follower gets the list again ...
+        _, paused = await paused_turn(client, ALICE)
+        resynced = await feed.until("pauses.snapshot", wait=5)
+        assert paused["pause_id"] in ids_of([resynced])
+        # ... and the feed goes on live over a new connection.
+        _, later = await paused_turn(client, ALICE)
+        assert (await feed.until("pause.created", later["pause_id"])).data["pause"]["token"]

@@ -42,8 +42,8 @@ BATCH = 200
 class PostgresNotifications(PauseChangeRecord):
     """A watch of pause changes driven by the trigger's notifications."""
 
-    # A change's transaction commits within this long of taking its position:
-    # it holds no lock a turn could wait on for longer than a claim's lease.
+    # A change's transaction commits within this long of taking its position (a
+    # transition's transaction commits milliseconds after its trigger runs).
     IN_FLIGHT_SECONDS: ClassVar[float] = 30.0
     _dsn: str
 

@@ -11,6 +11,7 @@ once (:mod:`symfonic.agent.http.streaming`).
 """
 
 import json
+import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Annotated, Any
@@ -32,8 +33,17 @@ from symfonic.agent.fastapi.sse import PING_INTERVAL
 from symfonic.agent.http.errors import documented
 from symfonic.agent.http.streaming import stream_until_disconnect
 from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.pause_feed import FeedChange, FeedItem, FeedSubscription, PauseFeed
+from symfonic.agent.service.pause_feed import (
+    FeedChange,
+    FeedItem,
+    FeedSubscription,
+    FeedUnavailable,
+    PauseFeed,
+)
+from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
+
+logger = logging.getLogger("symfonic.http")
 
 STREAM_DESCRIPTION = (
     "The pauses the caller may answer, live: first a `pauses.snapshot` (or, with a "
@@ -123,8 +133,12 @@ class PauseFeedStream(EventSourceResponse):
             )
 
     async def _frames(self) -> AsyncGenerator[bytes, None]:
-        async for item in self._subscription:
-            yield self._encode(item)
+        try:
+            async for item in self._subscription:
+                yield self._encode(item)
+        except (StoreUnavailable, FeedUnavailable) as error:
+            # The stream ends; the client reconnects with its Last-Event-ID.
+            logger.warning("a pause feed ended, the store could not be read: %s", error)
 
     def _encode(self, item: FeedItem) -> bytes:
         signer = self._host.agent(None)
