@@ -76,6 +76,13 @@ def _native(schema: schemathesis.BaseSchema) -> schemathesis.BaseSchema:
     return schema.exclude(path="/v1/agui", method="POST")
 
 
+def _finite(schema: schemathesis.BaseSchema) -> schemathesis.BaseSchema:
+    """Every native operation whose response ends: the live feed stays open until the
+    client leaves, so it is called only without a key (a 401 ends at once); its frames
+    are checked against the document in tests/test_pause_feed_contract.py."""
+    return _native(schema).exclude(path="/v1/pauses/events", method="GET")
+
+
 def _agui_run(schema: schemathesis.BaseSchema) -> schemathesis.BaseSchema:
     return schema.include(path="/v1/agui", method="POST")
 
@@ -118,7 +125,7 @@ def paused_session() -> Iterator[None]:
     shutil.rmtree(STORE_DIR, ignore_errors=True)
 
 
-@_native(_schema(ALICE)).parametrize()
+@_finite(_schema(ALICE)).parametrize()
 @BOUNDED
 def test_every_operation_keeps_its_contract_for_a_principal(case: Any) -> None:
     _as_alice(case)

@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
+from symfonic.storage.pg_notifications import PostgresNotifications
 from symfonic.storage.pg_pool import ConnectionPool
 from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
@@ -57,7 +58,7 @@ def _scheme_and_rest(url: str) -> str:
     return rest
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(PostgresNotifications, SqlStore):
     """``pool_size`` / ``pool_timeout`` default to ``SYMFONIC_POOL_SIZE`` /
     ``SYMFONIC_POOL_TIMEOUT`` (seconds), else 10 and 10."""
 

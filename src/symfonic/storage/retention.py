@@ -13,11 +13,20 @@ turn that starts on a session while it is being pruned either commits first
 one transaction over at most ``batch`` sessions, so pruning a large backlog
 never holds the database's locks for long.
 
+The record of pause changes (the live feed's source, see
+:mod:`symfonic.storage.pause_changes`) is trimmed in the same unit, always from
+its oldest end, so a position the store still replays from has every change
+after it: up to the newest change of a deleted session, and up to the newest
+change recorded before the cutoff. The newest change of all is always kept, as
+the feed's current position.
+
 ``keep_answered`` keeps the audit: the rows of pauses a person answered (who,
 when, what) stay, without their checkpoints, after their session has gone.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from symfonic.core.contracts.store import PruneBatch, PruneReport
 from symfonic.storage.statements import Params, Statement
@@ -48,6 +57,24 @@ _CHILDREN = {
 }
 
 
+_EVENTS_UP_TO = (
+    "DELETE FROM symfonic_pause_events"
+    " WHERE id < (SELECT max(id) FROM symfonic_pause_events)"
+    " AND id <= (SELECT max(id) FROM symfonic_pause_events WHERE {through})"
+)
+TRIM_OLD_EVENTS = Statement(_EVENTS_UP_TO.format(through="at < :cutoff"))
+
+
+def _trim_events(cutoff: datetime, session_ids: list[str]) -> tuple[Statement, Params]:
+    """The oldest changes: those before the cutoff, and up to the last of these sessions'."""
+    if not session_ids:
+        return TRIM_OLD_EVENTS, {"cutoff": cutoff}
+    names = {f"s{index}": session_id for index, session_id in enumerate(session_ids)}
+    ids = ", ".join(f":{name}" for name in names)
+    through = f"at < :cutoff OR session_id IN ({ids})"
+    return Statement(_EVENTS_UP_TO.format(through=through)), {"cutoff": cutoff, **names}
+
+
 def _of_sessions(rows: str, session_ids: list[str]) -> tuple[Statement, Params]:
     """One statement over ``rows`` of these sessions (an ``IN`` list, counted by both drivers)."""
     names = {f"s{index}": session_id for index, session_id in enumerate(session_ids)}
@@ -62,6 +89,7 @@ async def prune(store: SqlTransactions, batch: PruneBatch) -> PruneReport:
     async def delete(connection: Connection) -> PruneReport:
         deleted = await connection.rows(DELETE_SESSIONS, params)
         sessions = [str(row["session_id"]) for row in deleted]
+        await connection.count(*_trim_events(batch.cutoff, sessions))
         if not sessions:
             return PruneReport(sessions=0, messages=0, pauses=0)
         messages = await connection.count(*_of_sessions("messages", sessions))

@@ -77,3 +77,21 @@ pauses = sa.Table(
     sa.Column("checkpoint_format", sa.Integer, nullable=True),
     sa.Column("checkpoint", sa.JSON, nullable=True),
 )
+
+# One row per pause created and per change of its state, written by triggers
+# (migration 0004): ``id`` is the live feed's position.
+pause_events = sa.Table(
+    "symfonic_pause_events",
+    metadata,
+    sa.Column(
+        "id",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        sa.Identity(always=False),
+        primary_key=True,
+    ),
+    sa.Column("pause_id", sa.String(64), nullable=False, index=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("at", Timestamp, nullable=False, index=True),
+    sqlite_autoincrement=True,
+)

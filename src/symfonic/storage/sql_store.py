@@ -41,10 +41,10 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.messages import MessageBody
 from symfonic.storage import pause_reads, pause_writes, retention, runs
-from symfonic.storage.transactions import SqlTransactions
+from symfonic.storage.pause_changes import PauseChangeRecord
 
 
-class SqlStore(SqlTransactions):
+class SqlStore(PauseChangeRecord):
     """A ``Store`` in SQL; adapters supply how transactions run."""
 
     # sessions and first turns

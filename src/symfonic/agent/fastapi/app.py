@@ -1,11 +1,15 @@
 """The FastAPI app factory: symfonic's native HTTP API (SPEC §6) over hosted agents.
 
 ``create_app(agents)`` returns an app that serves the agents by name on one
-shared store. Its lifespan opens the store and runs the pause sweeper under one
-task group, and closes both on shutdown. Mounted inside another app, whose
-lifespan Starlette does not run for a mount, the store opens on the first
-request; run the sweeper there by passing ``lifespan=sub.router.lifespan_context``
-to the outer app, or by calling ``agent.sweep()`` from your own scheduler.
+shared store. Its lifespan opens the store and runs the pause sweeper and the
+live pause feed's watch under one task group, and closes them on shutdown.
+Mounted inside another app, whose lifespan Starlette does not run for a mount,
+the store opens on the first request and the live feed answers 503; run both
+there by passing ``lifespan=sub.router.lifespan_context`` to the outer app (or
+call ``agent.sweep()`` from your own scheduler).
+
+People answer their pauses in the web inbox at ``/inbox``
+(:mod:`symfonic.agent.fastapi.inbox`), served by this app from the package.
 
 The API documentation (``/docs``, ``/redoc``) is served with the Swagger UI and
 ReDoc assets that ``fastapi-offline`` ships, from the app itself: a service on a
@@ -27,7 +31,9 @@ from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui import agui_router
 from symfonic.agent.fastapi import openapi
 from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.fastapi.inbox import install_inbox
 from symfonic.agent.fastapi.limits import BodyLimit
+from symfonic.agent.fastapi.routes_pause_feed import pause_feed_router
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
 from symfonic.agent.fastapi.routes_sessions import sessions_router
@@ -35,6 +41,7 @@ from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http import errors
 from symfonic.agent.retention import Retention
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.pause_feed import PauseFeed
 from symfonic.agent.service.sweeper import SWEEP_INTERVAL, sweep_periodically
 from symfonic.core.contracts.store import Store
 
@@ -81,6 +88,7 @@ def create_app(
         spec = api_keys if api_keys is not None else os.environ.get("SYMFONIC_API_KEYS")
         api_keys = Authenticator.from_spec(spec)
     service = HttpService(host, api_keys)
+    feed = PauseFeed(host)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -89,6 +97,7 @@ def create_app(
             async with anyio.create_task_group() as tasks:
                 if sweep_interval > 0:
                     tasks.start_soon(sweep_periodically, host, sweep_interval, retention)
+                await tasks.start(feed.run)
                 yield
                 tasks.cancel_scope.cancel()
         finally:
@@ -103,11 +112,14 @@ def create_app(
     )
     app.add_middleware(BodyLimit, max_body_size=max_body_size)
     app.state.symfonic = service
+    app.state.pause_feed = feed
     errors.install(app)
     app.include_router(sessions_router(service))
     app.include_router(resume_router(service))
+    app.include_router(pause_feed_router(service, feed))
     app.include_router(pauses_router(service))
     app.include_router(agui_router(host, service.principal, service.route_class))
+    install_inbox(app, service)
     openapi.install(app)
     return app
 

@@ -80,7 +80,15 @@ class Authenticator:
         if not authorization:
             return None
         scheme, _, key = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not key.strip():
+        if scheme.lower() != "bearer":
+            return None
+        return self.principal_of_key(key)
+
+    def principal_of_key(self, key: str) -> Principal | None:
+        """The principal holding ``key`` (compared in constant time), or ``None``."""
+        if self.open:
+            return LOCAL
+        if not key.strip():
             return None
         digest = _digest(key.strip())
         found: Principal | None = None
@@ -89,3 +97,14 @@ class Authenticator:
             if hmac.compare_digest(entry.digest, digest):
                 found = entry.principal
         return found
+
+    def key_digest_of(self, name: str) -> tuple[Principal, bytes] | None:
+        """The principal called ``name`` and the digest of its current key, if any.
+
+        A signed-in browser session is bound to this digest, so changing a
+        principal's key (or removing it) ends every session it had.
+        """
+        for entry in self._entries:
+            if entry.principal.name == name:
+                return entry.principal, entry.digest
+        return None

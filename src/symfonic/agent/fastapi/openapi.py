@@ -20,12 +20,16 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from symfonic.agent.fastapi.feed_schemas import PauseChangeEvent, PauseSnapshot
 from symfonic.agent.fastapi.schemas import TurnOutcome
 from symfonic.core.contracts.types import STREAM_EVENTS
 
 REF = "#/components/schemas/{model}"
+# The live pause feed's frame data (its stream is documented by its route).
+FEED_FRAMES: tuple[type[BaseModel], ...] = (PauseSnapshot, PauseChangeEvent)
 
 
 def _frame(event: type) -> dict[str, Any]:
@@ -96,7 +100,8 @@ def install(app: FastAPI) -> None:
             routes=app.routes,
         )
         _, events = models_json_schema(
-            [(event, "serialization") for event in STREAM_EVENTS], ref_template=REF
+            [(model, "serialization") for model in (*STREAM_EVENTS, *FEED_FRAMES)],
+            ref_template=REF,
         )
         components = document.setdefault("components", {}).setdefault("schemas", {})
         for name, schema in events.get("$defs", {}).items():

@@ -2,8 +2,12 @@
 
 A listing shows only the pauses this principal may answer (its own unaddressed
 pauses, and those addressed to one of its scopes), each pending one with its
-token so the caller can answer it. A pending pause past its expiry is not
-listed even before the sweeper marks it ``expired``: it can no longer be answered.
+token so the caller can answer it; with ``details=true`` also the tool call it
+gates and the last messages of its turn
+(:mod:`~symfonic.agent.fastapi.pause_details`), which cost a read per pause and
+so are asked for, not sent to every listing and feed subscriber. A pending
+pause past its expiry is not listed even before the sweeper marks it
+``expired``: it can no longer be answered.
 """
 
 from typing import Annotated
@@ -11,6 +15,7 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Depends, Query
 
+from symfonic.agent.fastapi.pause_details import detailed
 from symfonic.agent.fastapi.schemas import Health, PauseList, PauseQuery, PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
@@ -50,7 +55,7 @@ def pauses_router(service: HttpService) -> APIRouter:
             if state is PauseState.PENDING and not answerable:
                 continue
             views.append(PauseView.of(pause, agent.token_for(pause) if answerable else None))
-        return PauseList(pauses=views)
+        return PauseList(pauses=await detailed(host.store, views) if query.details else views)
 
     @router.get(
         "/health",

@@ -135,6 +135,11 @@ class ResumeRequest(_Body):
 
 class PauseQuery(_Body):
     state: PauseState = Field(default=PauseState.PENDING, description="Which pauses to list.")
+    details: bool = Field(
+        default=False,
+        description="Also give each answerable pause its `tool_name`, `tool_args` and "
+        "`recent_messages`, read from its checkpoint (one read per pause).",
+    )
 
 
 # responses ----------------------------------------------------------------
@@ -145,6 +150,24 @@ class SessionCreated(BaseModel):
     agent: str
     revision: int
     status: Literal["idle"]
+
+
+class ToolCallView(BaseModel):
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class MessageView(BaseModel):
+    """One committed message: role, content, and the tool-call links between them."""
+
+    role: str
+    content: str | list[Any]
+    tool_calls: list[ToolCallView] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+
 
 
 # The question's fields come from PauseQuestion; the ones declared here are the
@@ -166,32 +189,31 @@ class PauseView(BaseModel, PauseQuestion, frozen=True):
         description="The single-use pause token; only on pending pauses this caller may answer.",
         repr=False,
     )
+    created_at: datetime | None = Field(default=None, description="When the turn paused.")
+    asked_by: str | None = Field(
+        default=None, description="The principal whose turn paused (the session's owner)."
+    )
+    tool_name: str | None = Field(
+        default=None,
+        description="The tool call the pause answers: the gated tool of an approval, or the "
+        "interaction the model called. Only in a listing with `details=true`.",
+    )
+    tool_args: dict[str, Any] | None = Field(
+        default=None, description="That call's arguments, as the model gave them."
+    )
+    recent_messages: list[MessageView] | None = Field(
+        default=None,
+        description="The last messages of the paused turn, oldest first, for context.",
+    )
 
     @classmethod
     def of(cls, pause: PauseRecord, token: str | None) -> PauseView:
         seen = {name: getattr(pause, name) for name in cls.model_fields if hasattr(pause, name)}
-        return cls(**seen, token=token)
+        return cls(**seen, token=token, asked_by=pause.principal)
 
 
 class PauseList(BaseModel):
     pauses: list[PauseView]
-
-
-class ToolCallView(BaseModel):
-    id: str
-    name: str
-    args: dict[str, Any]
-
-
-class MessageView(BaseModel):
-    """One committed message: role, content, and the tool-call links between them."""
-
-    role: str
-    content: str | list[Any]
-    tool_calls: list[ToolCallView] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-    status: str | None = None
 
 
 SessionStatus = Literal["idle", "running", "paused"]

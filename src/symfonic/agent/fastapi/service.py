@@ -1,8 +1,12 @@
 """What every route depends on: the opened host, and the caller's principal.
 
-The principal comes only from the ``Authorization: Bearer`` header, checked by
-the :class:`Authenticator` in constant time; a missing or unknown key is a 401
-before any route code runs, and before the body is read: FastAPI parses and
+The principal comes from the ``Authorization: Bearer`` header, checked by the
+:class:`Authenticator` in constant time, or, for the inbox page, from its
+signed session cookie (:mod:`~symfonic.agent.fastapi.web_sessions`). A request
+the cookie authenticates that would change state must carry the session's CSRF
+token in ``X-CSRF-Token``, or it is refused with 403; a Bearer request needs
+none, since no browser attaches a Bearer header on its own. A missing or
+unknown key is a 401 before any route code runs, and before the body is read: FastAPI parses and
 validates a body before it solves dependencies, so routes built with
 :attr:`HttpService.route_class` authenticate first, and a caller without a key
 learns nothing about what a well-formed body looks like. With no keys
@@ -22,8 +26,15 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.responses import Response
 
-from symfonic.agent.fastapi.auth import Authenticator, Unauthenticated
+from symfonic.agent.fastapi.auth import LOCAL, Authenticator, Unauthenticated
+from symfonic.agent.fastapi.web_sessions import (
+    COOKIE_NAME,
+    CSRF_HEADER,
+    WebSession,
+    WebSessions,
+)
 from symfonic.agent.service.host import ServiceHost
+from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
 
 bearer = HTTPBearer(
@@ -31,6 +42,16 @@ bearer = HTTPBearer(
     description="An API key from `SYMFONIC_API_KEYS`. Not needed when the server runs "
     "without keys (as the single principal `local`, loopback only).",
 )
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class CsrfRefused(RequestError):
+    """A cookie-authenticated request that changes state came without its CSRF token."""
+
+    code = "csrf_refused"
+    status = 403
 
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -45,6 +66,7 @@ class HttpService:
         self.host = host
         self.authenticator = authenticator
         self.route_class = self._authenticating_route()
+        self._web_sessions: WebSessions | None = None
 
     def __repr__(self) -> str:
         return f"HttpService({self.host!r}, {self.authenticator!r})"
@@ -54,8 +76,36 @@ class HttpService:
             await self.host.open()
         return self.host
 
-    def authenticate(self, request: Request) -> Principal:
-        found = self.authenticator.principal_for(request.headers.get("authorization"))
+    async def web_sessions(self) -> WebSessions:
+        """The inbox's session signer, keyed by the database's secret (read once)."""
+        if self._web_sessions is None:
+            host = await self.ready()
+            self._web_sessions = WebSessions(await host.store.signing_secret(), self.authenticator)
+        return self._web_sessions
+
+    async def web_session(self, request: Request) -> WebSession | None:
+        """The inbox session the request's cookie names, if it verifies."""
+        cookie = request.cookies.get(COOKIE_NAME)
+        if cookie is None or self.authenticator.open:
+            return None
+        return (await self.web_sessions()).verify(cookie)
+
+    async def authenticate(self, request: Request) -> Principal:
+        if self.authenticator.open:
+            return LOCAL
+        authorization = request.headers.get("authorization")
+        if authorization is None:
+            session = await self.web_session(request)
+            if session is not None:
+                if request.method not in SAFE_METHODS and not (
+                    await self.web_sessions()
+                ).csrf_matches(session, request.headers.get(CSRF_HEADER)):
+                    raise CsrfRefused(
+                        "this request changes something and came from a browser session "
+                        "without its CSRF token; reload the inbox and try again"
+                    )
+                return session.principal
+        found = self.authenticator.principal_for(authorization)
         if found is None:
             raise Unauthenticated("send a valid API key as 'Authorization: Bearer <key>'")
         return found
@@ -65,7 +115,7 @@ class HttpService:
         request: Request,
         _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Principal:
-        return self.authenticate(request)
+        return await self.authenticate(request)
 
     def _authenticating_route(self) -> type[APIRoute]:
         """A route class whose routes that depend on :meth:`principal` authenticate first."""
@@ -78,7 +128,7 @@ class HttpService:
                     return handler
 
                 async def authenticate_then_handle(request: Request) -> Response:
-                    service.authenticate(request)
+                    await service.authenticate(request)
                     return await handler(request)
 
                 return authenticate_then_handle

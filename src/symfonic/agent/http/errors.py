@@ -64,6 +64,8 @@ def _request_error(_: Request, error: Exception) -> JSONResponse:
         headers["WWW-Authenticate"] = "Bearer"
     if isinstance(error, BudgetRefused):
         headers["Retry-After"] = str(error.retry_after)
+    elif error.status == 503:
+        headers["Retry-After"] = str(STORE_RETRY_AFTER)
     return error_response(error.status, error.code, error.message, headers)
 
 

@@ -1,0 +1,72 @@
+"""The live pause feed's frames, as models: what ``GET /v1/pauses/events`` sends.
+
+The frames are written by :mod:`symfonic.agent.fastapi.routes_pause_feed`; these
+models give them their OpenAPI schema and build their data, so the document
+and the wire cannot drift apart. A pause inside a frame is exactly the item
+``GET /v1/pauses`` lists (:class:`PauseView`), token included where that
+listing would include it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from symfonic.agent.fastapi.schemas import PauseView
+from symfonic.agent.service.pause_feed import FeedChange
+from symfonic.core.contracts.types import PauseState
+
+SNAPSHOT_EVENT = "pauses.snapshot"
+CHANGE_EVENTS = {
+    PauseState.PENDING: "pause.created",
+    PauseState.CLAIMED: "pause.claimed",
+    PauseState.PUBLISHED: "pause.answered",
+    PauseState.EXPIRED: "pause.expired",
+    PauseState.ABANDONED: "pause.abandoned",
+    PauseState.SUPERSEDED: "pause.superseded",
+}
+# The changes that name who answered.
+ANSWERED = frozenset({PauseState.CLAIMED, PauseState.PUBLISHED})
+
+
+class PauseSnapshot(BaseModel):
+    """``pauses.snapshot``: what the caller may answer now, as ``GET /v1/pauses`` lists it."""
+
+    pauses: list[PauseView]
+
+
+class PauseChangeEvent(BaseModel):
+    """``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``."""
+
+    pause_id: str
+    session_id: str
+    agent: str
+    state: PauseState = Field(description="The state the pause moved to.")
+    at: datetime
+    answered_by: str | None = Field(
+        default=None,
+        description="pause.claimed and pause.answered: the principal who answered.",
+    )
+    pause: PauseView | None = Field(
+        default=None,
+        description="pause.created only, while the pause can still be answered: "
+        "the GET /v1/pauses item, token included.",
+    )
+
+    @classmethod
+    def data_of(cls, item: FeedChange, token: str | None) -> dict[str, Any]:
+        """The frame's data: absent fields are left out, not sent as null."""
+        change, pause = item.change, item.change.pause
+        data = cls(
+            pause_id=pause.pause_id,
+            session_id=pause.session_id,
+            agent=pause.agent,
+            state=change.state,
+            at=change.at,
+            answered_by=pause.answered_by if change.state in ANSWERED else None,
+        ).model_dump(mode="json", exclude_none=True)
+        if change.state is PauseState.PENDING and item.answerable:
+            data["pause"] = PauseView.of(pause, token).model_dump(mode="json")
+        return data

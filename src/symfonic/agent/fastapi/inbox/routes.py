@@ -1,0 +1,153 @@
+"""``/inbox``: the page, signing in with a key, signing out, and the page's own files.
+
+``GET /inbox`` is the page (or the sign-in form), ``POST /inbox`` signs in, so
+every page is served at one URL and its relative links hold wherever the app is
+mounted; ``POST /inbox/sign-out`` signs out.
+
+The key travels once, in the body of the sign-in form, and is never stored,
+echoed or logged: the answer is a session cookie (``HttpOnly``, ``SameSite=Strict``,
+``Secure`` when the request came over TLS) that names the principal, and the
+page holds only that session's CSRF token. A wrong key waits a second before
+its answer, so guessing keys through the form is slow, and a sign-in form
+posted from another site's page is refused, so no site can sign a browser in
+as someone else. With no keys configured
+everyone is ``local`` and the page needs no sign-in.
+
+The page and its files carry a Content-Security-Policy that allows scripts,
+styles and connections to this origin only, and forbids framing.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from string import Template
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+from fastapi import APIRouter, FastAPI, Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.web_sessions import COOKIE_NAME, CSRF_HEADER, SESSION_SECONDS
+
+HERE = Path(__file__).parent
+WRONG_KEY_DELAY = 1.0
+MAX_FORM_BYTES = 4096
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def _template(name: str) -> Template:
+    return Template((HERE / "templates" / name).read_text(encoding="utf-8"))
+
+
+def _page(template: Template, status: int = 200, **values: str) -> HTMLResponse:
+    return HTMLResponse(template.substitute(values), status_code=status, headers=PAGE_HEADERS)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        return {}
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _from_elsewhere(request: Request) -> bool:
+    """A form posted by another site's page, as the browser tells it.
+
+    ``Sec-Fetch-Site`` where the browser sends it, else ``Origin`` (which the
+    page's ``Referrer-Policy: same-origin`` leaves on its own requests).
+    """
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    return urlsplit(origin).netloc != request.headers.get("host", "")
+
+
+def _to_inbox(request: Request) -> RedirectResponse:
+    # Relative to where the request came, so the page keeps working when the app
+    # is mounted under a prefix: ``inbox`` from /inbox, ``../inbox`` from below it.
+    target = "../inbox" if request.url.path.endswith("/sign-out") else "inbox"
+    return RedirectResponse(target, status_code=303, headers=PAGE_HEADERS)
+
+
+def install_inbox(app: FastAPI, service: HttpService) -> None:
+    """Add the inbox's routes and files to ``app``."""
+    page, sign_in = _template("page.html"), _template("sign_in.html")
+    router = APIRouter(include_in_schema=False)
+
+    def signed_in_page(principal: str, csrf: str) -> HTMLResponse:
+        sign_out = (
+            ""
+            if service.authenticator.open
+            else '<form method="post" action="inbox/sign-out" class="sign-out">'
+            f'<input type="hidden" name="csrf_token" value="{html.escape(csrf)}">'
+            '<button type="submit">Sign out</button></form>'
+        )
+        return _page(page, principal=html.escape(principal), csrf=html.escape(csrf),
+                     sign_out=sign_out)
+
+    @router.get("/inbox")
+    async def inbox(request: Request) -> Response:
+        if service.authenticator.open:
+            return signed_in_page("local", "")
+        session = await service.web_session(request)
+        if session is None:
+            return _page(sign_in, problem="")
+        return signed_in_page(session.principal.name, session.csrf_token)
+
+    @router.post("/inbox")
+    async def sign_in_with_key(request: Request) -> Response:
+        if service.authenticator.open:
+            return _to_inbox(request)
+        if _from_elsewhere(request):
+            # Another site must not sign this browser in, even as someone else.
+            return HTMLResponse("<p>Sign in from the inbox page itself.</p>", status_code=403,
+                                headers=PAGE_HEADERS)
+        principal = service.authenticator.principal_of_key((await _form(request)).get("key", ""))
+        if principal is None:
+            await anyio.sleep(WRONG_KEY_DELAY)
+            problem = ('<p class="problem" role="alert">That key was not accepted. '
+                       "Check that you copied all of it, and try again.</p>")
+            return _page(sign_in, 401, problem=problem)
+        cookie, _ = (await service.web_sessions()).issue(principal)
+        response = _to_inbox(request)
+        response.set_cookie(
+            COOKIE_NAME,
+            cookie,
+            max_age=SESSION_SECONDS,
+            path="/",
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    @router.post("/inbox/sign-out")
+    async def sign_out(request: Request) -> Response:
+        session = await service.web_session(request)
+        if session is not None:
+            sent = request.headers.get(CSRF_HEADER) or (await _form(request)).get("csrf_token")
+            if not (await service.web_sessions()).csrf_matches(session, sent):
+                return HTMLResponse(
+                    "<p>Signing out needs the page's token: go back to the inbox, reload it "
+                    "and sign out from there.</p>", status_code=403, headers=PAGE_HEADERS,
+                )
+        response = _to_inbox(request)
+        response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
+        return response
+
+    app.include_router(router)
+    app.mount("/inbox/static", StaticFiles(directory=HERE / "static"), name="inbox-static")

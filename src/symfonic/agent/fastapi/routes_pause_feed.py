@@ -1,0 +1,178 @@
+"""``GET /v1/pauses/events``: the pauses a caller may answer, live, as Server-Sent Events.
+
+The frames are fixed by the feed's contract: a ``pauses.snapshot`` (the items
+``GET /v1/pauses`` lists, tokens included), or, after a ``Last-Event-ID`` the
+store can replay from, the changes since; then one frame per change of a pause
+the caller may answer. ``id:`` is the store's change position. The waiting,
+filtering and replay are the service host's (:mod:`symfonic.agent.service.pause_feed`);
+this module turns its items into frames and keeps the stream open with a
+keep-alive comment until the client leaves, which closes the subscription at
+once (:mod:`symfonic.agent.http.streaming`).
+"""
+
+import json
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header
+from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from symfonic.agent.fastapi.feed_schemas import (
+    CHANGE_EVENTS,
+    SNAPSHOT_EVENT,
+    PauseChangeEvent,
+    PauseSnapshot,
+)
+from symfonic.agent.fastapi.schemas import PauseView
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.sse import PING_INTERVAL
+from symfonic.agent.http.errors import documented
+from symfonic.agent.http.streaming import stream_until_disconnect
+from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.pause_feed import (
+    FeedChange,
+    FeedItem,
+    FeedSubscription,
+    FeedUnavailable,
+    PauseFeed,
+)
+from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.principal import Principal
+
+logger = logging.getLogger("symfonic.http")
+
+STREAM_DESCRIPTION = (
+    "The pauses the caller may answer, live: first a `pauses.snapshot` (or, with a "
+    "`Last-Event-ID` the store can still replay from, the changes after it), then one "
+    "frame per change. `id:` is the store's change position; a `: keep-alive` comment "
+    "goes out every 15 s. The stream stays open until the client leaves."
+)
+
+
+def _position(last_event_id: str | None) -> int | None:
+    """The position a reconnecting client names; anything else starts from a snapshot."""
+    if last_event_id is None or not last_event_id.strip().isdigit():
+        return None
+    return int(last_event_id.strip())
+
+
+def _frame(event: str, data: dict[str, Any], position: int) -> bytes:
+    return format_sse_event(
+        data_str=json.dumps(data, separators=(",", ":")), event=event, id=str(position)
+    )
+
+
+def feed_responses() -> dict[int | str, dict[str, Any]]:
+    """The 200 of the feed: an event stream, one schema per frame type."""
+
+    def frame(events: list[str], model: type) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["event", "data", "id"],
+            "properties": {
+                "event": {"enum": events},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": f"#/components/schemas/{model.__name__}"},
+                },
+                "id": {"type": "string", "description": "The store's change position."},
+            },
+        }
+
+    changes = sorted(CHANGE_EVENTS.values())
+    return {
+        200: {
+            "description": STREAM_DESCRIPTION,
+            "content": {
+                "text/event-stream": {
+                    "schema": {"type": "string"},
+                    "itemSchema": {
+                        "oneOf": [
+                            frame([SNAPSHOT_EVENT], PauseSnapshot),
+                            frame(changes, PauseChangeEvent),
+                        ]
+                    },
+                }
+            },
+        }
+    }
+
+
+class PauseFeedStream(EventSourceResponse):
+    """One subscription as an SSE response; the client leaving closes it."""
+
+    def __init__(
+        self,
+        subscription: FeedSubscription,
+        host: ServiceHost,
+        *,
+        ping_interval: float = PING_INTERVAL,
+    ) -> None:
+        super().__init__(
+            content=(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
+        self._subscription = subscription
+        self._host = host
+        self._ping_interval = ping_interval
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with aclosing(self._subscription), aclosing(self._frames()) as frames:
+            await stream_until_disconnect(
+                send,
+                receive,
+                status=self.status_code,
+                headers=self.raw_headers,
+                frames=frames,
+                ping=KEEPALIVE_COMMENT,
+                ping_interval=self._ping_interval,
+            )
+
+    async def _frames(self) -> AsyncGenerator[bytes, None]:
+        try:
+            async for item in self._subscription:
+                yield self._encode(item)
+        except (StoreUnavailable, FeedUnavailable) as error:
+            # The stream ends; the client reconnects with its Last-Event-ID.
+            logger.warning("a pause feed ended, the store could not be read: %s", error)
+
+    def _encode(self, item: FeedItem) -> bytes:
+        signer = self._host.agent(None)
+        if isinstance(item, FeedChange):
+            change = item.change
+            token = signer.token_for(change.pause) if item.answerable else None
+            data = PauseChangeEvent.data_of(item, token)
+            return _frame(CHANGE_EVENTS[change.state], data, change.position)
+        views = [PauseView.of(pause, signer.token_for(pause)) for pause in item.pauses]
+        snapshot = PauseSnapshot(pauses=views).model_dump(mode="json")
+        return _frame(SNAPSHOT_EVENT, snapshot, item.position)
+
+
+def pause_feed_router(service: HttpService, feed: PauseFeed) -> APIRouter:
+    router = APIRouter(prefix="/v1", route_class=service.route_class)
+    Caller = Annotated[Principal, Depends(service.principal)]
+    Host = Annotated[ServiceHost, Depends(service.ready)]
+
+    @router.get(
+        "/pauses/events",
+        response_model=None,
+        responses={**feed_responses(), **documented(401, 503)},
+        tags=["pauses"],
+        summary="The pauses the caller may answer, live (Server-Sent Events)",
+    )
+    async def pause_events(
+        principal: Caller,
+        host: Host,
+        last_event_id: Annotated[
+            str | None,
+            Header(description="The last `id:` received: resume the feed after it."),
+        ] = None,
+    ) -> Response:
+        subscription = await feed.subscribe(principal, _position(last_event_id))
+        return PauseFeedStream(subscription, host)
+
+    return router

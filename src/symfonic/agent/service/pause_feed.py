@@ -1,0 +1,284 @@
+"""The live pause feed of one worker: one watch of the store, many subscribers.
+
+Each subscriber is one principal's view: a snapshot of the pauses it may answer
+(or, after a position it already has, the changes it missed), then every change
+of a pause it may answer, in the order the store committed them. "May answer"
+is :meth:`Principal.may_answer` on the pause's row, the rule ``list_pauses``
+applies, and only pauses of agents this host serves are shown.
+
+The worker watches the store once (:meth:`Store.watch_pause_changes`), and
+only while someone subscribes, in :meth:`PauseFeed.run`, which the app's
+lifespan runs. A subscriber registers, then waits until that watch is
+established, and only then reads its snapshot or replay: every change is then
+either in what it read or in what the watch delivers after it (some in both;
+a replayed change is not delivered twice). A change may still reach a client
+twice across a reconnect; a pause's changes always arrive in order.
+
+Each subscriber's queue is bounded. One that falls more than ``queue_limit``
+changes behind loses them and is sent a fresh snapshot instead, as is every
+subscriber when the watch is lost and established again. A subscriber that
+leaves is removed at once; when the last one leaves, the watch stops.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+
+import anyio
+import anyio.abc
+
+from symfonic.agent.service.host import ServiceHost
+from symfonic.core.contracts.errors import RequestError, StoreUnavailable
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import PauseChange, PauseRecord
+from symfonic.core.contracts.types import PauseState
+
+logger = logging.getLogger("symfonic.http")
+
+QUEUE_LIMIT = 256
+REPLAY_LIMIT = 1000
+# How long a new subscriber waits for the watch to be established.
+LISTEN_TIMEOUT = 10.0
+# Seconds before a lost watch is established again.
+RETRY_DELAY = 1.0
+
+
+class FeedUnavailable(RequestError):
+    """The live feed cannot be followed now: the store cannot be watched, or no
+    watch runs (an app whose lifespan did not run)."""
+
+    code = "feed_unavailable"
+    status = 503
+
+
+@dataclass(frozen=True)
+class FeedSnapshot:
+    """The pauses a principal may answer now (pending, unexpired), at ``position``."""
+
+    position: int
+    pauses: list[PauseRecord]
+
+
+@dataclass(frozen=True)
+class FeedChange:
+    """One change a principal may see; ``answerable``: the pause is pending and
+    unexpired as it is delivered, so a token may go with it."""
+
+    change: PauseChange
+    answerable: bool
+
+
+FeedItem = FeedSnapshot | FeedChange
+
+
+class _Subscriber:
+    """One principal's queue of changes, bounded; overflowing it asks for a snapshot."""
+
+    def __init__(self, principal: Principal, limit: int) -> None:
+        self.principal = principal
+        self.pending: deque[PauseChange] = deque()
+        self.behind = False
+        self.closed = False
+        self._limit = limit
+        self._wake = anyio.Event()
+
+    def offer(self, changes: Sequence[PauseChange]) -> None:
+        for change in changes:
+            if len(self.pending) >= self._limit:
+                self.fall_behind()
+            self.pending.append(change)
+        self._wake.set()
+
+    def fall_behind(self) -> None:
+        self.pending.clear()
+        self.behind = True
+        self._wake.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    async def wait(self) -> None:
+        await self._wake.wait()
+        self._wake = anyio.Event()
+
+
+class FeedSubscription:
+    """One subscriber's items; closing it leaves the feed, whether or not it was read."""
+
+    def __init__(self, items: AsyncGenerator[FeedItem, None], leave: Callable[[], None]) -> None:
+        self._items = items
+        self._leave = leave
+
+    def __aiter__(self) -> AsyncGenerator[FeedItem, None]:
+        return self._items
+
+    async def aclose(self) -> None:
+        try:
+            await self._items.aclose()
+        finally:
+            self._leave()
+
+
+class PauseFeed:
+    """One worker's feed; run :meth:`run` for as long as it serves."""
+
+    def __init__(
+        self,
+        host: ServiceHost,
+        *,
+        queue_limit: int = QUEUE_LIMIT,
+        replay_limit: int = REPLAY_LIMIT,
+    ) -> None:
+        self._host = host
+        self._queue_limit = queue_limit
+        self._replay_limit = replay_limit
+        self._subscribers: set[_Subscriber] = set()
+        self._wanted = anyio.Event()
+        self._listening = anyio.Event()
+        self._watching: anyio.CancelScope | None = None
+        self._running = False
+
+    def __repr__(self) -> str:
+        return f"PauseFeed({len(self._subscribers)} subscribers)"
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    # the watch ----------------------------------------------------------------
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Watch the store while anyone subscribes, until cancelled.
+
+        Started with ``task_group.start``, it takes subscribers once that returns.
+        """
+        self._running = True
+        try:
+            task_status.started()
+            while True:
+                if not self._subscribers:
+                    self._wanted = anyio.Event()
+                    await self._wanted.wait()
+                try:
+                    await self._watch()
+                except StoreUnavailable as error:
+                    logger.warning("the pause feed lost its watch; again in %gs: %s",
+                                   RETRY_DELAY, error)
+                    self._listening = anyio.Event()
+                    for subscriber in self._subscribers:
+                        subscriber.fall_behind()
+                    await anyio.sleep(RETRY_DELAY)
+        finally:
+            self._running = False
+            for subscriber in self._subscribers:
+                subscriber.close()
+
+    async def _watch(self) -> None:
+        listening = self._listening
+        try:
+            with anyio.CancelScope() as self._watching:
+                async with aclosing(self._host.store.watch_pause_changes()) as watch:
+                    async for changes in watch:
+                        listening.set()
+                        if changes:
+                            self._deliver(changes)
+        finally:
+            self._watching = None
+
+    def _deliver(self, changes: Sequence[PauseChange]) -> None:
+        hosted = [change for change in changes if change.pause.agent in self._host.agents]
+        for subscriber in self._subscribers:
+            visible = [c for c in hosted if subscriber.principal.may_answer(c.pause)]
+            if visible:
+                subscriber.offer(visible)
+
+    # subscribers --------------------------------------------------------------
+
+    async def subscribe(self, principal: Principal, after: int | None) -> FeedSubscription:
+        """``principal``'s feed, from a snapshot or from position ``after``.
+
+        Raises :class:`FeedUnavailable` before anything is sent when the watch
+        cannot be established. Close the subscription (``aclosing``) to leave.
+        """
+        if not self._running:
+            raise FeedUnavailable("the live pause feed is not running on this worker")
+        subscriber = _Subscriber(principal, self._queue_limit)
+        self._subscribers.add(subscriber)
+        self._wanted.set()
+        try:
+            await self._until_listening()
+        except BaseException:
+            self._leave(subscriber)
+            raise
+        return FeedSubscription(self._items(subscriber, after), lambda: self._leave(subscriber))
+
+    async def _until_listening(self) -> None:
+        with anyio.move_on_after(LISTEN_TIMEOUT):
+            await self._listening.wait()
+            return
+        raise FeedUnavailable("the store cannot be watched for pause changes right now")
+
+    def _leave(self, subscriber: _Subscriber) -> None:
+        self._subscribers.discard(subscriber)
+        if not self._subscribers and self._watching is not None:
+            # The next subscriber waits for a watch of its own, not this stopping one.
+            self._listening = anyio.Event()
+            self._watching.cancel()
+
+    async def _items(
+        self, subscriber: _Subscriber, after: int | None
+    ) -> AsyncGenerator[FeedItem, None]:
+        try:
+            replayed: set[int] = set()
+            if after is None:
+                subscriber.behind = True
+            else:
+                changes = await self._host.store.pause_changes_since(
+                    after, limit=self._replay_limit
+                )
+                if changes is None:
+                    subscriber.behind = True
+                else:
+                    for change in self._visible(subscriber.principal, changes):
+                        replayed.add(change.position)
+                        yield self._item(change)
+            while not subscriber.closed:
+                if subscriber.behind:
+                    subscriber.behind = False
+                    await self._until_listening()
+                    yield await self._snapshot(subscriber.principal)
+                while subscriber.pending and not subscriber.behind:
+                    change = subscriber.pending.popleft()
+                    if change.position not in replayed:
+                        yield self._item(change)
+                if not subscriber.pending and not subscriber.behind and not subscriber.closed:
+                    await subscriber.wait()
+        finally:
+            self._leave(subscriber)
+
+    def _visible(self, principal: Principal, changes: Sequence[PauseChange]) -> list[PauseChange]:
+        return [
+            change
+            for change in changes
+            if change.pause.agent in self._host.agents and principal.may_answer(change.pause)
+        ]
+
+    def _item(self, change: PauseChange) -> FeedChange:
+        pause = change.pause
+        now = self._host.agent(None).clock()
+        answerable = pause.state is PauseState.PENDING and pause.expires_at > now
+        return FeedChange(change, answerable)
+
+    async def _snapshot(self, principal: Principal) -> FeedSnapshot:
+        # The position first: a change after it may already show in the list,
+        # and is sent again after the snapshot, which a client applies harmlessly.
+        position = await self._host.store.pause_change_position()
+        pauses = await self._host.agent(None).pauses(principal, PauseState.PENDING)
+        return FeedSnapshot(position, [p for p in pauses if p.agent in self._host.agents])

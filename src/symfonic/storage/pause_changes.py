@@ -1,0 +1,127 @@
+"""Reading the record of pause changes that the database's triggers write.
+
+Every pause created and every change of a pause's ``state`` is a row of
+``symfonic_pause_events``, written by a trigger in the transaction that made
+the change (migration 0004): no statement here or in the transitions writes
+one. This module only reads them, joined with the pause's current row, so a
+reader can decide who may see a change the way ``list_pauses`` does.
+
+Where a change may commit after a later-numbered one (PostgreSQL takes identity
+values before commit), a replay after a position also returns the changes
+recorded up to ``IN_FLIGHT_SECONDS`` before it: the ones that may still have
+been uncommitted when that position was handed out. A reader then sees a change
+twice, in position order, but never misses one. SQLite serialises its writers,
+so its positions commit in order and it replays exactly what follows.
+
+A watch without notifications polls the newest position every
+``POLL_SECONDS``: one indexed read, and a second only when something changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from datetime import timedelta
+from typing import ClassVar
+
+import anyio
+
+from symfonic.core.contracts.store import PauseChange
+from symfonic.core.contracts.types import PauseState
+from symfonic.storage.rows import PAUSE_COLUMNS, aware, pause_of
+from symfonic.storage.statements import Row, Statement, first
+from symfonic.storage.transactions import SqlTransactions
+
+_COLUMNS = "e.id AS change_id, e.state AS change_state, e.at AS change_at, " + ", ".join(
+    "p." + column.strip() for column in PAUSE_COLUMNS.split(",")
+)
+_JOINED = f"SELECT {_COLUMNS} FROM symfonic_pause_events e JOIN symfonic_pauses p" \
+    " ON p.pause_id = e.pause_id"
+
+# Two subqueries, not min() and max() side by side: each is then one index probe.
+BOUNDS = Statement(
+    "SELECT (SELECT max(id) FROM symfonic_pause_events) AS newest,"
+    " (SELECT min(id) FROM symfonic_pause_events) AS oldest"
+)
+BETWEEN = Statement(f"{_JOINED} WHERE e.id > :after AND e.id <= :upto ORDER BY e.id")
+AFTER = Statement(f"{_JOINED} WHERE e.id > :after ORDER BY e.id LIMIT :limit")
+AFTER_WITH_IN_FLIGHT = Statement(
+    f"{_JOINED} WHERE e.id > :after OR e.at >= :since ORDER BY e.id LIMIT :limit"
+)
+RECORDED_AT = Statement(
+    "SELECT at FROM symfonic_pause_events WHERE id <= :position ORDER BY id DESC LIMIT 1"
+)
+
+
+def change_of(row: Row) -> PauseChange:
+    at = aware(row["change_at"])
+    assert at is not None
+    return PauseChange(
+        position=int(row["change_id"]),
+        state=PauseState(row["change_state"]),
+        at=at,
+        pause=pause_of(row),
+    )
+
+
+def _changes(rows: Sequence[Row]) -> list[PauseChange]:
+    return [change_of(row) for row in rows]
+
+
+class PauseChangeRecord(SqlTransactions):
+    """The port's reads of the change record, in SQL both databases accept."""
+
+    # How long a change may stay uncommitted after taking its position (0: never).
+    IN_FLIGHT_SECONDS: ClassVar[float] = 0.0
+    POLL_SECONDS: ClassVar[float] = 0.2
+
+    async def _bounds(self) -> tuple[int, int | None]:
+        row = first(await self.read_rows(BOUNDS, {}))
+        assert row is not None  # an aggregate always returns its one row
+        newest, oldest = row["newest"], row["oldest"]
+        return (0 if newest is None else int(newest)), (None if oldest is None else int(oldest))
+
+    async def pause_change_position(self) -> int:
+        return (await self._bounds())[0]
+
+    async def pause_changes_since(self, position: int, *, limit: int) -> list[PauseChange] | None:
+        newest, oldest = await self._bounds()
+        behind = oldest is not None and position < oldest - 1
+        if position < 0 or position > newest or behind:
+            return None
+        if self.IN_FLIGHT_SECONDS > 0:
+            recorded = first(await self.read_rows(RECORDED_AT, {"position": position}))
+        else:
+            recorded = None
+        read: Statement = AFTER
+        params: dict[str, object] = {"after": position, "limit": limit + 1}
+        if recorded is not None:
+            since = aware(recorded["at"])
+            assert since is not None
+            read = AFTER_WITH_IN_FLIGHT
+            params["since"] = since - timedelta(seconds=self.IN_FLIGHT_SECONDS)
+        changes = _changes(await self.read_rows(read, params))
+        return None if len(changes) > limit else changes
+
+    async def pause_changes_at(self, positions: Sequence[int]) -> list[PauseChange]:
+        """The changes at these positions, in the order given (a notification's order)."""
+        if not positions:
+            return []
+        names = {f"p{index}": position for index, position in enumerate(positions)}
+        listed = ", ".join(f":{name}" for name in names)
+        read = Statement(f"{_JOINED} WHERE e.id IN ({listed})")
+        found = {change.position: change for change in _changes(await self.read_rows(read, names))}
+        return [found[position] for position in dict.fromkeys(positions) if position in found]
+
+    async def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
+        """Poll for changes committed after the watch began; see the module's docstring."""
+        seen = await self.pause_change_position()
+        yield []
+        while True:
+            await anyio.sleep(self.POLL_SECONDS)
+            newest = await self.pause_change_position()
+            if newest <= seen:
+                continue
+            changes = _changes(await self.read_rows(BETWEEN, {"after": seen, "upto": newest}))
+            seen = newest
+            if changes:
+                yield changes

@@ -1,0 +1,96 @@
+"""PostgreSQL's watch of pause changes: LISTEN on one connection of its own.
+
+The trigger that records a change also sends ``pg_notify`` with its position
+(migration 0004). PostgreSQL delivers a notification only when its transaction
+commits, and delivers them in commit order, so the positions a listener
+receives are exactly the changes committed since it began listening, in the
+order they committed -- which is not always position order, since identity
+values are taken before commit. The watch hands the changes on in the order
+they were notified, never by asking for "positions above the last one", which
+would skip a change that committed after a later-numbered one.
+
+The listening connection is outside the pool: it stays open for as long as
+the watch does, and a pool connection must never be held while waiting. If it
+is lost, notifications may have been missed, so the watch raises
+``StoreUnavailable`` rather than carry on as if nothing happened.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncGenerator
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
+
+from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.store import PauseChange
+from symfonic.storage.failures import is_unavailable
+from symfonic.storage.pause_changes import PauseChangeRecord
+
+if TYPE_CHECKING:
+    import asyncpg
+
+# The channel the trigger notifies on (migration 0004).
+CHANNEL = "symfonic_pause_changes"
+LISTEN_CONNECT_TIMEOUT = 10.0
+# Positions read in one batch at most, when notifications arrive faster than reads.
+BATCH = 200
+
+
+class PostgresNotifications(PauseChangeRecord):
+    """A watch of pause changes driven by the trigger's notifications."""
+
+    # A change's transaction commits within this long of taking its position (a
+    # transition's transaction commits milliseconds after its trigger runs).
+    IN_FLIGHT_SECONDS: ClassVar[float] = 30.0
+    _dsn: str
+
+    async def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
+        positions, notified = anyio.create_memory_object_stream[int | None](math.inf)
+        connection = await self._listening_connection()
+
+        def on_notification(_c: Any, _pid: int, _channel: str, payload: str) -> None:
+            with suppress(anyio.ClosedResourceError):
+                positions.send_nowait(int(payload))
+
+        def on_loss(_c: Any) -> None:
+            with suppress(anyio.ClosedResourceError):
+                positions.send_nowait(None)
+
+        try:
+            connection.add_termination_listener(on_loss)
+            await connection.add_listener(CHANNEL, on_notification)
+            yield []
+            while True:
+                batch = [await notified.receive()]
+                while len(batch) < BATCH:
+                    try:
+                        batch.append(notified.receive_nowait())
+                    except anyio.WouldBlock:
+                        break
+                if None in batch:
+                    raise StoreUnavailable("the connection listening for pause changes was lost")
+                yield await self.pause_changes_at([p for p in batch if p is not None])
+        finally:
+            connection.remove_termination_listener(on_loss)
+            with anyio.CancelScope(shield=True), suppress(Exception):
+                await connection.close(timeout=2)
+            positions.close()
+            notified.close()
+
+    async def _listening_connection(self) -> asyncpg.Connection:
+        import asyncpg
+
+        try:
+            connection: asyncpg.Connection = await asyncpg.connect(
+                self._dsn, timeout=LISTEN_CONNECT_TIMEOUT
+            )
+        except Exception as error:
+            if is_unavailable(error) or isinstance(error, OSError | TimeoutError):
+                raise StoreUnavailable(
+                    f"the store cannot be watched for pause changes: {error}"
+                ) from error
+            raise
+        return connection
