@@ -45,6 +45,7 @@ from symfonic.cli.connections import (
     DEFAULT_MAX_CONNECTIONS,
     bounded_protocol,
 )
+from symfonic.cli.observability import LOG_FORMS, Telemetry, export_of, install, log_config
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import Store
 from symfonic.storage import DEFAULT_STORE, masked_url
@@ -111,6 +112,10 @@ def register(sub: Any) -> None:
         f"longest for headers (default: {DEFAULT_MAX_CONNECTIONS})",
     )
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
+    p.add_argument(
+        "--log-format", choices=LOG_FORMS, default="text",
+        help="log lines as text, or one JSON object a line with trace ids (default: text)",
+    )
     p.set_defaults(run=run)
 
 
@@ -231,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
         retention = retention_of(args)
         store = serving_store(args.store, agents)
         host = ServiceHost(agents, store)
+        telemetry = install(export_of(), os.environ.get("OTEL_SERVICE_NAME") or "symfonic")
     except ConfigurationError as error:
         print(f"symfonic serve: {error}", file=sys.stderr)
         return 2
@@ -243,7 +249,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     url = store if isinstance(store, str) else store.url
-    return anyio.run(_serve, args, host, url, authenticator, retention)
+    try:
+        return anyio.run(_serve, args, host, url, authenticator, retention, telemetry)
+    finally:
+        if telemetry is not None:
+            telemetry.shutdown()  # the last spans and metrics are flushed before exit
 
 
 async def _serve(
@@ -252,6 +262,7 @@ async def _serve(
     url: str,
     authenticator: Authenticator,
     retention: Retention | None,
+    telemetry: Telemetry | None = None,
 ) -> int:
     """Open the store, then say what is served, then serve, all on one event loop.
 
@@ -281,12 +292,15 @@ async def _serve(
 
         app = create_app(host, api_keys=authenticator, sweep_interval=args.sweep_interval,
                          retention=retention)
+        if telemetry is not None:
+            telemetry.instrument(app)
         freeze_after_startup(app)
         config = uvicorn.Config(
             app,
             host=args.host,
             port=args.port,
             log_level=args.log_level,
+            log_config=log_config(args.log_format, args.log_level, uvicorn.config.LOGGING_CONFIG),
             timeout_graceful_shutdown=10,
             server_header=False,
             http=bounded_protocol(args.header_timeout, max_connections),

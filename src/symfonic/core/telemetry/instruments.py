@@ -45,7 +45,7 @@ RESUMES: Final = METER.create_counter(
 CLAIM_CONFLICTS: Final = METER.create_counter(
     names.CLAIM_CONFLICTS,
     unit="{claim}",
-    description="Claims of a pause read as pending that another request won first",
+    description="Resumes refused because another request had claimed the pause first",
 )
 SWEEPER_ACTIONS: Final = METER.create_counter(
     names.SWEEPER_ACTIONS,

@@ -132,8 +132,8 @@ class TracedStore:
         with _span(names.CLAIM, "claim_pause", _claim_attributes(claim)) as span:
             claimed = await _counting(self._store.claim_pause(claim, now=now), "claim_pause")
             if claimed is None:
+                # The resume then says why (already claimed, a replay): counted there.
                 span.set_attribute(names.CLAIM_RESULT, names.LOST)
-                instruments.CLAIM_CONFLICTS.add(1)
                 return None
             _won(span, claim, None, claimed.checkpoint)
             return claimed

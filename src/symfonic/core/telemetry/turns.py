@@ -40,6 +40,9 @@ _CLAIM_RESULTS: Final = {
     "pause_not_found": "not_found",
 }
 
+# A resume that found its pause taken by another request: it lost the race.
+_CONFLICTS: Final = frozenset({"already_claimed", "already_answered"})
+
 
 @dataclass
 class ResumeTrace:
@@ -76,7 +79,8 @@ def _observe(span: Span, event: Event, seen: _Outcome, resume: ResumeTrace | Non
             seen.attributes[names.CLAIM_RESULT] = result
     elif isinstance(event, TurnPausedEvent):
         seen.outcome = names.PAUSED
-        span.set_attribute(names.PAUSE_ID if resume is None else "symfonic.next_pause_id",
+        # A resume's own pause id is the one it answered; the new one is the next.
+        span.set_attribute(names.PAUSE_ID if resume is None else names.NEXT_PAUSE_ID,
                            event.pause_id)
         span.set_attribute(names.INTERACTION_KIND, event.kind.value)
     elif isinstance(event, ResponseCompleteEvent):
@@ -160,6 +164,8 @@ def _end(span: Span, seen: _Outcome, agent: str, elapsed: float) -> None:
     if seen.resumed:
         result = seen.attributes.get(names.CLAIM_RESULT, seen.outcome)
         instruments.RESUMES.add(1, {names.AGENT: agent, names.CLAIM_RESULT: result})
+        if result in _CONFLICTS:
+            instruments.CLAIM_CONFLICTS.add(1, {names.AGENT: agent, names.CLAIM_RESULT: result})
 
 
 def current_resume() -> ResumeTrace | None:
