@@ -97,9 +97,8 @@ async def test_a_pause_and_its_resume_on_another_agent_are_traced_and_linked(
     assert resume.context.trace_id != turn.context.trace_id  # another request, another trace
     assert _linked(resume) == [_ids(turn.context)]
     under_resume = {span.name: span for span in children(resume, spans)}
-    assert {names.CLAIM, names.REHYDRATE, "execute_tool send_payment", names.PUBLISH, "chat"} <= set(
-        under_resume
-    )
+    expected = {names.CLAIM, names.REHYDRATE, "execute_tool send_payment", names.PUBLISH, "chat"}
+    assert expected <= set(under_resume)
     claim = under_resume[names.CLAIM]
     assert attributes(claim)[names.CLAIM_RESULT] == "won"
     assert _linked(claim) == [_ids(turn.context)]
