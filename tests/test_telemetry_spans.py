@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanContext
 from http_support import Clock
 from otel_support import Recorded, attributes, children, otel
 from symfonic import PauseAlreadyClaimed, PauseExpired, SymfonicAgent
+from symfonic.agent.service.pending_gauge import PendingPauses
 from symfonic.core.telemetry import names
 from symfonic.testing import ScriptedChatModel, call, reply
 
@@ -150,3 +151,34 @@ async def test_an_expired_pause_counts_as_the_sweepers_expiry(
     assert otel.total(names.SWEEPER_ACTIONS, **{names.SWEEP_ACTION: "expired"}) == before + 1
     [resume] = otel.named(names.RESUME)
     assert attributes(resume)[names.CLAIM_RESULT] == "expired"
+
+
+@pytest.fixture(scope="module")
+def gauge() -> PendingPauses:
+    """One gauge per process, as under ``symfonic serve``: the SDK keeps the first
+    instrument of a name, and its callback."""
+    counted = PendingPauses()
+    counted.register()
+    return counted
+
+
+async def test_the_pending_gauge_counts_what_waits_by_agent_and_kind(
+    store_url: str, otel: Recorded, gauge: PendingPauses
+) -> None:
+    async with _agent(store_url, "gauged") as agent:
+        first = await agent.run("pay bob 5")
+        await agent.run("pay bob 5")
+        await gauge.refresh(agent.store)
+        labels = {names.AGENT: "gauged", names.INTERACTION_KIND: "approval"}
+        assert _gauge(otel, labels) == 2
+        assert first.pause is not None
+        await agent.resume(first.pause.token, {"decision": "approve"})
+        await gauge.refresh(agent.store)
+        assert _gauge(otel, labels) == 1
+
+
+def _gauge(otel: Recorded, labels: dict[str, str]) -> float:
+    values = [point.value for point in otel.points(names.PAUSES_PENDING)
+              if dict(point.attributes) == labels]
+    assert values, "the gauge reported nothing for these labels"
+    return float(values[-1])

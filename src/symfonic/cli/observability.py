@@ -64,6 +64,7 @@ class Telemetry:
 
     instrument: Callable[[FastAPI], None]
     shutdown: Callable[[], None]
+    metrics: bool
 
 
 def install(export: Export, service_name: str) -> Telemetry | None:
@@ -107,7 +108,7 @@ def install(export: Export, service_name: str) -> Telemetry | None:
             if provider is not None:
                 provider.shutdown()
 
-    return Telemetry(instrument, shutdown)
+    return Telemetry(instrument, shutdown, metrics=meter_provider is not None)
 
 
 def _span_exporter(name: str, protocol: str) -> Any:

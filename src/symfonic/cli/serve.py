@@ -39,6 +39,7 @@ from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.pending_gauge import PendingPauses
 from symfonic.agent.service.sweeper import SWEEP_INTERVAL
 from symfonic.cli.connections import (
     DEFAULT_HEADER_TIMEOUT,
@@ -306,7 +307,13 @@ async def _serve(
             http=bounded_protocol(args.header_timeout, max_connections),
         )
         server = uvicorn.Server(config)
-        await server.serve()
+        async with anyio.create_task_group() as counting:
+            if telemetry is not None and telemetry.metrics:
+                pending = PendingPauses()
+                pending.register()
+                counting.start_soon(pending.keep_counting, host.store)
+            await server.serve()
+            counting.cancel_scope.cancel()
         return 0 if server.started else 1
     finally:
         await host.aclose()
