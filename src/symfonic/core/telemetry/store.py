@@ -6,6 +6,9 @@ the calls that change a pause have the lifecycle's own names
 (``symfonic.pause``, ``symfonic.claim``, ``symfonic.publish``,
 ``symfonic.abandon``), log the change, and count what the metrics count.
 
+Transactions outside any trace (the sweeper's, a background count) get no
+span: they would each start a trace of their own every few seconds.
+
 Linking a resume to the turn that paused: the pause's checkpoint is written in
 the same transaction as the pause, so the paused turn's W3C ``traceparent``
 (and when and by which agent the pause was made) is added to the checkpoint's
@@ -17,9 +20,8 @@ links the resume span to it.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
@@ -87,7 +89,6 @@ class TracedStore:
         if not callable(call):
             return call
 
-        @functools.wraps(call)
         async def traced_call(*args: Any, **kwargs: Any) -> Any:
             return await _in_span(names.STORE_PREFIX + operation, operation, call(*args, **kwargs))
 
@@ -286,6 +287,10 @@ def _won(
 def _span(
     name: str, operation: str, attributes: Mapping[str, Any] | None = None
 ) -> AbstractContextManager[Span]:
+    """A span for one transaction, inside a trace only: the sweeper's and the pending
+    gauge's background reads would otherwise start a trace of their own every few seconds."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return nullcontext(trace.INVALID_SPAN)
     return instruments.span(name, {names.STORE_OPERATION: operation, **(attributes or {})})
 
 
