@@ -67,6 +67,9 @@ def receiver() -> Iterator[tuple[str, Received]]:
     received = Received()
 
     class Handler(BaseHTTPRequestHandler):
+        # Keep-alive, as a collector does: the exporter reuses its connection.
+        protocol_version = "HTTP/1.1"
+
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             if self.path == "/v1/traces":
@@ -127,7 +130,8 @@ def test_serve_exports_spans_and_metrics_over_otlp_http(tmp_path: Path) -> None:
     assert [link.span_id for link in resume_span.links] == [turn_span.span_id]
     [http_resume] = received.spans["POST /v1/resume"]
     assert resume_span.parent_span_id == http_resume.span_id
-    assert {names.TURN_DURATION, names.RESUMES, names.TIME_TO_ANSWER} <= received.metrics
+    exported = {names.TURN_DURATION, names.RESUMES, names.TIME_TO_ANSWER}
+    assert exported <= received.metrics, output
     logged = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     states = [line["state"] for line in logged if line.get("logger") == "symfonic.pauses"]
     assert states == ["pending", "claimed", "published"]

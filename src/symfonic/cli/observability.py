@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.telemetry.logs import JsonFormatter
@@ -103,12 +106,37 @@ def install(export: Export, service_name: str) -> Telemetry | None:
         if tracer_provider is not None:
             FastAPIInstrumentor.instrument_app(app, tracer_provider=tracer_provider)
 
+    providers: list[Any] = [p for p in (tracer_provider, meter_provider) if p is not None]
+
     def shutdown() -> None:
-        for provider in (tracer_provider, meter_provider):
-            if provider is not None:
-                provider.shutdown()
+        while providers:  # once: the app's shutdown and the process's exit both ask
+            provider = providers.pop()
+            # A flush first: the metric reader's own last collection on shutdown
+            # waits no longer than its export interval, and may lose the last figures.
+            provider.force_flush()
+            provider.shutdown()
 
     return Telemetry(instrument, shutdown, metrics=meter_provider is not None)
+
+
+def flush_on_shutdown(app: FastAPI, telemetry: Telemetry) -> None:
+    """Flush and stop the providers when the app shuts down.
+
+    The server re-raises the signal that stopped it once it has shut down, so
+    nothing after it runs: the app's shutdown is the last moment to export the
+    last spans and metrics.
+    """
+    started = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        try:
+            async with started(app) as state:
+                yield state
+        finally:
+            await anyio.to_thread.run_sync(telemetry.shutdown)
+
+    app.router.lifespan_context = lifespan
 
 
 def _span_exporter(name: str, protocol: str) -> Any:

@@ -46,7 +46,14 @@ from symfonic.cli.connections import (
     DEFAULT_MAX_CONNECTIONS,
     bounded_protocol,
 )
-from symfonic.cli.observability import LOG_FORMS, Telemetry, export_of, install, log_config
+from symfonic.cli.observability import (
+    LOG_FORMS,
+    Telemetry,
+    export_of,
+    flush_on_shutdown,
+    install,
+    log_config,
+)
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import Store
 from symfonic.storage import DEFAULT_STORE, masked_url
@@ -295,6 +302,7 @@ async def _serve(
                          retention=retention)
         if telemetry is not None:
             telemetry.instrument(app)
+            flush_on_shutdown(app, telemetry)
         freeze_after_startup(app)
         config = uvicorn.Config(
             app,
