@@ -36,6 +36,7 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
+from symfonic.core.telemetry.instruments import recording
 from symfonic.core.telemetry.store import traced
 from symfonic.core.telemetry.turns import traced_turn
 from symfonic.kernel.limits import Limits
@@ -135,7 +136,8 @@ class SymfonicAgent:
                 self._owns_store = True
             else:
                 store = self._store_arg
-            store = traced(store)  # one span per transaction; see docs/observability.md
+            if recording():  # one span per transaction; see docs/observability.md
+                store = traced(store)
             self._store = store
             self._guarded = GuardedConversation(
                 store, TokenSigner(await store.signing_secret()), pause_ttl=self.pause_ttl
@@ -364,13 +366,17 @@ class SymfonicAgent:
     def _traced(
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None
     ) -> AsyncGenerator[Event, None]:
-        """A first turn inside its ``symfonic.turn`` span."""
+        """A first turn inside its ``symfonic.turn`` span (when an SDK records)."""
+        if not recording():
+            return turn
         return traced_turn(turn, agent=self.name, principal=who.name, session_id=session_id)
 
     def _traced_resume(
         self, turn: AsyncGenerator[Event, None], who: Principal, answer: Any
     ) -> AsyncGenerator[Event, None]:
         """A resume inside its ``symfonic.resume`` span; the answer only if opted in."""
+        if not recording():
+            return turn
         recorded = json.dumps(answer, default=str) if self.record_answers else None
         return traced_turn(
             turn, agent=self.name, principal=who.name, resume=True, answer=recorded

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from symfonic.core.telemetry import instruments, names
@@ -62,6 +62,9 @@ class ModelCall:
 @contextmanager
 def model_call(model: object) -> Iterator[ModelCall]:
     """A ``chat {model}`` span around one model call, and its duration measured."""
+    if not instruments.recording():
+        yield ModelCall(INVALID_SPAN)
+        return
     requested = model_name(model)
     labels: dict[str, AttributeValue] = {
         names.GEN_AI_OPERATION: names.GEN_AI_CHAT,
@@ -101,6 +104,9 @@ class ToolCall:
 @contextmanager
 def tool_call(name: str, call_id: str) -> Iterator[ToolCall]:
     """An ``execute_tool {name}`` span, current while the tool runs."""
+    if not instruments.recording():
+        yield ToolCall(INVALID_SPAN)
+        return
     attributes: dict[str, AttributeValue] = {
         names.GEN_AI_OPERATION: names.GEN_AI_EXECUTE_TOOL,
         names.TOOL_NAME: name,

@@ -14,10 +14,26 @@ from contextlib import contextmanager
 from typing import Final
 
 from opentelemetry import metrics, trace
+
+# The API's stand-in until an SDK's provider is set; it has no public name.
+from opentelemetry.metrics._internal import _ProxyMeterProvider
 from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from symfonic.core.telemetry import names
+
+
+def recording() -> bool:
+    """Whether an SDK is recording traces or metrics in this process.
+
+    Without one, every span and measurement would be a no-op: the turns, the
+    store and the kernel then skip their telemetry altogether, so a process
+    with no SDK pays one check per turn, per model call and per tool call.
+    """
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) or not (
+        isinstance(metrics.get_meter_provider(), _ProxyMeterProvider)
+    )
+
 
 TRACER: Final = trace.get_tracer(names.INSTRUMENTATION)
 METER: Final = metrics.get_meter(names.INSTRUMENTATION)
@@ -63,6 +79,9 @@ STORE_UNAVAILABLE: Final = METER.create_counter(
 def span(name: str, attributes: Mapping[str, AttributeValue] | None = None) -> Iterator[Span]:
     """``name``, current while the block runs. A failure sets the span's status to the
     error's type, never its message, which may quote a driver or a provider."""
+    if not recording():
+        yield trace.INVALID_SPAN
+        return
     with TRACER.start_as_current_span(
         name, attributes=attributes, record_exception=False, set_status_on_exception=False
     ) as current:
