@@ -8,6 +8,7 @@ race shows as ``already_claimed``, an expired pause as the sweeper's expiry.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -182,3 +183,39 @@ def _gauge(otel: Recorded, labels: dict[str, str]) -> float:
               if dict(point.attributes) == labels]
     assert values, "the gauge reported nothing for these labels"
     return float(values[-1])
+
+
+async def test_a_failed_resume_is_abandoned_traced_and_logged(
+    store_url: str, otel: Recorded, caplog: pytest.LogCaptureFixture
+) -> None:
+    def respond(messages: list[BaseMessage]) -> Any:
+        if isinstance(messages[-1], HumanMessage):
+            return call("send_payment", {"amount": 5, "to": "bob"}, id="pay")
+        raise ConnectionError("the provider is out of reach")
+
+    def send_payment(amount: int, to: str) -> str:
+        """Send money."""
+        return "sent"
+
+    agent = SymfonicAgent(name="failing", model=ScriptedChatModel(respond=respond),
+                          tools=[send_payment], approval={"send_payment"}, store=store_url)
+    caplog.set_level(logging.INFO, logger="symfonic.pauses")
+    async with agent:
+        paused = await agent.run("pay bob 5", principal="alice")
+        assert paused.pause is not None
+        failed = await agent.resume(paused.pause.token, {"decision": "approve"}, principal="alice")
+    assert failed.error is not None and failed.error.code == "model_error"
+    [resume] = otel.named(names.RESUME)
+    assert attributes(resume)[names.OUTCOME] == "failed"
+    assert attributes(resume)[names.ERROR_CODE] == "model_error"
+    [abandon] = otel.named(names.ABANDON)
+    assert abandon.parent is not None and resume.context is not None
+    assert abandon.parent.span_id == resume.context.span_id
+    assert attributes(abandon)[names.PAUSE_ID] == paused.pause.pause_id
+    [chat] = [span for span in children(resume, otel.finished()) if span.name == "chat"]
+    assert attributes(chat)["error.type"] == "ModelError"
+    states = [record.symfonic["state"] for record in caplog.records  # type: ignore[attr-defined]
+              if record.name == "symfonic.pauses"]
+    assert states == ["pending", "claimed", "abandoned"]
+    # The provider's words stay out: a failed span says its error's type or code.
+    assert all("out of reach" not in str(span.status.description) for span in otel.finished())
