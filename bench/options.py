@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.matrix import ROOT
-from bench.workloads import SYSTEMS
+from bench.workloads import OPTIONAL_SYSTEMS, SYSTEMS
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -69,7 +69,8 @@ def parser(description: str | None) -> argparse.ArgumentParser:
         "--systems",
         default=",".join(SYSTEMS),
         metavar="NAME,…",
-        help=f"systems to measure (default: {','.join(SYSTEMS)})",
+        help=f"systems to measure (default: {','.join(SYSTEMS)}); also "
+        f"{','.join(OPTIONAL_SYSTEMS)} (symfonic with the OpenTelemetry SDK recording)",
     )
     matrix.add_argument(
         "--rounds",

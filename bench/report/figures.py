@@ -14,6 +14,7 @@ from typing import Any
 STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 SYSTEM_TITLES = {
     "symfonic": "symfonic",
+    "symfonic+otel": "symfonic, OpenTelemetry SDK on",
     "langgraph": "LangGraph",
     "floor": "floor",
     "floor+model": "floor + model calls",

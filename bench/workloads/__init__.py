@@ -12,12 +12,18 @@ import importlib
 from bench.workloads.base import StoreKind, Workload
 
 SYSTEMS = ("symfonic", "langgraph", "floor", "floor+model")
+# Measured only when named (``--systems symfonic,symfonic+otel``): what tracing costs.
+OPTIONAL_SYSTEMS = ("symfonic+otel",)
 
 # system → store → "module:Class"
 _REGISTRY: dict[str, dict[StoreKind, str]] = {
     "symfonic": {
         "sqlite": "bench.workloads.symfonic_workload:SymfonicWorkload",
         "postgresql": "bench.workloads.symfonic_workload:SymfonicWorkload",
+    },
+    "symfonic+otel": {
+        "sqlite": "bench.workloads.symfonic_otel:SymfonicOtelWorkload",
+        "postgresql": "bench.workloads.symfonic_otel:SymfonicOtelWorkload",
     },
     "langgraph": {
         "sqlite": "bench.workloads.langgraph_workload:LangGraphWorkload",
@@ -41,6 +47,11 @@ _PROBES: dict[str, tuple[str, ...]] = {
         "symfonic.testing:call",
         "symfonic.testing:reply",
     ),
+    "symfonic+otel": (
+        "symfonic:SymfonicAgent",
+        "opentelemetry.sdk.trace:TracerProvider",
+        "opentelemetry.sdk.metrics:MeterProvider",
+    ),
     "langgraph": (
         "langgraph.types:interrupt",
         "langgraph.checkpoint.sqlite.aio:AsyncSqliteSaver",
@@ -59,7 +70,7 @@ def _resolve(target: str) -> object:
 def unavailable_reason(system: str) -> str | None:
     """Why ``system`` cannot run here, or ``None`` when it can."""
     if system not in _REGISTRY:
-        return f"unknown system {system!r} (known: {', '.join(SYSTEMS)})"
+        return f"unknown system {system!r} (known: {', '.join(SYSTEMS + OPTIONAL_SYSTEMS)})"
     try:
         for target in _PROBES[system]:
             _resolve(target)

@@ -9,6 +9,7 @@ pool on first use, so a fresh worker whose first request is a resume works.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
@@ -37,6 +38,9 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import Answer, AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
+from symfonic.core.telemetry.instruments import recording
+from symfonic.core.telemetry.store import traced
+from symfonic.core.telemetry.turns import traced_turn
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools, streams_natively
 from symfonic.kernel.tools import ToolLike
@@ -62,7 +66,8 @@ class SymfonicAgent:
     the audience scope that may approve it. ``interactions`` adds forms declared
     with :func:`symfonic.interaction`. ``store`` is a URL (default
     ``SYMFONIC_STORE`` or ``sqlite:///symfonic.db``) or an opened store shared
-    with other agents.
+    with other agents. ``record_answers`` puts a person's answers on the resume
+    spans (``symfonic.answer.content``); off by default, as answers may be private.
     """
 
     def __init__(
@@ -81,6 +86,7 @@ class SymfonicAgent:
         claim_lease: float = DEFAULT_CLAIM_LEASE,
         quota: Quota | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        record_answers: bool = False,
     ) -> None:
         if pause_ttl <= 0 or claim_lease <= 0:
             raise ConfigurationError("pause_ttl and claim_lease must be positive seconds")
@@ -98,6 +104,7 @@ class SymfonicAgent:
         self.claim_lease = float(claim_lease)
         self.quota = quota
         self.clock = clock
+        self.record_answers = record_answers
         self._store_arg = store
         self._store: Store | None = None
         self._guarded: GuardedConversation | None = None
@@ -131,6 +138,8 @@ class SymfonicAgent:
                 self._owns_store = True
             else:
                 store = self._store_arg
+            if recording():  # one span per transaction; see docs/observability.md
+                store = traced(store)
             self._store = store
             self._guarded = GuardedConversation(
                 store, TokenSigner(await store.signing_secret()), pause_ttl=self.pause_ttl
@@ -276,13 +285,18 @@ class SymfonicAgent:
     ) -> AsyncGenerator[Event, None]:
         """Run a turn, yielding its events; request errors raise before the first."""
         await self.open()
-        turn = first_turn(
-            self,
-            Principal.of(principal),
-            message,
+        who = Principal.of(principal)
+        turn = self._traced(
+            first_turn(
+                self,
+                who,
+                message,
+                session_id,
+                base_revision=base_revision,
+                on_pending_pause=on_pending_pause,
+            ),
+            who,
             session_id,
-            base_revision=base_revision,
-            on_pending_pause=on_pending_pause,
         )
         # aclosing: a consumer that stops early closes the turn now, not at GC.
         async with aclosing(turn) as events:
@@ -299,14 +313,19 @@ class SymfonicAgent:
         on_pending_pause: OnPendingPause = "reject",
     ) -> TurnResult:
         await self.open()
+        who = Principal.of(principal)
         return await collect(
-            first_turn(
-                self,
-                Principal.of(principal),
-                message,
+            self._traced(
+                first_turn(
+                    self,
+                    who,
+                    message,
+                    session_id,
+                    base_revision=base_revision,
+                    on_pending_pause=on_pending_pause,
+                ),
+                who,
                 session_id,
-                base_revision=base_revision,
-                on_pending_pause=on_pending_pause,
             )
         )
 
@@ -323,8 +342,11 @@ class SymfonicAgent:
         caller has just read it; it spares the resume that read, and a record of
         any other pause is ignored."""
         await self.open()
+        who = Principal.of(principal)
         async with aclosing(
-            resume_turn(self, token, answer, Principal.of(principal), status, pause=pause)
+            self._traced_resume(
+                resume_turn(self, token, answer, who, status, pause=pause), who, answer
+            )
         ) as events:
             async for event in events:
                 yield event
@@ -339,4 +361,26 @@ class SymfonicAgent:
     ) -> TurnResult:
         """Answer a pause and run the turn on; raises the refusal's own error type."""
         await self.open()
-        return await collect(resume_turn(self, token, answer, Principal.of(principal), status))
+        who = Principal.of(principal)
+        return await collect(
+            self._traced_resume(resume_turn(self, token, answer, who, status), who, answer)
+        )
+
+    def _traced(
+        self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None
+    ) -> AsyncGenerator[Event, None]:
+        """A first turn inside its ``symfonic.turn`` span (when an SDK records)."""
+        if not recording():
+            return turn
+        return traced_turn(turn, agent=self.name, principal=who.name, session_id=session_id)
+
+    def _traced_resume(
+        self, turn: AsyncGenerator[Event, None], who: Principal, answer: Any
+    ) -> AsyncGenerator[Event, None]:
+        """A resume inside its ``symfonic.resume`` span; the answer only if opted in."""
+        if not recording():
+            return turn
+        recorded = json.dumps(answer, default=str) if self.record_answers else None
+        return traced_turn(
+            turn, agent=self.name, principal=who.name, resume=True, answer=recorded
+        )

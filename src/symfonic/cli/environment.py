@@ -22,6 +22,18 @@ _STORE = {
     "SYMFONIC_POOL_TIMEOUT": "seconds to wait for a PostgreSQL connection (default 10)",
 }
 
+_TELEMETRY = {
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "OTLP collector to export traces and metrics to, e.g. "
+    "http://127.0.0.1:4318 (unset: nothing is exported; needs symfonic[otel])",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "the same, for "
+    "one signal only",
+    "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf (default) or grpc",
+    "OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER": "otlp, console or none (default: otlp "
+    "when an endpoint is set, else none)",
+    "OTEL_SERVICE_NAME": "the service name traces and metrics carry (default symfonic)",
+    "OTEL_SDK_DISABLED": "true: export nothing, whatever the others say",
+}
+
 READS: dict[str, dict[str, str]] = {
     "chat": _CLIENT,
     "pauses": _CLIENT,
@@ -34,6 +46,7 @@ READS: dict[str, dict[str, str]] = {
         "SYMFONIC_STORE": "store URL when --store is not given; it overrides the store the "
         "agents declare (default: theirs, else sqlite:///symfonic.db)",
         "OPENAI_API_KEY, ANTHROPIC_API_KEY": "read by the model provider an agent uses",
+        **_TELEMETRY,
     },
 }
 

@@ -39,11 +39,20 @@ from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.pending_gauge import PendingPauses
 from symfonic.agent.service.sweeper import SWEEP_INTERVAL
 from symfonic.cli.connections import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
     bounded_protocol,
+)
+from symfonic.cli.observability import (
+    LOG_FORMS,
+    Telemetry,
+    export_of,
+    flush_on_shutdown,
+    install,
+    log_config,
 )
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import Store
@@ -111,6 +120,10 @@ def register(sub: Any) -> None:
         f"longest for headers (default: {DEFAULT_MAX_CONNECTIONS})",
     )
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
+    p.add_argument(
+        "--log-format", choices=LOG_FORMS, default="text",
+        help="log lines as text, or one JSON object a line with trace ids (default: text)",
+    )
     p.set_defaults(run=run)
 
 
@@ -231,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
         retention = retention_of(args)
         store = serving_store(args.store, agents)
         host = ServiceHost(agents, store)
+        telemetry = install(export_of(), os.environ.get("OTEL_SERVICE_NAME") or "symfonic")
     except ConfigurationError as error:
         print(f"symfonic serve: {error}", file=sys.stderr)
         return 2
@@ -243,7 +257,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     url = store if isinstance(store, str) else store.url
-    return anyio.run(_serve, args, host, url, authenticator, retention)
+    try:
+        return anyio.run(_serve, args, host, url, authenticator, retention, telemetry)
+    finally:
+        if telemetry is not None:
+            telemetry.shutdown()  # the last spans and metrics are flushed before exit
 
 
 async def _serve(
@@ -252,6 +270,7 @@ async def _serve(
     url: str,
     authenticator: Authenticator,
     retention: Retention | None,
+    telemetry: Telemetry | None = None,
 ) -> int:
     """Open the store, then say what is served, then serve, all on one event loop.
 
@@ -283,21 +302,30 @@ async def _serve(
 
         from symfonic.agent.fastapi.app import create_app
 
-        app = create_app(
-            host, api_keys=authenticator, sweep_interval=args.sweep_interval, retention=retention
-        )
+        app = create_app(host, api_keys=authenticator, sweep_interval=args.sweep_interval,
+                         retention=retention)
+        if telemetry is not None:
+            telemetry.instrument(app)
+            flush_on_shutdown(app, telemetry)
         freeze_after_startup(app)
         config = uvicorn.Config(
             app,
             host=args.host,
             port=args.port,
             log_level=args.log_level,
+            log_config=log_config(args.log_format, args.log_level, uvicorn.config.LOGGING_CONFIG),
             timeout_graceful_shutdown=10,
             server_header=False,
             http=bounded_protocol(args.header_timeout, max_connections),
         )
         server = uvicorn.Server(config)
-        await server.serve()
+        async with anyio.create_task_group() as counting:
+            if telemetry is not None and telemetry.metrics:
+                pending = PendingPauses()
+                pending.register()
+                counting.start_soon(pending.keep_counting, host.store)
+            await server.serve()
+            counting.cancel_scope.cancel()
         return 0 if server.started else 1
     finally:
         await host.aclose()

@@ -35,6 +35,7 @@ from symfonic.core.contracts.types import (
     ToolResultEvent,
 )
 from symfonic.core.messages import text_of
+from symfonic.core.telemetry import calls
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.toolbox import RoundTools
 from symfonic.kernel.tools import idempotency_key
@@ -160,12 +161,14 @@ class Kernel:
     async def dispatch(self, call: ToolCall) -> tuple[ToolMessage, ToolResultEvent]:
         """Run one ordinary call; an unknown tool is an error observation."""
         tool = self.toolbox.tools.get(call["name"])
-        if tool is None:
-            content, ok = f"error: there is no tool named {call['name']!r}", False
-        else:
-            key = idempotency_key(self.session_id, str(call["id"]))
-            observation = await self._beating(tool.call(call["args"], key))
-            content, ok = observation.content, observation.ok
+        with calls.tool_call(call["name"], str(call["id"])) as traced:
+            if tool is None:
+                content, ok = f"error: there is no tool named {call['name']!r}", False
+            else:
+                key = idempotency_key(self.session_id, str(call["id"]))
+                observation = await self._beating(tool.call(call["args"], key))
+                content, ok = observation.content, observation.ok
+            traced.observed(ok)
         call_id = str(call["id"])
         message = ToolMessage(
             content=content,
@@ -219,12 +222,14 @@ class Kernel:
                 yield self._done(StopReason.BUDGET, messages, used)
                 return
             reply: AIMessage | None = None
-            async for item in self._call_model([*context, *messages]):
-                if isinstance(item, TextDeltaEvent):
-                    yield item
-                else:
-                    reply = item
-            assert reply is not None
+            with calls.model_call(self.model) as traced:
+                async for item in self._call_model([*context, *messages]):
+                    if isinstance(item, TextDeltaEvent):
+                        yield item
+                    else:
+                        reply = item
+                assert reply is not None
+                traced.replied(reply.usage_metadata)
             tokens = reply.usage_metadata["total_tokens"] if reply.usage_metadata else 0
             used = replace(used, model_calls=used.model_calls + 1, tokens=used.tokens + int(tokens))
             messages.append(reply)

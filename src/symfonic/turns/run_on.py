@@ -20,6 +20,8 @@ from symfonic.capabilities.human.answers import resolve
 from symfonic.capabilities.human.turnstate import ResumeOutcome
 from symfonic.core.contracts.errors import InteractionConfigurationError
 from symfonic.core.contracts.types import RawEvent, ToolResultEvent
+from symfonic.core.telemetry.instruments import span
+from symfonic.core.telemetry.names import REHYDRATE
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.rehydrate import NOT_DISPATCHED, rehydrate
 
@@ -68,7 +70,8 @@ async def kernel_resume(
             content=observation,
             status=resolution.status,
         )
-    messages = rehydrate(replace(outcome, response=observation))
+    with span(REHYDRATE):
+        messages = rehydrate(replace(outcome, response=observation))
     for skipped in messages[len(checkpoint.messages) + 1 :]:
         call_id = str(getattr(skipped, "tool_call_id", ""))
         yield ToolResultEvent(

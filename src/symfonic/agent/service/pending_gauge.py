@@ -1,0 +1,66 @@
+"""``symfonic.pauses.pending``: how many pauses wait for an answer, by agent and kind.
+
+The store is the only place that knows across workers, and OpenTelemetry reads
+a gauge in a synchronous callback that cannot query it; so a task counts the
+pending pauses every ``interval`` seconds (one read of at most ``cap`` rows,
+oldest first), and the callback reports the last count. Every worker counts
+the whole store: aggregate the series across workers with ``max``, not ``sum``.
+``symfonic serve`` runs it only when metrics are exported.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable
+
+import anyio
+from opentelemetry.metrics import CallbackOptions, Observation
+
+from symfonic.core.contracts.store import PauseQuery, Store
+from symfonic.core.contracts.types import PauseState
+from symfonic.core.telemetry import instruments, names
+
+logger = logging.getLogger("symfonic.http")
+
+REFRESH_INTERVAL = 30.0
+COUNT_CAP = 10_000
+
+
+class PendingPauses:
+    """The last count of pending pauses, refreshed from the store by :meth:`keep_counting`."""
+
+    def __init__(self, cap: int = COUNT_CAP) -> None:
+        self._cap = cap
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    def register(self) -> None:
+        """Report the counts as the ``symfonic.pauses.pending`` gauge; once per process."""
+        instruments.METER.create_observable_gauge(
+            names.PAUSES_PENDING,
+            callbacks=[self.observe],
+            unit="{pause}",
+            description="Pauses waiting for an answer, by agent and interaction kind",
+        )
+
+    async def refresh(self, store: Store) -> None:
+        pending = await store.list_pauses(
+            PauseQuery(PauseState.PENDING, principal="*", scopes=frozenset({"*"}), limit=self._cap)
+        )
+        self._counts = Counter((pause.agent, pause.kind.value) for pause in pending)
+
+    async def keep_counting(self, store: Store, interval: float = REFRESH_INTERVAL) -> None:
+        """Count now, then every ``interval`` seconds, until cancelled; a failed count
+        keeps the last one (the store's outage is counted by the traced store)."""
+        while True:
+            try:
+                await self.refresh(store)
+            except Exception as error:  # the sweeper already logs the store's outages
+                logger.debug("could not count the pending pauses: %s", error)
+            await anyio.sleep(interval)
+
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(count, {names.AGENT: agent, names.INTERACTION_KIND: kind})
+            for (agent, kind), count in sorted(self._counts.items())
+        ]

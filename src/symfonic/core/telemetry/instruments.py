@@ -1,0 +1,92 @@
+"""The tracer and the metric instruments, taken from the OpenTelemetry API.
+
+The API hands out proxies that do nothing until an SDK is installed, and that
+forward to it once one is: creating them at import is the standard idiom, and
+it costs a process with no SDK one no-op call per measurement. Metric
+attributes are low-cardinality labels only (agent, kind, outcome, result),
+never a session, a principal or anything a person wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Final
+
+from opentelemetry import metrics, trace
+
+# The API's stand-in until an SDK's provider is set; it has no public name.
+from opentelemetry.metrics._internal import _ProxyMeterProvider
+from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from symfonic.core.telemetry import names
+
+
+def recording() -> bool:
+    """Whether an SDK is recording traces or metrics in this process.
+
+    Without one, every span and measurement would be a no-op: the turns, the
+    store and the kernel then skip their telemetry altogether, so a process
+    with no SDK pays one check per turn, per model call and per tool call.
+    """
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) or not (
+        isinstance(metrics.get_meter_provider(), _ProxyMeterProvider)
+    )
+
+
+TRACER: Final = trace.get_tracer(names.INSTRUMENTATION)
+METER: Final = metrics.get_meter(names.INSTRUMENTATION)
+
+TURN_DURATION: Final = METER.create_histogram(
+    names.TURN_DURATION, unit="s", description="How long a turn, first or resumed, ran"
+)
+MODEL_CALL_DURATION: Final = METER.create_histogram(
+    names.MODEL_CALL_DURATION, unit="s", description="How long one model call took"
+)
+TOKEN_USAGE: Final = METER.create_histogram(
+    names.TOKEN_USAGE, unit="{token}", description="Tokens a model call reported using"
+)
+TOOL_CALL_DURATION: Final = METER.create_histogram(
+    names.TOOL_CALL_DURATION, unit="s", description="How long one tool call took"
+)
+TIME_TO_ANSWER: Final = METER.create_histogram(
+    names.TIME_TO_ANSWER,
+    unit="s",
+    description="From a pause being recorded to its answer being accepted (the claim)",
+)
+RESUMES: Final = METER.create_counter(
+    names.RESUMES, unit="{resume}", description="Resume requests, by how the claim ended"
+)
+CLAIM_CONFLICTS: Final = METER.create_counter(
+    names.CLAIM_CONFLICTS,
+    unit="{claim}",
+    description="Resumes refused because another request had claimed the pause first",
+)
+SWEEPER_ACTIONS: Final = METER.create_counter(
+    names.SWEEPER_ACTIONS,
+    unit="{pause}",
+    description="Pauses the sweeper moved: expired pending ones, abandoned lapsed claims",
+)
+STORE_UNAVAILABLE: Final = METER.create_counter(
+    names.STORE_UNAVAILABLE,
+    unit="{error}",
+    description="Store transactions that failed because the store was out of reach",
+)
+
+
+@contextmanager
+def span(name: str, attributes: Mapping[str, AttributeValue] | None = None) -> Iterator[Span]:
+    """``name``, current while the block runs. A failure sets the span's status to the
+    error's type, never its message, which may quote a driver or a provider."""
+    if not recording():
+        yield trace.INVALID_SPAN
+        return
+    with TRACER.start_as_current_span(
+        name, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except BaseException as error:
+            current.set_status(Status(StatusCode.ERROR, type(error).__name__))
+            raise

@@ -1,0 +1,286 @@
+"""The store port, traced: one span per transaction, the pause's trace context kept.
+
+:class:`TracedStore` wraps the store an agent opens, so the adapters know
+nothing of telemetry. Every call is a span (``symfonic.store.<operation>``);
+the calls that change a pause have the lifecycle's own names
+(``symfonic.pause``, ``symfonic.claim``, ``symfonic.publish``,
+``symfonic.abandon``), log the change, and count what the metrics count.
+
+Transactions outside any trace (the sweeper's, a background count) get no
+span: they would each start a trace of their own every few seconds.
+
+Linking a resume to the turn that paused: the pause's checkpoint is written in
+the same transaction as the pause, so the paused turn's W3C ``traceparent``
+(and when and by which agent the pause was made) is added to the checkpoint's
+body under :data:`TELEMETRY_KEY`. The readers of a checkpoint ignore keys they
+do not know, and a checkpoint without it (written with no SDK, or before this)
+simply links to nothing. The claim reads it back in its own transaction and
+links the resume span to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Final
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanContext
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.store import (
+    CheckpointRecord,
+    Claim,
+    ClaimedPause,
+    NewPause,
+    PauseRecord,
+    ResumePublish,
+    Store,
+    SweepReport,
+    TurnPublish,
+)
+from symfonic.core.telemetry import instruments, logs, names
+from symfonic.core.telemetry.turns import current_resume
+
+TELEMETRY_KEY: Final = "telemetry"
+_PROPAGATOR: Final = TraceContextTextMapPropagator()
+
+
+def traced(store: Store) -> Store:
+    """``store`` with every transaction traced; a store already traced is returned as is."""
+    return store if isinstance(store, TracedStore) else TracedStore(store)
+
+
+def paused_turn_link(body: Mapping[str, Any]) -> SpanContext | None:
+    """The span context of the turn that recorded this checkpoint, if it was traced."""
+    kept = body.get(TELEMETRY_KEY)
+    if not isinstance(kept, Mapping) or "traceparent" not in kept:
+        return None
+    carrier = {"traceparent": str(kept["traceparent"])}
+    span_context = trace.get_current_span(_PROPAGATOR.extract(carrier)).get_span_context()
+    return span_context if span_context.is_valid else None
+
+
+class TracedStore:
+    """The :class:`~symfonic.core.contracts.store.Store` port with spans around it."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.url = store.url
+
+    @property
+    def inner(self) -> Store:
+        """The store this one traces."""
+        return self._store
+
+    async def __aenter__(self) -> TracedStore:
+        await self._store.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._store.__aexit__(*exc)
+
+    def __getattr__(self, operation: str) -> Any:
+        """Any other operation of the port, in a ``symfonic.store.<operation>`` span."""
+        call = getattr(self._store, operation)
+        if not callable(call):
+            return call
+
+        async def traced_call(*args: Any, **kwargs: Any) -> Any:
+            return await _in_span(names.STORE_PREFIX + operation, operation, call(*args, **kwargs))
+
+        return traced_call
+
+    # The operations that change a pause -----------------------------------
+
+    async def record_pause(self, new: NewPause) -> None:
+        pause, checkpoint, supersedes = new.pause, new.checkpoint, new.supersedes
+        carrier: dict[str, str] = {}
+        _PROPAGATOR.inject(carrier)  # the turn's context: the pause span is not open yet
+        kept = {**carrier, "paused_at": pause.created_at.isoformat(), "agent": pause.agent}
+        body = {**checkpoint.body, TELEMETRY_KEY: kept}
+        attributes = _pause_attributes(pause)
+        await _in_span(
+            names.PAUSE,
+            "record_pause",
+            self._store.record_pause(replace(new, checkpoint=replace(checkpoint, body=body))),
+            attributes,
+        )
+        logs.pause_changed(
+            "pending",
+            "the turn stopped to ask a person"
+            + ("" if supersedes is None else " again, superseding the pause it resumed"),
+            pause_id=pause.pause_id,
+            session_id=pause.session_id,
+            agent=pause.agent,
+            kind=pause.kind.value,
+            owner=pause.principal,
+            audience=pause.audience,
+        )
+
+    async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
+        with _span(names.CLAIM, "claim_pause", _claim_attributes(claim)) as span:
+            claimed = await _counting(self._store.claim_pause(claim), "claim_pause")
+            if claimed is None:
+                # The resume then says why (already claimed, a replay): counted there.
+                span.set_attribute(names.CLAIM_RESULT, names.LOST)
+                return None
+            _won(span, claim, None, claimed.checkpoint)
+            return claimed
+
+    async def publish_resume(self, publish: ResumePublish) -> int:
+        session_id = publish.session_id
+        pause_id = _resumed_pause()
+        revision = await _in_span(
+            names.PUBLISH,
+            "publish_resume",
+            self._store.publish_resume(publish),
+            _known({names.SESSION_ID: session_id, names.PAUSE_ID: pause_id}),
+        )
+        logs.pause_changed(
+            "published",
+            "the resumed turn finished and was published",
+            pause_id=pause_id,
+            session_id=session_id,
+            revision=revision,
+        )
+        return revision
+
+    async def publish_turn(self, publish: TurnPublish) -> int:
+        return await _in_span(
+            names.PUBLISH,
+            "publish_turn",
+            self._store.publish_turn(publish),
+            {names.SESSION_ID: publish.session_id},
+        )
+
+    async def abandon_claim(self, session_id: str, claim_id: str) -> bool:
+        pause_id = _resumed_pause()
+        abandoned = await _in_span(
+            names.ABANDON,
+            "abandon_claim",
+            self._store.abandon_claim(session_id, claim_id),
+            _known({names.SESSION_ID: session_id, names.PAUSE_ID: pause_id}),
+        )
+        if abandoned:
+            logs.pause_changed(
+                "abandoned",
+                "its resumed turn published nothing (it failed, or its client went away)",
+                pause_id=pause_id,
+                session_id=session_id,
+            )
+        return abandoned
+
+    async def abandon_pending(self, session_id: str) -> int:
+        count = await _in_span(
+            names.ABANDON, "abandon_pending", self._store.abandon_pending(session_id),
+            {names.SESSION_ID: session_id},
+        )
+        if count:
+            logs.pause_changed(
+                "abandoned",
+                "a new turn was started on the session with on_pending_pause=abandon",
+                session_id=session_id,
+                count=count,
+            )
+        return count
+
+    async def sweep(self, now: datetime) -> SweepReport:
+        report = await _in_span(names.STORE_PREFIX + "sweep", "sweep", self._store.sweep(now))
+        if report.expired:
+            instruments.SWEEPER_ACTIONS.add(report.expired, {names.SWEEP_ACTION: "expired"})
+            logs.pause_changed("expired", "nobody answered before the pause's expiry",
+                               count=report.expired)
+        if report.abandoned:
+            instruments.SWEEPER_ACTIONS.add(report.abandoned, {names.SWEEP_ACTION: "abandoned"})
+            logs.pause_changed("abandoned", "the worker resuming it stopped renewing its claim",
+                               count=report.abandoned)
+        return report
+
+
+def _resumed_pause() -> str | None:
+    """The pause the resume running this transaction claimed, if it is known."""
+    resume = current_resume()
+    return None if resume is None else resume.pause_id
+
+
+def _known(values: Mapping[str, str | None]) -> dict[str, str]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _pause_attributes(pause: PauseRecord) -> dict[str, Any]:
+    return {
+        names.PAUSE_ID: pause.pause_id,
+        names.SESSION_ID: pause.session_id,
+        names.AGENT: pause.agent,
+        names.PRINCIPAL: pause.principal,
+        names.INTERACTION_KIND: pause.kind.value,
+    }
+
+
+def _claim_attributes(claim: Claim) -> dict[str, Any]:
+    # Never the answer: only who claimed which pause.
+    return {names.PAUSE_ID: claim.pause_id, names.PRINCIPAL: claim.principal}
+
+
+def _won(
+    span: Span, claim: Claim, pause: PauseRecord | None, checkpoint: CheckpointRecord | None
+) -> None:
+    """A won claim: link to the paused turn, time the answer, tell the resume."""
+    span.set_attribute(names.CLAIM_RESULT, names.WON)
+    body: Mapping[str, Any] = {} if checkpoint is None else checkpoint.body
+    kept = body.get(TELEMETRY_KEY)
+    paused = paused_turn_link(body)
+    resume = current_resume()
+    if resume is not None:
+        resume.claim_won, resume.pause_id = True, claim.pause_id
+        resume.span.set_attribute(names.PAUSE_ID, claim.pause_id)
+    if paused is not None:
+        span.add_link(paused)
+        if resume is not None:
+            resume.span.add_link(paused)
+    interaction = body.get("interaction")
+    kind = pause.kind.value if pause is not None else (
+        str(interaction.get("kind")) if isinstance(interaction, Mapping) else None
+    )
+    if kind is not None:
+        span.set_attribute(names.INTERACTION_KIND, kind)
+        if resume is not None:
+            resume.span.set_attribute(names.INTERACTION_KIND, kind)
+    if isinstance(kept, Mapping) and "paused_at" in kept:
+        waited = (claim.at - datetime.fromisoformat(str(kept["paused_at"]))).total_seconds()
+        labels = {names.AGENT: str(kept.get("agent", "")), names.INTERACTION_KIND: kind or ""}
+        instruments.TIME_TO_ANSWER.record(max(waited, 0.0), labels)
+    logs.pause_changed("claimed", "an answer was accepted; the turn runs on",
+                       pause_id=claim.pause_id, principal=claim.principal,
+                       session_id=None if checkpoint is None else checkpoint.session_id)
+
+
+def _span(
+    name: str, operation: str, attributes: Mapping[str, Any] | None = None
+) -> AbstractContextManager[Span]:
+    """A span for one transaction, inside a trace only: the sweeper's and the pending
+    gauge's background reads would otherwise start a trace of their own every few seconds."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return nullcontext(trace.INVALID_SPAN)
+    return instruments.span(name, {names.STORE_OPERATION: operation, **(attributes or {})})
+
+
+async def _counting(call: Awaitable[Any], operation: str) -> Any:
+    """``call``'s result; a store out of reach is counted before it is raised."""
+    try:
+        return await call
+    except StoreUnavailable:
+        instruments.STORE_UNAVAILABLE.add(1, {names.STORE_OPERATION: operation})
+        raise
+
+
+async def _in_span(
+    name: str, operation: str, call: Awaitable[Any], attributes: Mapping[str, Any] | None = None
+) -> Any:
+    with _span(name, operation, attributes):
+        return await _counting(call, operation)
+
