@@ -128,7 +128,7 @@ class TracedStore:
                 # The resume then says why (already claimed, a replay): counted there.
                 span.set_attribute(names.CLAIM_RESULT, names.LOST)
                 return None
-            _won(span, claim, None, claimed.checkpoint)
+            _won(span, claim, claimed.checkpoint)
             return claimed
 
     async def publish_resume(self, publish: ResumePublish) -> int:
@@ -226,9 +226,7 @@ def _claim_attributes(claim: Claim) -> dict[str, Any]:
     return {names.PAUSE_ID: claim.pause_id, names.PRINCIPAL: claim.principal}
 
 
-def _won(
-    span: Span, claim: Claim, pause: PauseRecord | None, checkpoint: CheckpointRecord | None
-) -> None:
+def _won(span: Span, claim: Claim, checkpoint: CheckpointRecord | None) -> None:
     """A won claim: link to the paused turn, time the answer, tell the resume."""
     span.set_attribute(names.CLAIM_RESULT, names.WON)
     body: Mapping[str, Any] = {} if checkpoint is None else checkpoint.body
@@ -243,9 +241,7 @@ def _won(
         if resume is not None:
             resume.span.add_link(paused)
     interaction = body.get("interaction")
-    kind = pause.kind.value if pause is not None else (
-        str(interaction.get("kind")) if isinstance(interaction, Mapping) else None
-    )
+    kind = str(interaction.get("kind")) if isinstance(interaction, Mapping) else None
     if kind is not None:
         span.set_attribute(names.INTERACTION_KIND, kind)
         if resume is not None:
