@@ -312,20 +312,13 @@ class SymfonicAgent:
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
     ) -> TurnResult:
-        await self.open()
-        who = Principal.of(principal)
         return await collect(
-            self._traced(
-                first_turn(
-                    self,
-                    who,
-                    message,
-                    session_id,
-                    base_revision=base_revision,
-                    on_pending_pause=on_pending_pause,
-                ),
-                who,
+            self.stream(
+                message,
                 session_id,
+                principal,
+                base_revision=base_revision,
+                on_pending_pause=on_pending_pause,
             )
         )
 

@@ -13,13 +13,11 @@ once (:mod:`symfonic.agent.http.streaming`).
 import json
 import logging
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
-from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
+from fastapi.sse import format_sse_event
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
 from symfonic.agent.fastapi.feed_schemas import (
     CHANGE_EVENTS,
@@ -29,9 +27,8 @@ from symfonic.agent.fastapi.feed_schemas import (
 )
 from symfonic.agent.fastapi.schemas import PauseView
 from symfonic.agent.fastapi.service import HttpService
-from symfonic.agent.fastapi.sse import PING_INTERVAL
+from symfonic.agent.fastapi.sse import PING_INTERVAL, FrameStream
 from symfonic.agent.http.errors import documented
-from symfonic.agent.http.streaming import stream_until_disconnect
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import (
     FeedChange,
@@ -103,7 +100,7 @@ def feed_responses() -> dict[int | str, dict[str, Any]]:
     }
 
 
-class PauseFeedStream(EventSourceResponse):
+class PauseFeedStream(FrameStream):
     """One subscription as an SSE response; the client leaving closes it."""
 
     def __init__(
@@ -113,24 +110,9 @@ class PauseFeedStream(EventSourceResponse):
         *,
         ping_interval: float = PING_INTERVAL,
     ) -> None:
-        super().__init__(
-            content=(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        )
+        super().__init__(subscription, ping_interval=ping_interval)
         self._subscription = subscription
         self._host = host
-        self._ping_interval = ping_interval
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with aclosing(self._subscription), aclosing(self._frames()) as frames:
-            await stream_until_disconnect(
-                send,
-                receive,
-                status=self.status_code,
-                headers=self.raw_headers,
-                frames=frames,
-                ping=KEEPALIVE_COMMENT,
-                ping_interval=self._ping_interval,
-            )
 
     async def _frames(self) -> AsyncGenerator[bytes, None]:
         try:

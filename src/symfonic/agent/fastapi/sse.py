@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from typing import Protocol
 
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, ServerSentEvent, format_sse_event
 from starlette.types import Receive, Scope, Send
@@ -37,19 +38,26 @@ def encode(seq: int, event: Event) -> bytes:
     return format_sse_event(data_str=frame.raw_data, event=frame.event, id=frame.id)
 
 
-class TurnEventStream(EventSourceResponse):
-    """The SSE response of one started turn; closing it closes the turn."""
+class Closable(Protocol):
+    async def aclose(self) -> None: ...
 
-    def __init__(self, turn: StartedTurn[Event], *, ping_interval: float = PING_INTERVAL) -> None:
-        # The body comes from the turn in __call__, never from StreamingResponse.
+
+class FrameStream(EventSourceResponse):
+    """An SSE response that owns ``source``: its frames go out, with keep-alive
+    comments, until they end or the client leaves, and ``source`` is closed then."""
+
+    def __init__(
+        self, source: Closable, *, ping_interval: float = PING_INTERVAL
+    ) -> None:
+        # The body comes from ``_frames`` in __call__, never from StreamingResponse.
         super().__init__(
             content=(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
-        self._turn = turn
+        self._source = source
         self._ping_interval = ping_interval
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with aclosing(self._turn), aclosing(self._frames()) as frames:
+        async with aclosing(self._source), aclosing(self._frames()) as frames:
             await stream_until_disconnect(
                 send,
                 receive,
@@ -59,6 +67,17 @@ class TurnEventStream(EventSourceResponse):
                 ping=KEEPALIVE_COMMENT,
                 ping_interval=self._ping_interval,
             )
+
+    def _frames(self) -> AsyncGenerator[bytes, None]:
+        raise NotImplementedError
+
+
+class TurnEventStream(FrameStream):
+    """The SSE response of one started turn; closing it closes the turn."""
+
+    def __init__(self, turn: StartedTurn[Event], *, ping_interval: float = PING_INTERVAL) -> None:
+        super().__init__(turn, ping_interval=ping_interval)
+        self._turn = turn
 
     async def _frames(self) -> AsyncGenerator[bytes, None]:
         seq = 0
