@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import httpx
+import uvicorn
 from fastapi import FastAPI
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -208,3 +209,20 @@ def respellings(token: str) -> list[str]:
         *([TOKEN_PREFIX + standard] if standard != body else []),
         "SFP_" + body,
     ]
+
+
+@asynccontextmanager
+async def uvicorn_serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """The app under a real uvicorn on a loopback port: streams arrive as they are sent."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(server.serve, [listening])
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                yield client
+        finally:
+            server.should_exit = True
+

@@ -17,12 +17,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import BaseModel, Field
 
 from symfonic import SymfonicAgent, interaction
 from symfonic.core.messages import text_of
-from symfonic.testing import ScriptedChatModel, call, reply
+from symfonic.testing import ScriptedChatModel, call, current_turn, reply
 
 _PAY = re.compile(r"pay\s+(\w+)\s+(\d+(?:\.\d+)?)", re.IGNORECASE)
 
@@ -52,15 +52,8 @@ class Shipping(BaseModel):
 SHIPPING = interaction("shipping_details", "Ask where and how to ship the order.", Shipping)
 
 
-def _turn(messages: list[BaseMessage]) -> list[BaseMessage]:
-    for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
-            return messages[i:]
-    return messages
-
-
 def respond(messages: list[BaseMessage]) -> AIMessage | str:
-    turn = _turn(messages)
+    turn = current_turn(messages)
     asked = text_of(turn[0]) if turn else ""
     results = [m for m in turn if isinstance(m, ToolMessage)]
     if asked.startswith("ask"):

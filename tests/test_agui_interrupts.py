@@ -25,7 +25,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from agui_support import AguiClient, agui_app, finished, run_body, types
 from symfonic import SymfonicAgent
@@ -33,7 +33,7 @@ from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import text_of
-from symfonic.testing import ScriptedChatModel, call, reply
+from symfonic.testing import ScriptedChatModel, call, current_turn, reply
 
 pytestmark = pytest.mark.anyio
 
@@ -46,11 +46,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-def _turn(messages: list[BaseMessage]) -> list[BaseMessage]:
-    starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
-    return messages[starts[-1] :] if starts else messages
 
 
 def payments(sent: list[tuple[int, str]], clock: Clock) -> SymfonicAgent:
@@ -78,7 +73,7 @@ def interviewer(clock: Clock) -> SymfonicAgent:
     """Asks two questions in one turn, so its first answer is superseded by a second pause."""
 
     def respond(messages: list[BaseMessage]) -> Any:
-        answers = [text_of(m) for m in _turn(messages) if isinstance(m, ToolMessage)]
+        answers = [text_of(m) for m in current_turn(messages) if isinstance(m, ToolMessage)]
         if not answers:
             return call("ask_human", {"question": "Which colour?"})
         if len(answers) == 1:

@@ -6,15 +6,8 @@ port) because the in-memory transport never reports a disconnect.
 
 from __future__ import annotations
 
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import anyio
-import httpx
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
 from http_support import (
     APPROVE,
@@ -24,6 +17,7 @@ from http_support import (
     paused_turn,
     payment_agent,
     scripted,
+    uvicorn_serving,
     within_a_second,
 )
 from symfonic import SymfonicAgent
@@ -32,21 +26,6 @@ from symfonic.core.contracts.types import PauseState
 from symfonic.testing import call, reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-@asynccontextmanager
-async def uvicorn_serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    """uvicorn on a socket that listens before it starts: connections queue, no waiting."""
-    listening = socket.create_server(("127.0.0.1", 0))
-    port = listening.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve, [listening])
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-                yield client
-        finally:
-            server.should_exit = True
 
 
 async def test_dropping_a_resumed_stream_abandons_the_pause(store_url: str) -> None:

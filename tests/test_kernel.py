@@ -35,22 +35,15 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.kernel.loop import Kernel
 from symfonic.kernel.tools import idempotency_key
-from symfonic.testing import ScriptedChatModel, call, calls, reply
+from symfonic.testing import ScriptedChatModel, call, calls, current_turn, reply
 
 pytestmark = pytest.mark.anyio
 
 Respond = Callable[[list[BaseMessage]], Any]
 
 
-def _turn(messages: list[BaseMessage]) -> list[BaseMessage]:
-    for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
-            return messages[i:]
-    return messages
-
-
 def _rounds(messages: list[BaseMessage]) -> int:
-    return sum(isinstance(m, AIMessage) for m in _turn(messages))
+    return sum(isinstance(m, AIMessage) for m in current_turn(messages))
 
 
 def lookup(q: str) -> str:
@@ -100,7 +93,7 @@ async def test_a_tool_that_raises_is_an_error_observation(sqlite_url: str) -> No
 
 async def test_the_tool_limit_fails_the_turn_and_publishes_nothing(store_url: str) -> None:
     def respond(messages: list[BaseMessage]) -> Any:
-        if "loop" in str(_turn(messages)[0].content):
+        if "loop" in str(current_turn(messages)[0].content):
             return call("lookup", {"q": "again"})
         return reply("ok")
 

@@ -15,7 +15,7 @@ import anyio
 import httpx
 import pytest
 
-from feed_support import FEED, following, ids_of, uvicorn_serving
+from feed_support import FEED, following, ids_of
 from http_support import (
     APPROVE,
     JSON,
@@ -25,6 +25,7 @@ from http_support import (
     client_of,
     paused_turn,
     payment_agent,
+    uvicorn_serving,
     within_a_second,
 )
 from symfonic.agent.fastapi.app import create_app

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from feed_support import FEED, following, uvicorn_serving
-from http_support import APPROVE, JSON, KEYS, auth, paused_turn, payment_agent
+from feed_support import FEED, following
+from http_support import APPROVE, JSON, KEYS, auth, paused_turn, payment_agent, uvicorn_serving
 from symfonic.agent.fastapi.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

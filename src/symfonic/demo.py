@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.core.messages import text_of
-from symfonic.testing.scripted import ScriptedChatModel, call, reply
+from symfonic.testing.scripted import ScriptedChatModel, call, current_turn, reply
 
 CONTACTS = {
     "alice": "DE89 3704 0044 0532 0130 00",
@@ -38,16 +38,9 @@ def send_payment(to_iban: str, amount: float, currency: str, idempotency_key: st
     return f"payment pay_{idempotency_key[:10]} sent: {amount:g} {currency} to {to_iban}"
 
 
-def _turn(messages: list[BaseMessage]) -> list[BaseMessage]:
-    for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
-            return messages[i:]
-    return messages
-
-
 def respond(messages: list[BaseMessage]) -> AIMessage | str:
     """The scripted model: a pure function of the transcript."""
-    turn = _turn(messages)
+    turn = current_turn(messages)
     asked = text_of(turn[0]) if turn else ""
     tools = [m for m in turn if isinstance(m, ToolMessage)]
     match = _PAY.search(asked)

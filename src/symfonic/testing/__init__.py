@@ -1,5 +1,5 @@
 """Test doubles that ship with symfonic."""
 
-from symfonic.testing.scripted import ScriptedChatModel, call, calls, reply
+from symfonic.testing.scripted import ScriptedChatModel, call, calls, current_turn, reply
 
-__all__ = ["ScriptedChatModel", "call", "calls", "reply"]
+__all__ = ["ScriptedChatModel", "call", "calls", "current_turn", "reply"]

@@ -47,6 +47,18 @@ def calls(*specs: tuple[str, dict[str, Any], str | None], text: str = "") -> AIM
     )
 
 
+def current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages of the turn being answered: from the last person's message on.
+
+    A scripted ``respond`` decides from these, not from the whole history, so a
+    session's earlier turns never steer its answer to this one.
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return list(messages[i:])
+    return list(messages)
+
+
 def _turn_position(messages: Sequence[BaseMessage]) -> int:
     """How many assistant messages the current turn already has."""
     count = 0
