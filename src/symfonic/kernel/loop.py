@@ -9,7 +9,6 @@ right after it, so the transcript is one a strict provider accepts.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
@@ -87,47 +86,28 @@ def _merged(parts: Sequence[AIMessage]) -> AIMessage:
     return add_ai_message_chunks(*chunks)
 
 
-class _Pulse:
-    """``heartbeat`` every ``interval`` seconds, one beat at a time, until stopped.
+class _Beats:
+    """``heartbeat`` every ``interval`` seconds, each timed from the end of the last.
 
-    A beat gets a task of its own only when it falls due, and the next is timed
-    from the end of the last, so beats never overlap. A beat that fails stops
-    the pulse; :meth:`raise_failure` raises its error once the work is done, so
-    the turn fails as it would have with the beat awaited beside the tool.
+    Beats never overlap. A beat that fails ends them and its error is kept:
+    the tool it kept company is not interrupted, and the caller raises the
+    error once the tool is done, so the turn fails as it would have with the
+    beat awaited beside the tool.
     """
 
     def __init__(self, heartbeat: Heartbeat, interval: float) -> None:
-        self._loop = asyncio.get_running_loop()
         self._heartbeat = heartbeat
         self._interval = interval
-        self._beat: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = self._loop.call_later(interval, self._due)
+        self.failure: Exception | None = None
 
-    def _due(self) -> None:
-        self._beat = asyncio.ensure_future(self._heartbeat(), loop=self._loop)
-        self._beat.add_done_callback(self._rearm)
-
-    def _rearm(self, beat: asyncio.Task[None]) -> None:
-        failed = not beat.cancelled() and beat.exception() is not None
-        if self._timer is not None and not failed:
-            self._timer = self._loop.call_later(self._interval, self._due)
-
-    async def stop(self) -> None:
-        """Stop the timer, and the beat in progress if there is one."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        beat = self._beat
-        if beat is not None and not beat.done():
-            beat.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait((beat,))
-
-    def raise_failure(self) -> None:
-        """Raise the error of the beat that failed, if one did."""
-        beat = self._beat
-        if beat is not None and beat.done() and not beat.cancelled():
-            beat.result()
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(self._interval)
+            try:
+                await self._heartbeat()
+            except Exception as error:
+                self.failure = error
+                return
 
 
 @dataclass
@@ -188,18 +168,24 @@ class Kernel:
         """Await ``work`` in this task while the heartbeat keeps time beside it.
 
         The tool runs in the turn's own task, so cancelling the turn cancels
-        the tool. The heartbeat is only a timer until it falls due: almost every
-        tool returns long before the first beat, and a timer armed and cancelled
-        costs a fraction of a task and a timed wait.
+        the tool and its beats. The tool's own error is raised as it is, not
+        wrapped in the task group's exception group.
         """
         if self.heartbeat is None:
             return await work
-        pulse = _Pulse(self.heartbeat, self.heartbeat_interval)
-        try:
-            result = await work
-        finally:
-            await pulse.stop()
-        pulse.raise_failure()
+        beats = _Beats(self.heartbeat, self.heartbeat_interval)
+        failed: Exception | None = None
+        async with anyio.create_task_group() as group:
+            group.start_soon(beats.run)
+            try:
+                result = await work
+            except Exception as error:
+                failed = error
+            group.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        if beats.failure is not None:
+            raise beats.failure
         return result
 
     async def run(
