@@ -97,12 +97,12 @@ class _Rule(Generic[T]):
         return repr(self._rule)
 
 
-def _scope(value: object, where: str) -> str | None:
+def _scope(value: object, tool: str) -> str | None:
     if value is None or (isinstance(value, str) and value):
         return value
     raise RuleFailed(
-        f"the {where} gave {value!r}, where a scope name (or None, for the session's owner) "
-        "is needed"
+        f"the approval rule for {tool} chose the audience {value!r}, where a scope name "
+        "(or None, for the session's owner) is needed"
     )
 
 
@@ -117,7 +117,7 @@ class ApprovalRule:
     ) -> None:
         self._when = None if when is None else _Rule(when)
         if audience is None or isinstance(audience, str):
-            self._audience: str | None | _Rule[str | None] = _configured_scope(audience)
+            self._audience: str | _Rule[str | None] | None = _configured_scope(audience)
         else:
             self._audience = _Rule(audience)
 
@@ -141,7 +141,7 @@ class ApprovalRule:
                 if not needed:
                     return None
             if isinstance(self._audience, _Rule):
-                return Approver(_scope(await self._audience(args, principal), "audience rule"))
+                return Approver(_scope(await self._audience(args, principal), tool))
             return Approver(self._audience)
         except RuleFailed:
             raise
