@@ -2,9 +2,11 @@
 
 The loop owns two invariants. A round that holds an interaction is stopped at
 its first interaction *before anything in it is dispatched*, so a person's
-answer can never arrive after a side effect it was meant to gate. And every
-assistant tool call that is dispatched is answered by exactly one tool message
-right after it, so the transcript is one a strict provider accepts.
+answer can never arrive after a side effect it was meant to gate; a round with
+a call the tool box cannot decide on (an approval rule that failed) dispatches
+nothing either, and is answered there and then. And every assistant tool call
+that is dispatched is answered by exactly one tool message right after it, so
+the transcript is one a strict provider accepts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import Runnable
 
 from symfonic.core.contracts.errors import ModelError
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import (
     KernelDone,
     KernelResult,
@@ -36,10 +39,15 @@ from symfonic.core.contracts.types import (
 from symfonic.core.messages import text_of
 from symfonic.core.telemetry import calls
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.toolbox import RoundTools
+from symfonic.kernel.toolbox import RoundTools, UndecidedCall
 from symfonic.kernel.tools import idempotency_key
 
 T = TypeVar("T")
+
+UNDECIDED_ROUND = (
+    "not dispatched: another call in this round could not be checked for approval, so "
+    "nothing in the round ran; call it again if it is still needed"
+)
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,8 @@ class Kernel:
     (see :func:`streams_natively`). ``heartbeat``, if given, is awaited every
     ``heartbeat_interval`` seconds while a tool runs: a tool can run far longer
     than anything else in a turn and yields no events meanwhile, and whoever
-    holds a lease on the turn must renew it.
+    holds a lease on the turn must renew it. ``principal`` is the one whose
+    message the turn answers: approval rules decide with it.
     """
 
     model: BaseChatModel
@@ -130,6 +139,7 @@ class Kernel:
     heartbeat_interval: float = 30.0
     bound_model: BoundModel | None = field(default=None, repr=False)
     streaming: bool = True
+    principal: Principal = field(default_factory=lambda: Principal("local"))
 
     @property
     def bound(self) -> BoundModel:
@@ -230,20 +240,31 @@ class Kernel:
                 yield ToolCallEvent(
                     tool_call_id=str(call["id"]), name=call["name"], args=dict(call["args"])
                 )
-            pending = self._first_interaction(reply.tool_calls)
-            if pending is not None:
-                yield self._done(StopReason.PAUSED, messages, used, interaction=pending)
+            stop = await self._first_stop(reply.tool_calls)
+            if isinstance(stop, PendingInteraction):
+                yield self._done(StopReason.PAUSED, messages, used, interaction=stop)
                 return
+            if stop is not None:
+                for message, event in _undecided_round(reply.tool_calls, stop):
+                    messages.append(message)
+                    yield event
+                continue
             for call in reply.tool_calls:
                 message, event = await self.dispatch(call)
                 messages.append(message)
                 yield event
 
-    def _first_interaction(self, calls: Sequence[ToolCall]) -> PendingInteraction | None:
+    async def _first_stop(
+        self, calls: Sequence[ToolCall]
+    ) -> PendingInteraction | UndecidedCall | None:
+        """The first call that stops the round, asked in order before any is dispatched.
+
+        Calls after it are never asked: the round runs none of them anyway.
+        """
         for call in calls:
-            pending = self.toolbox.interaction_for(call)
-            if pending is not None:
-                return pending
+            stop = await self.toolbox.interaction_for(call, self.principal)
+            if stop is not None:
+                return stop
         return None
 
     async def _parts(self, messages: Sequence[BaseMessage]) -> AsyncIterator[BaseMessage]:
@@ -306,3 +327,28 @@ class Kernel:
                 interaction=interaction,
             )
         )
+
+
+def _undecided_round(
+    calls: Sequence[ToolCall], undecided: UndecidedCall
+) -> list[tuple[ToolMessage, ToolResultEvent]]:
+    """A round that runs nothing: the undecided call's error, and every other call skipped."""
+    answered: list[tuple[ToolMessage, ToolResultEvent]] = []
+    for call in calls:
+        call_id, name = str(call["id"]), call["name"]
+        failed = call_id == undecided.tool_call_id
+        content = undecided.reason if failed else UNDECIDED_ROUND
+        message = ToolMessage(
+            content=content,
+            tool_call_id=call_id,
+            name=name,
+            status="error" if failed else "success",
+        )
+        event = ToolResultEvent(
+            tool_call_id=call_id,
+            name=name,
+            content=content,
+            status="error" if failed else "not_dispatched",
+        )
+        answered.append((message, event))
+    return answered
