@@ -1,6 +1,7 @@
 """symfonic: agent turns that pause for a person and resume exactly once, anywhere."""
 
 from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.capabilities.human.interactions import interaction
 from symfonic.core.contracts.errors import (
     BudgetRefused,
@@ -46,5 +47,7 @@ __all__ = [
     "SymfonicAgent",
     "SymfonicError",
     "TurnResult",
+    "Webhook",
+    "WebhookSettings",
     "interaction",
 ]
