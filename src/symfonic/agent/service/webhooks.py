@@ -142,7 +142,7 @@ class WebhookSettings:
     @property
     def lease_seconds(self) -> float:
         """Long enough for a request to time out and its outcome to be written."""
-        return self.lease if self.lease is not None else self.timeout * 2 + 5
+        return self.lease if self.lease is not None else max(self.timeout * 2, self.timeout + 2)
 
     def delay_after(self, attempt: int) -> float:
         """The scheduled delay after failed attempt number ``attempt`` (1-based), unjittered."""
