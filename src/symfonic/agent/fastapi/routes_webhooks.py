@@ -8,8 +8,6 @@ the keyless ``local`` principal has) may do either; a delivery's URL and error
 say where the service sends its events, which is not every caller's business.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Annotated
 
@@ -62,7 +60,7 @@ class DeliveryView(BaseModel):
     delivered_at: datetime | None
 
     @classmethod
-    def of(cls, delivery: WebhookDelivery) -> DeliveryView:
+    def of(cls, delivery: WebhookDelivery) -> "DeliveryView":
         return cls(
             id=delivery.id,
             message_id=delivery.message_id,
