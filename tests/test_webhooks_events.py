@@ -96,7 +96,8 @@ async def test_an_operator_lists_failed_deliveries_and_resends_one(store_url: st
     with receiving() as receiver:
         receiver.status = 500
         hook = Webhook(receiver.url, SECRET, events={"pause.created"})
-        async with serve(agent, api_keys=KEYS, webhooks=[hook], webhook_settings=settings) as client:
+        options: dict[str, Any] = {"webhooks": [hook], "webhook_settings": settings}
+        async with serve(agent, api_keys=KEYS, **options) as client:
             _, paused = await paused_turn(client, auth("alice"))
             await receiver.wait_for(1, within=1.0)
             refused = await client.get("/v1/webhooks/deliveries", headers=auth("alice"))

@@ -78,9 +78,10 @@ async def test_after_the_last_attempt_a_delivery_is_failed_and_kept(store_url: s
             await paused_turn(client)
             await receiver.wait_for(2, within=2.0)
             with anyio.fail_after(1.0):
-                while (delivery := await _only_delivery(agent.store)).state is not (
-                    DeliveryState.FAILED
-                ):
+                while True:
+                    delivery = await _only_delivery(agent.store)
+                    if delivery.state is DeliveryState.FAILED:
+                        break
                     await anyio.sleep(0.02)
             await anyio.sleep(0.5)
     assert len(receiver.received) == 2 and delivery.attempts == 2

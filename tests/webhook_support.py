@@ -121,7 +121,9 @@ class Receiver:
     async def wait_for(self, count: int, *, within: float, event: str | None = None) -> None:
         """Until ``count`` requests (of ``event``) have arrived, failing after ``within`` s."""
         with anyio.fail_after(within):
-            while len(self.received if event is None else self.of_type(event)) < count:
+            while True:
+                if len(self.received if event is None else self.of_type(event)) >= count:
+                    return
                 await anyio.sleep(0.01)
 
 
