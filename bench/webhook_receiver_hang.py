@@ -284,11 +284,16 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=60, help="resumes per server")
     parser.add_argument("--pauses", type=int, default=100, help="pauses for delivery latency")
     parser.add_argument("--backlog", type=int, default=1000, help="deliveries for throughput")
+    parser.add_argument("--parts", default="hang,latency,throughput", help="which to measure")
     options = parser.parse_args()
+    parts = options.parts.split(",")
     with _stores(options.store) as stores:
-        hang(stores, options.cycles)
-        latency(stores, options.pauses)
-        asyncio.run(_throughput(next(stores), options.backlog))
+        if "hang" in parts:
+            hang(stores, options.cycles)
+        if "latency" in parts:
+            latency(stores, options.pauses)
+        if "throughput" in parts:
+            asyncio.run(_throughput(next(stores), options.backlog))
 
 
 if __name__ == "__main__":

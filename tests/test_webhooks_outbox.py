@@ -148,3 +148,13 @@ async def test_retention_deletes_old_delivered_deliveries_and_the_trigger_surviv
     ]
     await paused(store, await new_session(store))  # the change record was trimmed
     assert len(await store.list_deliveries(DeliveryQuery())) == 2
+
+
+async def test_a_lease_takes_no_more_than_its_limit_oldest_first(store: Store) -> None:
+    await store.register_webhook(URL, [WebhookEventType.PAUSE_CREATED])
+    pauses = [await paused(store, await new_session(store)) for _ in range(5)]
+    now = T0 + timedelta(minutes=1)
+    taken = await store.lease_deliveries(DeliveryLease([URL], "a", now, now + HOUR, 2))
+    assert [leased.delivery.pause_id for leased in taken] == [p.pause_id for p in pauses[:2]]
+    rest = await store.lease_deliveries(DeliveryLease([URL], "b", now, now + HOUR, 10))
+    assert [leased.delivery.pause_id for leased in rest] == [p.pause_id for p in pauses[2:]]

@@ -36,7 +36,14 @@ from symfonic.storage.history import (
     with_history,
 )
 from symfonic.storage.rows import SESSION_COLUMNS, session_of
-from symfonic.storage.statements import Dialect, Statement, first, json_text
+from symfonic.storage.statements import (
+    UNSYNCED,
+    UNSYNCED_COLUMN,
+    Dialect,
+    Statement,
+    first,
+    json_text,
+)
 from symfonic.storage.transactions import Connection, SqlTransactions
 from symfonic.storage.webhooks import owe_failed_turn
 
@@ -63,8 +70,7 @@ _BEGIN_RUN = (
     f" WHERE session_id = :session_id AND {_WAITING}) AS pending"
 )
 # PostgreSQL: this transaction's commit does not wait for the disk.
-_UNSYNCED = "WITH unsynced AS (SELECT set_config('synchronous_commit', 'off', true) AS setting)"
-_UNSYNCED_COLUMN = "(SELECT setting FROM unsynced) AS unsynced"
+_UNSYNCED, _UNSYNCED_COLUMN = UNSYNCED, UNSYNCED_COLUMN
 BEGIN_RUN = {
     Dialect.SQLITE: Statement(_BEGIN_RUN),
     Dialect.POSTGRESQL: Statement(

@@ -12,11 +12,17 @@ change of state are owed here, each in the transaction that decides it:
   it, every later one finds it owed.
 
 Sending is shared between workers by leases. One statement takes a batch of due
-deliveries (``UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED)`` on
-PostgreSQL; SQLite serialises writers) and stamps them with this worker's lease,
+deliveries (on PostgreSQL ``WITH picked AS MATERIALIZED (SELECT … FOR UPDATE SKIP
+LOCKED) UPDATE … FROM picked``; SQLite serialises writers) and stamps them with this worker's lease,
 which outlasts a request's timeout: no two workers send one delivery at once,
 and one that dies mid-send leaves it to another once the lease lapses. An
 attempt is settled only under the lease that sent it.
+
+On PostgreSQL, taking a lease and settling an attempt commit without waiting for
+the disk (``synchronous_commit`` off for that statement only): a server crash
+may forget either, and then the delivery is simply sent again, which
+at-least-once delivery allows and ``webhook-id`` lets a receiver dedupe. Without
+it each delivery waited for two flushes of the WAL.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from symfonic.core.contracts.webhooks import (
 )
 from symfonic.storage.rows import PAUSE_COLUMNS, aware, pause_of
 from symfonic.storage.statements import (
+    UNSYNCED,
+    UNSYNCED_COLUMN,
     Dialect,
     Params,
     Row,
@@ -89,19 +97,21 @@ OWE_EXPIRING = {
     for dialect, near in _NEAR.items()
 }
 
-SETTLE = Statement(
+_SETTLE = (
     "UPDATE symfonic_webhook_deliveries SET state = :state, next_attempt_at = :next_attempt_at,"
     " last_status = :status, last_error = :error, delivered_at = :delivered_at,"
     " lease_id = NULL, leased_until = NULL WHERE id = :id AND lease_id = :lease_id"
 )
+SETTLE = {
+    Dialect.SQLITE: Statement(_SETTLE),
+    Dialect.POSTGRESQL: Statement(f"{UNSYNCED} {_SETTLE} RETURNING {UNSYNCED_COLUMN}"),
+}
 RESEND = Statement(
     "UPDATE symfonic_webhook_deliveries SET state = 'pending', attempts = 0,"
     " next_attempt_at = :now, delivered_at = NULL, lease_id = NULL, leased_until = NULL"
     " WHERE id = :id AND state IN ('failed', 'delivered')"
 )
 DELIVERY = Statement(f"SELECT {DELIVERY_COLUMNS} FROM symfonic_webhook_deliveries WHERE id = :id")
-
-_SKIP_HELD = {Dialect.SQLITE: "", Dialect.POSTGRESQL: " FOR UPDATE SKIP LOCKED"}
 
 
 def _listed(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -127,11 +137,24 @@ def _is_due(count: int) -> Statement:
 def _lease(dialect: Dialect, count: int) -> Statement:
     urls, _ = _listed("u", range(count))
     due = _due(urls)
+    taken = "lease_id = :lease_id, leased_until = :until, attempts = attempts + 1"
+    if dialect is Dialect.SQLITE:
+        return Statement(
+            f"UPDATE symfonic_webhook_deliveries SET {taken} WHERE id IN"
+            f" (SELECT id FROM symfonic_webhook_deliveries WHERE {due} ORDER BY id LIMIT :limit)"
+            f" RETURNING {DELIVERY_COLUMNS}"
+        )
+    # PostgreSQL may run an ``IN (SELECT … LIMIT)`` more than once and take more than
+    # the limit; a materialised CTE picks the rows once.
+    returned = ", ".join(
+        f"symfonic_webhook_deliveries.{column.strip()}" for column in DELIVERY_COLUMNS.split(",")
+    )
     return Statement(
-        "UPDATE symfonic_webhook_deliveries SET lease_id = :lease_id, leased_until = :until,"
-        " attempts = attempts + 1 WHERE id IN (SELECT id FROM symfonic_webhook_deliveries"
-        f" WHERE {due} ORDER BY id LIMIT :limit{_SKIP_HELD[dialect]}) AND {due}"
-        f" RETURNING {DELIVERY_COLUMNS}"
+        f"{UNSYNCED}, picked AS MATERIALIZED (SELECT id FROM symfonic_webhook_deliveries"
+        f" WHERE {due} ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED)"
+        f" UPDATE symfonic_webhook_deliveries SET {taken} FROM picked"
+        f" WHERE symfonic_webhook_deliveries.id = picked.id"
+        f" RETURNING {returned}, {UNSYNCED_COLUMN}"
     )
 
 
@@ -228,7 +251,7 @@ async def settle(store: SqlTransactions, settlement: DeliverySettlement) -> bool
         "error": None if settlement.error is None else settlement.error[:500],
         "delivered_at": settlement.at if delivered else None,
     }
-    return await store.write_count(SETTLE, params) == 1
+    return await store.write_count(SETTLE[store.dialect], params) == 1
 
 
 async def list_deliveries(store: SqlTransactions, query: DeliveryQuery) -> list[WebhookDelivery]:
