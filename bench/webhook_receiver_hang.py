@@ -4,9 +4,10 @@ Three measurements, on one store kind (``--store sqlite`` or a PostgreSQL URL):
 
 1. Resume latency through a real ``symfonic serve`` whose webhook receiver
    holds every request for 30 s (the request timeout is 30 s too), against a
-   second ``symfonic serve`` with no webhook, cycles alternating between the
-   two so that a drifting machine moves both alike: p50/p95 of each, and their
-   ratio.
+   second ``symfonic serve`` with no webhook and a third whose receiver answers
+   at once (which separates what a hanging receiver costs from what owing the
+   events costs), cycles rotating among the three so that a drifting machine
+   moves them alike: p50/p95 of each, and the ratios.
 2. Delivery latency: from the moment the store recorded a pause's creation
    (the payload's ``timestamp``) to its receipt by a fast receiver, over
    pauses made at random moments (the dispatcher polls every 250 ms).
@@ -147,31 +148,43 @@ def _quantiles(values: list[float]) -> tuple[float, float]:
 
 
 def hang(stores: Iterator[str], cycles: int) -> None:
-    receiver = Receiver(hang=HANG_SECONDS)
-    hook = ["--webhook", receiver.url, "--webhook-timeout", str(HANG_SECONDS)]
+    hanging, fast = Receiver(hang=HANG_SECONDS), Receiver()
+    timeout = ["--webhook-timeout", str(HANG_SECONDS)]
     try:
         with (
             _serving(next(stores)) as plain,
-            _serving(next(stores), *hook) as hooked,
+            _serving(next(stores), "--webhook", fast.url, *timeout) as quick,
+            _serving(next(stores), "--webhook", hanging.url, *timeout) as hung,
             httpx.Client(base_url=plain, timeout=60) as on_plain,
-            httpx.Client(base_url=hooked, timeout=60) as on_hooked,
+            httpx.Client(base_url=quick, timeout=60) as on_quick,
+            httpx.Client(base_url=hung, timeout=60) as on_hung,
         ):
-            for client in (on_plain, on_hooked):
+            arms = [
+                ("no webhook", on_plain),
+                ("fast receiver", on_quick),
+                ("hanging receiver", on_hung),
+            ]
+            for _, client in arms:
                 for _ in range(5):
                     _cycle(client)  # warm-up
-            times: dict[str, list[float]] = {"no webhook": [], "hanging receiver": []}
+            times: dict[str, list[float]] = {name: [] for name, _ in arms}
             for index in range(cycles):
-                order = [("no webhook", on_plain), ("hanging receiver", on_hooked)]
-                for name, client in order if index % 2 == 0 else order[::-1]:
+                for name, client in arms[index % 3 :] + arms[: index % 3]:
                     times[name].append(_cycle(client))
     finally:
-        held = len(receiver.arrivals)
-        receiver.close()
-    (p50a, p95a), (p50b, p95b) = (_quantiles(times[name]) for name in times)
-    print(f"resume latency over {cycles} cycles each, the receiver holding {held} requests open:")
-    print(f"  no webhook        p50 {p50a * 1000:6.1f} ms  p95 {p95a * 1000:6.1f} ms")
-    print(f"  hanging receiver  p50 {p50b * 1000:6.1f} ms  p95 {p95b * 1000:6.1f} ms")
-    print(f"  ratio             p50 {p50b / p50a:6.2f}     p95 {p95b / p95a:6.2f}")
+        held = len(hanging.arrivals)
+        hanging.close()
+        fast.close()
+    print(
+        f"resume latency over {cycles} cycles each, the hanging receiver holding {held} "
+        "requests open:"
+    )
+    figures = {name: _quantiles(values) for name, values in times.items()}
+    for name, (p50, p95) in figures.items():
+        print(f"  {name:17} p50 {p50 * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms")
+    (p50a, p95a), (p50f, p95f), (p50h, p95h) = figures.values()
+    print(f"  hanging / none    p50 {p50h / p50a:6.2f}     p95 {p95h / p95a:6.2f}")
+    print(f"  hanging / fast    p50 {p50h / p50f:6.2f}     p95 {p95h / p95f:6.2f}")
 
 
 def latency(stores: Iterator[str], pauses: int) -> None:

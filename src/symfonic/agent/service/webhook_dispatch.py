@@ -34,7 +34,12 @@ from symfonic.agent.service.webhooks import TOKEN_EVENTS, Webhook, WebhookSettin
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.store import LeasedDelivery
 from symfonic.core.contracts.types import PauseState
-from symfonic.core.contracts.webhooks import DeliveryLease, DeliverySettlement, DeliveryState
+from symfonic.core.contracts.webhooks import (
+    DeliveryLease,
+    DeliverySettlement,
+    DeliveryState,
+    WebhookEventType,
+)
 
 logger = logging.getLogger("symfonic.webhooks")
 
@@ -68,7 +73,8 @@ class WebhookDispatcher:
     @property
     def wants_expiring(self) -> bool:
         """Whether a subscription here asks for ``pause.expiring`` (the sweeper then owes it)."""
-        return any("pause.expiring" in hook.event_types for hook in self.webhooks.values())
+        expiring = WebhookEventType.PAUSE_EXPIRING
+        return any(expiring in hook.event_types for hook in self.webhooks.values())
 
     def _clock(self) -> datetime:
         return self._host.agent(None).clock()
@@ -93,13 +99,14 @@ class WebhookDispatcher:
         ):
             task_status.started()
             while True:
+                # Replaced before the look, so a sender that finishes during it wakes the wait.
+                self._wake = anyio.Event()
                 try:
                     await self._lease_and_send(client, senders)
                 except Exception as error:
                     logger.warning("the webhook outbox could not be read; retrying: %s", error)
                 with anyio.move_on_after(settings.poll_interval):
                     await self._wake.wait()
-                self._wake = anyio.Event()
 
     async def _lease_and_send(
         self, client: httpx.AsyncClient, senders: anyio.abc.TaskGroup
