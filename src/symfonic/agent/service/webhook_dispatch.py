@@ -98,13 +98,21 @@ class WebhookDispatcher:
             anyio.create_task_group() as senders,
         ):
             task_status.started()
+            failing = False
             while True:
                 # Replaced before the look, so a sender that finishes during it wakes the wait.
                 self._wake = anyio.Event()
                 try:
                     await self._lease_and_send(client, senders)
                 except Exception as error:
-                    logger.warning("the webhook outbox could not be read; retrying: %s", error)
+                    # Once per outage, not once per poll.
+                    if not failing:
+                        logger.warning("the webhook outbox cannot be read; retrying: %s", error)
+                    failing = True
+                else:
+                    if failing:
+                        logger.info("the webhook outbox can be read again")
+                    failing = False
                 with anyio.move_on_after(settings.poll_interval):
                     await self._wake.wait()
 
