@@ -121,3 +121,16 @@ async def test_symfonic_webhooks_lists_and_resends_in_words(tmp_path: Path) -> N
             for result in (listed, refused, resent, quiet, missing):
                 assert "Traceback" not in result.stderr
     assert len({request.id for request in receiver.received}) == 1
+
+
+def test_a_webhook_never_shows_its_secret_and_refuses_what_it_cannot_use() -> None:
+    from symfonic import ConfigurationError, Webhook
+
+    hook = Webhook("https://chat.example/hook", SECRET, events={"pause.created"})
+    assert SECRET not in repr(hook) and SECRET.removeprefix("whsec_") not in repr(hook)
+    with pytest.raises(ConfigurationError, match="no webhook event 'pause.made'"):
+        Webhook("https://chat.example/hook", SECRET, events={"pause.made"})
+    with pytest.raises(ConfigurationError, match="not an http"):
+        Webhook("ftp://chat.example/hook", SECRET)
+    with pytest.raises(ConfigurationError, match="lease must be longer"):
+        WebhookSettings(timeout=10, lease=5)
