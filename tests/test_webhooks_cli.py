@@ -128,7 +128,7 @@ def test_a_webhook_never_shows_its_secret_and_refuses_what_it_cannot_use() -> No
 
     hook = Webhook("https://chat.example/hook", SECRET, events={"pause.created"})
     assert SECRET not in repr(hook) and SECRET.removeprefix("whsec_") not in repr(hook)
-    with pytest.raises(ConfigurationError, match="no webhook event 'pause.made'"):
+    with pytest.raises(ConfigurationError, match=r"no webhook event 'pause\.made'"):
         Webhook("https://chat.example/hook", SECRET, events={"pause.made"})
     with pytest.raises(ConfigurationError, match="not an http"):
         Webhook("ftp://chat.example/hook", SECRET)
