@@ -40,6 +40,8 @@ PUBLIC = {
     "SymfonicAgent",
     "SymfonicError",
     "TurnResult",
+    "Webhook",
+    "WebhookSettings",
     "interaction",
     "needs_approval",
 }

@@ -113,7 +113,7 @@ async def test_release_is_idempotent_and_never_makes_the_pause_redeemable(
         desk = agent.guarded.pauses
         real_abandon = desk.abandon
 
-        async def counting(session_id: str, claim_id: str) -> bool:
+        async def counting(session_id: str, claim_id: str, failure: object = None) -> bool:
             abandons.append(claim_id)
             return await real_abandon(session_id, claim_id)
 

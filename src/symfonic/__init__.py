@@ -1,6 +1,7 @@
 """symfonic: agent turns that pause for a person and resume exactly once, anywhere."""
 
 from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.capabilities.human.approval_rules import needs_approval
 from symfonic.capabilities.human.interactions import interaction
 from symfonic.core.contracts.errors import (
@@ -47,6 +48,8 @@ __all__ = [
     "SymfonicAgent",
     "SymfonicError",
     "TurnResult",
+    "Webhook",
+    "WebhookSettings",
     "interaction",
     "needs_approval",
 ]

@@ -1,4 +1,4 @@
-"""A small client for symfonic's HTTP API, used by ``symfonic chat`` and ``symfonic pauses``.
+"""A small client for symfonic's HTTP API, for ``symfonic chat``, ``pauses`` and ``webhooks``.
 
 The API key comes from ``SYMFONIC_API_KEY`` (never a command-line argument,
 which other users of the machine can read) and travels only in the
@@ -94,6 +94,21 @@ class Client:
         result = await self._json("GET", "/v1/pauses", params={"state": "pending"})
         pauses = result["pauses"] if isinstance(result, dict) else result
         return list(pauses)
+
+    async def webhook_deliveries(
+        self, states: list[str] | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"limit": limit}
+        if states:
+            params["state"] = states
+        result = await self._json("GET", "/v1/webhooks/deliveries", params=params)
+        return list(result["deliveries"])
+
+    async def resend_delivery(self, delivery_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json(
+            "POST", f"/v1/webhooks/deliveries/{delivery_id}/resend"
+        )
+        return result
 
     async def _stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[Frame]:
         headers = {"Accept": "text/event-stream"}

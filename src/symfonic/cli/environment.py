@@ -37,12 +37,15 @@ _TELEMETRY = {
 READS: dict[str, dict[str, str]] = {
     "chat": _CLIENT,
     "pauses": _CLIENT,
+    "webhooks": _CLIENT,
     "demo": _STORE,
     "prune": _STORE,
     "serve": {
         "SYMFONIC_API_KEYS": "keys the service accepts, 'alice=key1,carol=key3:approver' "
         "(unset or empty: everyone is 'local', loopback only)",
         **_STORE,
+        "SYMFONIC_WEBHOOK_SECRET": "the secret every --webhook is signed with: whsec_ "
+        "followed by base64 (needed with --webhook)",
         "SYMFONIC_STORE": "store URL when --store is not given; it overrides the store the "
         "agents declare (default: theirs, else sqlite:///symfonic.db)",
         "OPENAI_API_KEY, ANTHROPIC_API_KEY": "read by the model provider an agent uses",

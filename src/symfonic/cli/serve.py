@@ -54,6 +54,12 @@ from symfonic.cli.observability import (
     install,
     log_config,
 )
+from symfonic.cli.serve_webhooks import (
+    WEBHOOK_SECRET,
+    Served,
+    add_webhook_options,
+    webhooks_of,
+)
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import Store
 from symfonic.storage import DEFAULT_STORE, masked_url
@@ -119,6 +125,7 @@ def register(sub: Any) -> None:
         help=f"open connections at most; past it a new one displaces the one waiting "
         f"longest for headers (default: {DEFAULT_MAX_CONNECTIONS})",
     )
+    add_webhook_options(p)
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
     p.add_argument(
         "--log-format", choices=LOG_FORMS, default="text",
@@ -242,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         authenticator = Authenticator.from_spec(os.environ.get("SYMFONIC_API_KEYS"))
         agents = [load_agent(spec) for spec in args.agents or [DEFAULT_AGENT]]
         retention = retention_of(args)
+        webhooks, webhook_settings = webhooks_of(args, os.environ.get(WEBHOOK_SECRET))
         store = serving_store(args.store, agents)
         host = ServiceHost(agents, store)
         telemetry = install(export_of(), os.environ.get("OTEL_SERVICE_NAME") or "symfonic")
@@ -258,7 +266,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     url = store if isinstance(store, str) else store.url
     try:
-        return anyio.run(_serve, args, host, url, authenticator, retention, telemetry)
+        served = Served(retention, webhooks, webhook_settings)
+        return anyio.run(_serve, args, host, url, authenticator, served, telemetry)
     finally:
         if telemetry is not None:
             telemetry.shutdown()  # the last spans and metrics are flushed before exit
@@ -269,7 +278,7 @@ async def _serve(
     host: ServiceHost,
     url: str,
     authenticator: Authenticator,
-    retention: Retention | None,
+    served: Served,
     telemetry: Telemetry | None = None,
 ) -> int:
     """Open the store, then say what is served, then serve, all on one event loop.
@@ -302,8 +311,14 @@ async def _serve(
 
         from symfonic.agent.fastapi.app import create_app
 
-        app = create_app(host, api_keys=authenticator, sweep_interval=args.sweep_interval,
-                         retention=retention)
+        app = create_app(
+            host,
+            api_keys=authenticator,
+            sweep_interval=args.sweep_interval,
+            retention=served.retention,
+            webhooks=served.webhooks,
+            webhook_settings=served.webhook_settings,
+        )
         if telemetry is not None:
             telemetry.instrument(app)
             flush_on_shutdown(app, telemetry)

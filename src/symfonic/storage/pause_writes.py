@@ -41,6 +41,7 @@ from symfonic.core.contracts.store import (
     ResumePublish,
     SweepReport,
 )
+from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.storage.history import (
     APPEND_AFTER_BUMP,
     append,
@@ -53,6 +54,7 @@ from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of
 from symfonic.storage.runs import END_RUN_TEXT
 from symfonic.storage.statements import Dialect, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
+from symfonic.storage.webhooks import owe_failed_turn
 
 _COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
@@ -277,14 +279,25 @@ async def publish_resume(store: SqlTransactions, publish: ResumePublish) -> int:
     return await store.transaction(publish_then_append)
 
 
-async def abandon_claim(store: SqlTransactions, session_id: str, claim_id: str) -> bool:
+async def abandon_claim(
+    store: SqlTransactions, session_id: str, claim_id: str, failure: FailedTurn | None = None
+) -> bool:
     """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
 
     A failed turn's cleanup: retried while the store is unavailable, then left
-    to the sweeper and the lease.
+    to the sweeper and the lease. A turn that failed also owes ``turn.failed``,
+    in the same transaction.
     """
     params = {"session_id": session_id, "claim_id": claim_id}
-    return await store.cleanup(ABANDON_CLAIM, params) == 1
+    if failure is None:
+        return await store.cleanup(ABANDON_CLAIM, params) == 1
+
+    async def abandon_then_owe(connection: Connection) -> bool:
+        abandoned = await connection.count(ABANDON_CLAIM, params)
+        await owe_failed_turn(connection, failure)
+        return abandoned == 1
+
+    return await store.cleanup_transaction(abandon_then_owe)
 
 
 async def abandon_pending(store: SqlTransactions, session_id: str) -> int:

@@ -20,6 +20,9 @@ after it: up to the newest change of a deleted session, and up to the newest
 change recorded before the cutoff. The newest change of all is always kept, as
 the feed's current position.
 
+Webhook deliveries that were delivered before the cutoff are deleted in the
+same unit; failed and pending ones stay, for an operator to see and resend.
+
 ``keep_answered`` keeps the audit: the rows of pauses a person answered (who,
 when, what) stay, without their checkpoints, after their session has gone.
 """
@@ -63,6 +66,9 @@ _EVENTS_UP_TO = (
     " AND id <= (SELECT max(id) FROM symfonic_pause_events WHERE {through})"
 )
 TRIM_OLD_EVENTS = Statement(_EVENTS_UP_TO.format(through="at < :cutoff"))
+DELETE_DELIVERED = Statement(
+    "DELETE FROM symfonic_webhook_deliveries WHERE state = 'delivered' AND delivered_at < :cutoff"
+)
 
 
 def _trim_events(cutoff: datetime, session_ids: list[str]) -> tuple[Statement, Params]:
@@ -90,6 +96,7 @@ async def prune(store: SqlTransactions, batch: PruneBatch) -> PruneReport:
         deleted = await connection.rows(DELETE_SESSIONS, params)
         sessions = [str(row["session_id"]) for row in deleted]
         await connection.count(*_trim_events(batch.cutoff, sessions))
+        await connection.count(DELETE_DELIVERED, {"cutoff": batch.cutoff})
         if not sessions:
             return PruneReport(sessions=0, messages=0, pauses=0)
         messages = await connection.count(*_of_sessions("messages", sessions))

@@ -22,6 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from symfonic.core.contracts.store import RunRequest, RunStart, SessionRecord, TurnPublish
+from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import MessageBody
 from symfonic.storage.history import (
     APPEND_AFTER_BUMP,
@@ -35,8 +36,16 @@ from symfonic.storage.history import (
     with_history,
 )
 from symfonic.storage.rows import SESSION_COLUMNS, session_of
-from symfonic.storage.statements import Dialect, Statement, first, json_text
+from symfonic.storage.statements import (
+    UNSYNCED,
+    UNSYNCED_COLUMN,
+    Dialect,
+    Statement,
+    first,
+    json_text,
+)
 from symfonic.storage.transactions import Connection, SqlTransactions
+from symfonic.storage.webhooks import owe_failed_turn
 
 CREATE_SESSION = Statement(
     "INSERT INTO symfonic_sessions"
@@ -61,8 +70,7 @@ _BEGIN_RUN = (
     f" WHERE session_id = :session_id AND {_WAITING}) AS pending"
 )
 # PostgreSQL: this transaction's commit does not wait for the disk.
-_UNSYNCED = "WITH unsynced AS (SELECT set_config('synchronous_commit', 'off', true) AS setting)"
-_UNSYNCED_COLUMN = "(SELECT setting FROM unsynced) AS unsynced"
+_UNSYNCED, _UNSYNCED_COLUMN = UNSYNCED, UNSYNCED_COLUMN
 BEGIN_RUN = {
     Dialect.SQLITE: Statement(_BEGIN_RUN),
     Dialect.POSTGRESQL: Statement(
@@ -127,10 +135,23 @@ async def begin_run(store: SqlTransactions, request: RunRequest) -> RunStart | N
     return RunStart(session, turn_history, pending_pause=int(row["pending"]) > 0)
 
 
-async def end_run(store: SqlTransactions, session_id: str, run_id: str) -> None:
-    """Clear this run's marker (only this run's); retried like every cleanup."""
+async def end_run(
+    store: SqlTransactions, session_id: str, run_id: str, failure: FailedTurn | None = None
+) -> None:
+    """Clear this run's marker (only this run's); retried like every cleanup.
+
+    A turn that failed also owes ``turn.failed``, in the same transaction.
+    """
     params = {"session_id": session_id, "run_id": run_id}
-    await store.cleanup(END_RUN[store.dialect], params)
+    if failure is None:
+        await store.cleanup(END_RUN[store.dialect], params)
+        return
+
+    async def end_then_owe(connection: Connection) -> None:
+        await connection.count(END_RUN[store.dialect], params)
+        await owe_failed_turn(connection, failure)
+
+    await store.cleanup_transaction(end_then_owe)
 
 
 async def publish_turn(store: SqlTransactions, publish: TurnPublish) -> int:

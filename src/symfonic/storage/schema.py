@@ -95,3 +95,41 @@ pause_events = sa.Table(
     sa.Column("at", Timestamp, nullable=False, index=True),
     sqlite_autoincrement=True,
 )
+
+# Which URL wants which webhook event type (migration 0005); never the secret.
+webhook_subscriptions = sa.Table(
+    "symfonic_webhook_subscriptions",
+    metadata,
+    sa.Column("url", sa.String(2000), primary_key=True),
+    sa.Column("event_type", sa.String(32), primary_key=True, index=True),
+)
+
+# The webhook outbox: one row per event owed to one URL, and how its delivery went.
+webhook_deliveries = sa.Table(
+    "symfonic_webhook_deliveries",
+    metadata,
+    sa.Column(
+        "id",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        sa.Identity(always=False),
+        primary_key=True,
+    ),
+    sa.Column("message_id", sa.String(100), nullable=False),
+    sa.Column("url", sa.String(2000), nullable=False),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("pause_id", sa.String(64), nullable=True),
+    sa.Column("session_id", sa.String(64), nullable=True),
+    sa.Column("occurred_at", Timestamp, nullable=False),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", Timestamp, nullable=False),
+    sa.Column("lease_id", sa.String(64), nullable=True),
+    sa.Column("leased_until", Timestamp, nullable=True),
+    sa.Column("last_status", sa.Integer, nullable=True),
+    sa.Column("last_error", sa.String(500), nullable=True),
+    sa.Column("delivered_at", Timestamp, nullable=True),
+    sa.UniqueConstraint("url", "message_id"),
+    sa.Index("ix_symfonic_webhook_deliveries_due", "state", "next_attempt_at"),
+    sqlite_autoincrement=True,
+)

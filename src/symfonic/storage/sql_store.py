@@ -4,7 +4,8 @@ Each method is one transition or read, written once in the module that owns it:
 sessions and first turns (:mod:`symfonic.storage.runs`), a pause's transitions
 (:mod:`symfonic.storage.pause_writes`), reads of pauses
 (:mod:`symfonic.storage.pause_reads`), retention
-(:mod:`symfonic.storage.retention`). Where the databases differ, the two forms
+(:mod:`symfonic.storage.retention`), the webhook outbox
+(:mod:`symfonic.storage.webhooks`). Where the databases differ, the two forms
 stand side by side there, chosen by the adapter's
 :class:`~symfonic.storage.statements.Dialect`; an adapter supplies only how
 connections and transactions run (:mod:`symfonic.storage.transactions`).
@@ -21,12 +22,14 @@ level would turn those losers into serialisation failures instead of a clean
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
     ClaimedPause,
+    LeasedDelivery,
     NewPause,
     PauseQuery,
     PauseRecord,
@@ -39,8 +42,16 @@ from symfonic.core.contracts.store import (
     SweepReport,
     TurnPublish,
 )
+from symfonic.core.contracts.webhooks import (
+    DeliveryLease,
+    DeliveryQuery,
+    DeliverySettlement,
+    FailedTurn,
+    WebhookDelivery,
+    WebhookEventType,
+)
 from symfonic.core.messages import MessageBody
-from symfonic.storage import pause_reads, pause_writes, retention, runs
+from symfonic.storage import pause_reads, pause_writes, retention, runs, webhooks
 from symfonic.storage.pause_changes import PauseChangeRecord
 
 
@@ -61,8 +72,10 @@ class SqlStore(PauseChangeRecord):
     async def begin_run(self, request: RunRequest) -> RunStart | None:
         return await runs.begin_run(self, request)
 
-    async def end_run(self, session_id: str, run_id: str) -> None:
-        await runs.end_run(self, session_id, run_id)
+    async def end_run(
+        self, session_id: str, run_id: str, failure: FailedTurn | None = None
+    ) -> None:
+        await runs.end_run(self, session_id, run_id, failure)
 
     async def publish_turn(self, publish: TurnPublish) -> int:
         return await runs.publish_turn(self, publish)
@@ -81,8 +94,10 @@ class SqlStore(PauseChangeRecord):
     async def publish_resume(self, publish: ResumePublish) -> int:
         return await pause_writes.publish_resume(self, publish)
 
-    async def abandon_claim(self, session_id: str, claim_id: str) -> bool:
-        return await pause_writes.abandon_claim(self, session_id, claim_id)
+    async def abandon_claim(
+        self, session_id: str, claim_id: str, failure: FailedTurn | None = None
+    ) -> bool:
+        return await pause_writes.abandon_claim(self, session_id, claim_id, failure)
 
     async def abandon_pending(self, session_id: str) -> int:
         return await pause_writes.abandon_pending(self, session_id)
@@ -114,3 +129,26 @@ class SqlStore(PauseChangeRecord):
 
     async def prune(self, batch: PruneBatch) -> PruneReport:
         return await retention.prune(self, batch)
+
+    # the webhook outbox
+
+    async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:
+        await webhooks.register(self, url, events)
+
+    async def announce_expiring(self, now: datetime, lead_seconds: float) -> int:
+        return await webhooks.announce_expiring(self, now, lead_seconds)
+
+    async def deliveries_due(self, urls: Sequence[str], now: datetime) -> bool:
+        return await webhooks.deliveries_due(self, urls, now)
+
+    async def lease_deliveries(self, lease: DeliveryLease) -> list[LeasedDelivery]:
+        return await webhooks.lease(self, lease)
+
+    async def settle_delivery(self, settlement: DeliverySettlement) -> bool:
+        return await webhooks.settle(self, settlement)
+
+    async def list_deliveries(self, query: DeliveryQuery) -> list[WebhookDelivery]:
+        return await webhooks.list_deliveries(self, query)
+
+    async def resend_delivery(self, delivery_id: int, now: datetime) -> WebhookDelivery | None:
+        return await webhooks.resend(self, delivery_id, now)

@@ -60,6 +60,13 @@ class Row(Protocol):
     def __getitem__(self, column: str, /) -> Any: ...
 
 
+# PostgreSQL: the commit of the statement that starts with this does not wait for
+# the disk (``set_config(…, true)`` is ``SET LOCAL``; a ``RETURNING`` that names
+# ``UNSYNCED_COLUMN`` runs it inside the statement, before the commit).
+UNSYNCED = "WITH unsynced AS (SELECT set_config('synchronous_commit', 'off', true) AS setting)"
+UNSYNCED_COLUMN = "(SELECT setting FROM unsynced) AS unsynced"
+
+
 def first(rows: Sequence[Row]) -> Row | None:
     return rows[0] if rows else None
 

@@ -155,11 +155,17 @@ class SqlTransactions:
         caller's own claim or run id, so running it twice is running it once.
         Returns the row count.
         """
+        return await self._retried(lambda: self.write_count(statement, params))
 
+    async def cleanup_transaction(self, body: Body[T]) -> T:
+        """An idempotent cleanup of several statements, retried as :meth:`cleanup` is."""
+        return await self._retried(lambda: self.transaction(body))
+
+    async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
         deadline = anyio.current_time() + CLEANUP_SECONDS
         for delay in (*CLEANUP_RETRY_DELAYS, None):
             try:
-                return await self.write_count(statement, params)
+                return await attempt()
             except StoreUnavailable:
                 if delay is None or anyio.current_time() + delay > deadline:
                     raise

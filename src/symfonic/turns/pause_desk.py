@@ -15,6 +15,7 @@ from langchain_core.messages import BaseMessage
 from symfonic.core.contracts.errors import PauseAbandoned, UnusableFinal
 from symfonic.core.contracts.store import PauseRecord, ResumePublish, Store
 from symfonic.core.contracts.types import KernelResult, PauseState, StopReason
+from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import bodies_of
 
 __all__ = ["PauseDesk", "UnusableFinal", "answer_of_result"]
@@ -76,6 +77,11 @@ class PauseDesk:
             raise PauseAbandoned("this claim names no pause", claim_id=claim_id)
         return pause
 
-    async def abandon(self, session_id: str, claim_id: str) -> bool:
-        """Move the claimed pause to ``abandoned``; false if it already left ``claimed``."""
-        return await self._store.abandon_claim(session_id, claim_id)
+    async def abandon(
+        self, session_id: str, claim_id: str, failure: FailedTurn | None = None
+    ) -> bool:
+        """Move the claimed pause to ``abandoned``; false if it already left ``claimed``.
+
+        ``failure``: the error the turn ended in, owed as ``turn.failed`` with it.
+        """
+        return await self._store.abandon_claim(session_id, claim_id, failure)

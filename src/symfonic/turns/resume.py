@@ -33,6 +33,7 @@ from symfonic.core.contracts.types import (
     StopReason,
     TurnStartedEvent,
 )
+from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
 from symfonic.turns.claim import authorised_pause, claim_read, refusal, replayable
 from symfonic.turns.outcomes import error_event
@@ -119,8 +120,19 @@ async def resume_turn(
                 await turn.settle(terminal)
                 terminal = terminal.model_copy(update={"revision": turn.revision})
         except Exception as error:
-            await turn.release()
-            yield error_event(error)
+            failed = error_event(error)
+            await turn.release(
+                FailedTurn(
+                    turn.claim_id,
+                    pause.session_id,
+                    agent.name,
+                    failed.code,
+                    failed.message,
+                    agent.clock(),
+                    pause_id=pause.pause_id,
+                )
+            )
+            yield failed
             return
         yield terminal
     finally:

@@ -36,6 +36,7 @@ from symfonic.core.contracts.types import (
     ResponseCompleteEvent,
     TurnPausedEvent,
 )
+from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.kernel.limits import Limits
 from symfonic.turns.budget import BudgetedAgent, IssuerScope, admit_resume_budget
 from symfonic.turns.guarded import GuardedConversation
@@ -153,15 +154,18 @@ class ResumedTurn:
         """One write of this claim: retried while the lease lasts, once without one."""
         return await (write() if self.lease is None else self.lease.outlast(write))
 
-    async def release(self) -> None:
-        """Abandon a claimed pause that published nothing; idempotent, shielded."""
+    async def release(self, failure: FailedTurn | None = None) -> None:
+        """Abandon a claimed pause that published nothing; idempotent, shielded.
+
+        ``failure``: the error it ended in, owed as ``turn.failed`` with the abandon.
+        """
         if not self.claimed or self.settled:
             return
         self.settled = True
         with anyio.CancelScope(shield=True):
             try:
                 await self._within_lease(
-                    lambda: self._guarded.pauses.abandon(self.session_id, self.claim_id)
+                    lambda: self._guarded.pauses.abandon(self.session_id, self.claim_id, failure)
                 )
             except Exception:
                 logger.warning(

@@ -35,6 +35,7 @@ from symfonic.core.contracts.types import (
     StopReason,
     TurnStartedEvent,
 )
+from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
 from symfonic.turns.budget import IssuerScope, admit_resume_budget
 from symfonic.turns.outcomes import error_event, logger
@@ -122,6 +123,7 @@ async def first_turn(
     # Publishing or recording the pause ends the run in the same transaction;
     # only a turn that did neither has a run marker left to clear.
     ended = False
+    failure: FailedTurn | None = None
     try:
         scope = IssuerScope(session.principal, agent.name)
         budget = admit_resume_budget(agent, scope)
@@ -170,11 +172,15 @@ async def first_turn(
             ended = True
             yield ResponseCompleteEvent(answer=answer, revision=revision)
         except Exception as error:
-            yield error_event(error)
+            failed = error_event(error)
+            failure = FailedTurn(
+                run_id, session_id, agent.name, failed.code, failed.message, agent.clock()
+            )
+            yield failed
     finally:
         if not ended:
             with anyio.CancelScope(shield=True):
                 try:
-                    await store.end_run(session_id, run_id)
+                    await store.end_run(session_id, run_id, failure)
                 except Exception:
                     logger.warning("could not clear a finished turn's run marker", exc_info=True)

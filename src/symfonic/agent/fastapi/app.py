@@ -1,8 +1,9 @@
 """The FastAPI app factory: symfonic's native HTTP API (SPEC §6) over hosted agents.
 
 ``create_app(agents)`` returns an app that serves the agents by name on one
-shared store. Its lifespan opens the store and runs the pause sweeper and the
-live pause feed's watch under one task group, and closes them on shutdown.
+shared store. Its lifespan opens the store and runs the pause sweeper, the
+live pause feed's watch and, with webhooks, their dispatcher under one task
+group, and closes them on shutdown.
 Mounted inside another app, whose lifespan Starlette does not run for a mount,
 the store opens on the first request and the live feed answers 503; run both
 there by passing ``lifespan=sub.router.lifespan_context`` to the outer app (or
@@ -37,12 +38,15 @@ from symfonic.agent.fastapi.routes_pause_feed import pause_feed_router
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
 from symfonic.agent.fastapi.routes_sessions import sessions_router
+from symfonic.agent.fastapi.routes_webhooks import webhooks_router
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http import errors
 from symfonic.agent.retention import Retention
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import PauseFeed
 from symfonic.agent.service.sweeper import SWEEP_INTERVAL, sweep_periodically
+from symfonic.agent.service.webhook_dispatch import WebhookDispatcher
+from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.core.contracts.store import Store
 
 MAX_BODY_SIZE = 4 << 20
@@ -66,6 +70,8 @@ def create_app(
     retention: Retention | None = None,
     max_body_size: int = MAX_BODY_SIZE,
     title: str = "symfonic",
+    webhooks: Sequence[Webhook] = (),
+    webhook_settings: WebhookSettings | None = None,
 ) -> FastAPI:
     """An app serving ``agents`` (the first is the default) on one store.
 
@@ -76,7 +82,9 @@ def create_app(
     sweeps of expired pauses and lapsed claims; 0 turns the sweeper off.
     ``retention``: with one, each sweep also deletes the finished sessions idle
     for longer than it keeps them (default: nothing is ever deleted).
-    ``max_body_size``: larger request bodies get a 413.
+    ``max_body_size``: larger request bodies get a 413. ``webhooks``: the
+    subscriptions this worker registers and sends to (docs/webhooks.md), sharing
+    ``webhook_settings``.
     """
     if isinstance(agents, ServiceHost):
         if store is not None:
@@ -89,6 +97,10 @@ def create_app(
         api_keys = Authenticator.from_spec(spec)
     service = HttpService(host, api_keys)
     feed = PauseFeed(host)
+    dispatcher = WebhookDispatcher(host, webhooks, webhook_settings) if webhooks else None
+    expiring_lead = None
+    if dispatcher is not None and dispatcher.wants_expiring:
+        expiring_lead = dispatcher.settings.expiring_lead
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -96,8 +108,12 @@ def create_app(
         try:
             async with anyio.create_task_group() as tasks:
                 if sweep_interval > 0:
-                    tasks.start_soon(sweep_periodically, host, sweep_interval, retention)
+                    tasks.start_soon(
+                        sweep_periodically, host, sweep_interval, retention, expiring_lead
+                    )
                 await tasks.start(feed.run)
+                if dispatcher is not None:
+                    await tasks.start(dispatcher.run)
                 yield
                 tasks.cancel_scope.cancel()
         finally:
@@ -113,11 +129,13 @@ def create_app(
     app.add_middleware(BodyLimit, max_body_size=max_body_size)
     app.state.symfonic = service
     app.state.pause_feed = feed
+    app.state.webhooks = dispatcher
     errors.install(app)
     app.include_router(sessions_router(service))
     app.include_router(resume_router(service))
     app.include_router(pause_feed_router(service, feed))
     app.include_router(pauses_router(service))
+    app.include_router(webhooks_router(service))
     app.include_router(agui_router(host, service.principal, service.route_class))
     install_inbox(app, service)
     openapi.install(app)

@@ -100,9 +100,17 @@ class ServiceHost:
             await store.__aexit__(None, None, None)
         self._owns_store = False
 
-    async def sweep(self) -> SweepReport:
-        """Expire stale pauses and abandon lapsed claims, on the default agent's clock."""
-        return await self.agents[self.default_agent].sweep()
+    async def sweep(self, expiring_lead: float | None = None) -> SweepReport:
+        """Expire stale pauses and abandon lapsed claims, on the default agent's clock.
+
+        With ``expiring_lead`` (seconds), first owe ``pause.expiring`` for the
+        pending pauses that near their expiry, before any of them is expired.
+        """
+        agent = self.agents[self.default_agent]
+        if expiring_lead is not None:
+            await agent.open()
+            await self.store.announce_expiring(agent.clock(), expiring_lead)
+        return await agent.sweep()
 
     async def prune(self, retention: Retention) -> PruneReport:
         """Delete the sessions ``retention`` no longer keeps, on the default agent's clock."""

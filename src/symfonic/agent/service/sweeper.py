@@ -6,6 +6,10 @@ stops being renewed. Some live worker has to notice, and every worker running
 this loop does: each pass is one conditional statement per transition, so any
 number of workers may sweep one database at once without stepping on each other.
 A pass that fails (the store is briefly down) is logged and tried again later.
+
+When a webhook wants ``pause.expiring``, each pass first owes it for the pending
+pauses near their expiry, then expires the ones past it; the insert that owes
+it is keyed by the pause, so every worker's pass may try and one succeeds.
 """
 
 from __future__ import annotations
@@ -23,19 +27,24 @@ SWEEP_INTERVAL = 5.0
 
 
 async def sweep_periodically(
-    host: ServiceHost, interval: float = SWEEP_INTERVAL, retention: Retention | None = None
+    host: ServiceHost,
+    interval: float = SWEEP_INTERVAL,
+    retention: Retention | None = None,
+    expiring_lead: float | None = None,
 ) -> None:
     """Sweep now, then every ``interval`` seconds, until cancelled."""
     while True:
         try:
-            await _sweep_once(host, retention)
+            await _sweep_once(host, retention, expiring_lead)
         except Exception as error:
             logger.warning("the pause sweep failed; retrying in %gs: %s", interval, error)
         await anyio.sleep(interval)
 
 
-async def _sweep_once(host: ServiceHost, retention: Retention | None) -> None:
-    report = await host.sweep()
+async def _sweep_once(
+    host: ServiceHost, retention: Retention | None, expiring_lead: float | None
+) -> None:
+    report = await host.sweep(expiring_lead)
     if report.expired or report.abandoned:
         logger.info(
             "swept %d expired pauses and %d lapsed claims", report.expired, report.abandoned

@@ -20,6 +20,14 @@ from symfonic.core.contracts.types import (
     PauseQuestion,
     PauseState,
 )
+from symfonic.core.contracts.webhooks import (
+    DeliveryLease,
+    DeliveryQuery,
+    DeliverySettlement,
+    FailedTurn,
+    WebhookDelivery,
+    WebhookEventType,
+)
 from symfonic.core.messages import MessageBody
 
 
@@ -211,6 +219,14 @@ class PauseChange:
     pause: PauseRecord
 
 
+@dataclass(frozen=True)
+class LeasedDelivery:
+    """A delivery this worker now holds, with its pause's row as it is now (if any)."""
+
+    delivery: WebhookDelivery
+    pause: PauseRecord | None
+
+
 class Store(Protocol):
     """The port every adapter implements; open it with ``async with``."""
 
@@ -242,7 +258,12 @@ class Store(Protocol):
         """
         ...
 
-    async def end_run(self, session_id: str, run_id: str) -> None: ...
+    async def end_run(
+        self, session_id: str, run_id: str, failure: FailedTurn | None = None
+    ) -> None:
+        """Clear this run's marker; with ``failure``, owe ``turn.failed`` in the same
+        transaction (once, however often it is run)."""
+        ...
 
     async def prune(self, batch: PruneBatch) -> PruneReport:
         """Delete one batch of finished sessions idle since before the cutoff.
@@ -291,7 +312,12 @@ class Store(Protocol):
         """
         ...
 
-    async def abandon_claim(self, session_id: str, claim_id: str) -> bool: ...
+    async def abandon_claim(
+        self, session_id: str, claim_id: str, failure: FailedTurn | None = None
+    ) -> bool:
+        """Move this claim's pause to ``abandoned``; with ``failure``, owe ``turn.failed``
+        in the same transaction. False if the pause had already left ``claimed``."""
+        ...
 
     async def abandon_pending(self, session_id: str) -> int: ...
 
@@ -339,4 +365,35 @@ class Store(Protocol):
         ``StoreUnavailable`` when the watch is lost (changes may then have been
         missed); close it with ``aclose``.
         """
+        ...
+
+    # the webhook outbox (see symfonic.core.contracts.webhooks)
+    async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:
+        """``url`` now wants exactly ``events``, from the next change on; one transaction."""
+        ...
+
+    async def announce_expiring(self, now: datetime, lead_seconds: float) -> int:
+        """Owe ``pause.expiring`` for pending pauses whose expiry is near, once each.
+
+        Near: within ``lead_seconds``, or a tenth of the pause's lifetime if that is
+        shorter, and not yet passed. How many deliveries this call added.
+        """
+        ...
+
+    async def deliveries_due(self, urls: Sequence[str], now: datetime) -> bool:
+        """Whether a delivery to one of ``urls`` is due and unleased: one indexed read."""
+        ...
+
+    async def lease_deliveries(self, lease: DeliveryLease) -> list[LeasedDelivery]:
+        """Take due deliveries for a while, oldest first, skipping any another worker holds."""
+        ...
+
+    async def settle_delivery(self, settlement: DeliverySettlement) -> bool:
+        """Record an attempt's end; false when the lease no longer holds (nothing written)."""
+        ...
+
+    async def list_deliveries(self, query: DeliveryQuery) -> list[WebhookDelivery]: ...
+
+    async def resend_delivery(self, delivery_id: int, now: datetime) -> WebhookDelivery | None:
+        """A settled delivery back to pending, attempts 0, same message id; ``None``: no such."""
         ...

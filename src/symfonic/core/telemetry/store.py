@@ -42,6 +42,7 @@ from symfonic.core.contracts.store import (
     SweepReport,
     TurnPublish,
 )
+from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.telemetry import instruments, logs, names
 from symfonic.core.telemetry.turns import current_resume
 
@@ -157,12 +158,14 @@ class TracedStore:
             {names.SESSION_ID: publish.session_id},
         )
 
-    async def abandon_claim(self, session_id: str, claim_id: str) -> bool:
+    async def abandon_claim(
+        self, session_id: str, claim_id: str, failure: FailedTurn | None = None
+    ) -> bool:
         pause_id = _resumed_pause()
         abandoned = await _in_span(
             names.ABANDON,
             "abandon_claim",
-            self._store.abandon_claim(session_id, claim_id),
+            self._store.abandon_claim(session_id, claim_id, failure),
             _known({names.SESSION_ID: session_id, names.PAUSE_ID: pause_id}),
         )
         if abandoned:

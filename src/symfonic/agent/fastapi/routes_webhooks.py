@@ -1,0 +1,149 @@
+"""``/v1/webhooks/deliveries``: the outbox, for an operator.
+
+An operator sees what was owed to which URL and how its delivery went, newest
+first, and sends a failed (or delivered) one again: back to ``pending`` with
+its attempts at 0 and the same ``webhook-id``, so a receiver that already has
+it dedupes it. Only a principal with the ``operator`` scope (or the wildcard
+the keyless ``local`` principal has) may do either; a delivery's URL and error
+say where the service sends its events, which is not every caller's business.
+"""
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.http.errors import documented
+from symfonic.agent.service.host import ServiceHost
+from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.principal import WILDCARD, Principal
+from symfonic.core.contracts.webhooks import (
+    DeliveryQuery,
+    DeliveryState,
+    WebhookDelivery,
+    WebhookEventType,
+)
+
+OPERATOR = "operator"
+# What an operator is shown when no state is asked for: what still needs attention.
+UNSETTLED = frozenset({DeliveryState.FAILED, DeliveryState.PENDING})
+MAX_DELIVERY_ID = 2**63 - 1
+
+
+class OperatorOnly(RequestError):
+    code = "forbidden"
+    status = 403
+
+
+class DeliveryNotFound(RequestError):
+    code = "delivery_not_found"
+    status = 404
+
+
+class DeliveryView(BaseModel):
+    """One event owed to one URL, and how its delivery went."""
+
+    id: int
+    message_id: str = Field(description="the `webhook-id` header, the same on every attempt")
+    url: str
+    type: WebhookEventType
+    state: DeliveryState
+    pause_id: str | None
+    session_id: str | None
+    occurred_at: datetime
+    attempts: int
+    next_attempt_at: datetime
+    last_status: int | None = Field(description="the receiver's last HTTP status, if it answered")
+    last_error: str | None = Field(description="why the last attempt did not deliver, in words")
+    delivered_at: datetime | None
+
+    @classmethod
+    def of(cls, delivery: WebhookDelivery) -> "DeliveryView":
+        return cls(
+            id=delivery.id,
+            message_id=delivery.message_id,
+            url=delivery.url,
+            type=delivery.type,
+            state=delivery.state,
+            pause_id=delivery.pause_id,
+            session_id=delivery.session_id,
+            occurred_at=delivery.occurred_at,
+            attempts=delivery.attempts,
+            next_attempt_at=delivery.next_attempt_at,
+            last_status=delivery.last_status,
+            last_error=delivery.last_error,
+            delivered_at=delivery.delivered_at,
+        )
+
+
+class DeliveryList(BaseModel):
+    deliveries: list[DeliveryView]
+
+
+class DeliveryFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    state: list[DeliveryState] = Field(
+        default_factory=list,
+        description="Which states to list (repeatable; default: failed and pending).",
+    )
+    type: WebhookEventType | None = Field(default=None, description="Only this event type.")
+    url: str | None = Field(default=None, max_length=2000, description="Only this URL.")
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+def _operator(principal: Principal) -> Principal:
+    if OPERATOR not in principal.scopes and WILDCARD not in principal.scopes:
+        raise OperatorOnly(
+            f"{principal.name} may not see webhook deliveries: that needs the operator scope"
+        )
+    return principal
+
+
+def webhooks_router(service: HttpService) -> APIRouter:
+    router = APIRouter(prefix="/v1/webhooks", route_class=service.route_class, tags=["webhooks"])
+    Caller = Annotated[Principal, Depends(service.principal)]
+    Host = Annotated[ServiceHost, Depends(service.ready)]
+    errors = documented(401, 403, 422, 503)
+    errors[403]["description"] = "This principal does not have the `operator` scope."
+
+    @router.get(
+        "/deliveries",
+        response_model=DeliveryList,
+        responses=errors,
+        summary="Webhook deliveries, newest first (an operator's)",
+    )
+    async def list_deliveries(
+        principal: Caller, host: Host, query: Annotated[DeliveryFilter, Query()]
+    ) -> DeliveryList:
+        _operator(principal)
+        states = frozenset(query.state) or UNSETTLED
+        found = await host.store.list_deliveries(
+            DeliveryQuery(states=states, type=query.type, url=query.url, limit=query.limit)
+        )
+        return DeliveryList(deliveries=[DeliveryView.of(delivery) for delivery in found])
+
+    resend_errors = documented(401, 403, 404, 422, 503)
+    resend_errors[403]["description"] = errors[403]["description"]
+    resend_errors[404]["description"] = "No delivery has this id."
+
+    @router.post(
+        "/deliveries/{delivery_id}/resend",
+        response_model=DeliveryView,
+        responses=resend_errors,
+        summary="Send a failed or delivered delivery again, with the same webhook-id",
+    )
+    async def resend(
+        principal: Caller,
+        host: Host,
+        delivery_id: Annotated[int, Path(ge=1, le=MAX_DELIVERY_ID)],
+    ) -> DeliveryView:
+        _operator(principal)
+        delivery = await host.store.resend_delivery(delivery_id, host.agent(None).clock())
+        if delivery is None:
+            raise DeliveryNotFound(f"no webhook delivery {delivery_id}")
+        return DeliveryView.of(delivery)
+
+    return router

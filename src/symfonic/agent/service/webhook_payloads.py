@@ -1,0 +1,186 @@
+"""What a webhook's body says, one pydantic model per event type.
+
+Every body is ``{"type", "timestamp", "data"}``: ``type`` the event,
+``timestamp`` when it happened (the change's commit, the sweep that found the
+pause near its expiry, the failed turn's end), ``data`` what it is about. A
+pause event's ``data`` is the pause as a receiver needs it to tell a person:
+never its answer, and its token only on ``pause.created`` and
+``pause.expiring`` to a subscription that opts in. The JSON Schema of all of
+them (:func:`json_schema`) is committed as ``docs/webhook-payloads.schema.json``
+and a test keeps it current.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from symfonic.core.contracts.store import PauseRecord
+from symfonic.core.contracts.types import InteractionKind
+from symfonic.core.contracts.webhooks import WebhookDelivery, WebhookEventType
+
+SCHEMA_ID = "https://symfonic.dev/schemas/webhook-payloads.json"
+
+
+class PauseData(BaseModel):
+    """A pause, as a receiver needs it to tell a person."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pause_id: str
+    session_id: str
+    agent: str
+    kind: InteractionKind
+    query: str
+    tool_call_id: str
+    audience: str | None = Field(description="the scope that may answer it; null: its owner")
+    expires_at: datetime
+    url: str | None = Field(
+        default=None, description="the pause in the web inbox, when an inbox URL is configured"
+    )
+
+
+class AskingPauseData(PauseData):
+    """A pause that is waiting for its answer."""
+
+    token: str | None = Field(
+        default=None,
+        description="the pause's token, only for a subscription with include_token: "
+        "whoever holds it may answer the pause",
+    )
+
+
+class AnsweredPauseData(PauseData):
+    answered_by: str | None
+    answered_at: datetime | None
+
+
+class FailedTurnData(BaseModel):
+    """A turn that ended in an error and published nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    agent: str
+    pause_id: str | None = Field(
+        description="the pause a resumed turn answered; null: a first turn"
+    )
+    code: str = Field(description="the error code of the turn's error frame, e.g. model_error")
+    message: str
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timestamp: datetime
+
+
+class PauseCreated(_Event):
+    type: Literal["pause.created"]
+    data: AskingPauseData
+
+
+class PauseExpiring(_Event):
+    type: Literal["pause.expiring"]
+    data: AskingPauseData
+
+
+class PauseAnswered(_Event):
+    type: Literal["pause.answered"]
+    data: AnsweredPauseData
+
+
+class PauseExpired(_Event):
+    type: Literal["pause.expired"]
+    data: PauseData
+
+
+class PauseAbandoned(_Event):
+    type: Literal["pause.abandoned"]
+    data: PauseData
+
+
+class PauseSuperseded(_Event):
+    type: Literal["pause.superseded"]
+    data: PauseData
+
+
+class TurnFailed(_Event):
+    type: Literal["turn.failed"]
+    data: FailedTurnData
+
+
+WebhookPayload = Annotated[
+    PauseCreated
+    | PauseExpiring
+    | PauseAnswered
+    | PauseExpired
+    | PauseAbandoned
+    | PauseSuperseded
+    | TurnFailed,
+    Field(discriminator="type"),
+]
+PAYLOAD: TypeAdapter[WebhookPayload] = TypeAdapter(WebhookPayload)
+
+_PAUSE_DATA: dict[WebhookEventType, type[PauseData]] = {
+    WebhookEventType.PAUSE_CREATED: AskingPauseData,
+    WebhookEventType.PAUSE_EXPIRING: AskingPauseData,
+    WebhookEventType.PAUSE_ANSWERED: AnsweredPauseData,
+}
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema every body validates against (a union on ``type``)."""
+    schema = PAYLOAD.json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+
+
+def pause_data(
+    pause: PauseRecord, event: WebhookEventType, *, inbox_url: str | None, token: str | None
+) -> PauseData:
+    fields: dict[str, Any] = {
+        "pause_id": pause.pause_id,
+        "session_id": pause.session_id,
+        "agent": pause.agent,
+        "kind": pause.kind,
+        "query": pause.query,
+        "tool_call_id": pause.tool_call_id,
+        "audience": pause.audience,
+        "expires_at": pause.expires_at,
+        "url": None if inbox_url is None else f"{inbox_url.rstrip('/')}/inbox#{pause.pause_id}",
+    }
+    model = _PAUSE_DATA.get(event, PauseData)
+    if model is AskingPauseData:
+        fields["token"] = token
+    elif model is AnsweredPauseData:
+        fields["answered_by"] = pause.answered_by
+        fields["answered_at"] = pause.answered_at
+    return model(**fields)
+
+
+def body_of(
+    delivery: WebhookDelivery,
+    pause: PauseRecord | None,
+    *,
+    inbox_url: str | None = None,
+    token: str | None = None,
+) -> bytes | None:
+    """The body of one delivery, as sent and signed; ``None``: its pause is gone."""
+    data: BaseModel
+    if delivery.type is WebhookEventType.TURN_FAILED:
+        detail = delivery.detail or {}
+        data = FailedTurnData(
+            session_id=delivery.session_id or "",
+            agent=str(detail.get("agent", "")),
+            pause_id=delivery.pause_id,
+            code=str(detail.get("code", "internal")),
+            message=str(detail.get("message", "")),
+        )
+    elif pause is None:
+        return None
+    else:
+        data = pause_data(pause, delivery.type, inbox_url=inbox_url, token=token)
+    event = {"type": delivery.type.value, "timestamp": delivery.occurred_at, "data": data}
+    return PAYLOAD.dump_json(PAYLOAD.validate_python(event), exclude_none=False)

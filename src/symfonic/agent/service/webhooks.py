@@ -1,0 +1,150 @@
+"""Webhook subscriptions as an operator configures them, and how they are sent.
+
+A :class:`Webhook` is one URL, its signing secret (``whsec_`` and base64, as the
+Standard Webhooks specification writes it), the event types it wants (all of
+them by default) and whether ``pause.created`` and ``pause.expiring`` carry the
+pause's token. A token is a capability -- whoever holds it may answer the pause
+-- so it is sent only to a subscription that asks for it.
+
+:class:`WebhookSettings` holds what every subscription of a worker shares: the
+request timeout, the retry schedule, the lease, how often the outbox is polled,
+the lead of ``pause.expiring`` and the inbox link. The secret is checked when
+the subscription is built, so a missing or malformed one stops start-up with
+one line; it never appears in a ``repr``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from standardwebhooks import Webhook as Signer
+
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.webhooks import WebhookEventType
+
+SECRET_PREFIX = "whsec_"
+ALL_EVENTS = frozenset(WebhookEventType)
+# The events that may carry a token: those a person acts on by answering.
+TOKEN_EVENTS = frozenset({WebhookEventType.PAUSE_CREATED, WebhookEventType.PAUSE_EXPIRING})
+
+# Seconds after each failed attempt before the next: about a day in all.
+RETRY_SCHEDULE = (5.0, 30.0, 120.0, 600.0, 1800.0, 3600.0, 10800.0, 21600.0, 43200.0)
+JITTER = 0.2
+
+
+def signer_of(secret: str | None, url: str) -> Signer:
+    """The signer for ``secret``; a missing or malformed one is a one-line error."""
+    if not secret:
+        raise ConfigurationError(
+            f"the webhook {url} has no secret: set SYMFONIC_WEBHOOK_SECRET (or pass "
+            "secret=) to whsec_ followed by base64, e.g. whsec_" + "A" * 43 + "="
+        )
+    if not secret.startswith(SECRET_PREFIX):
+        raise ConfigurationError(f"the webhook secret for {url} does not start with whsec_")
+    body = secret[len(SECRET_PREFIX) :]
+    try:
+        key = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if len(key) < 16:
+        raise ConfigurationError(
+            f"the webhook secret for {url} is not whsec_ followed by base64 of at least 16 bytes"
+        )
+    return Signer(key)
+
+
+def events_of(names: Iterable[str] | None) -> frozenset[WebhookEventType]:
+    """Event types by name (``None``: all); an unknown name is a configuration error."""
+    if names is None:
+        return ALL_EVENTS
+    chosen = set()
+    for name in names:
+        try:
+            chosen.add(WebhookEventType(name))
+        except ValueError:
+            known = ", ".join(sorted(e.value for e in WebhookEventType))
+            raise ConfigurationError(f"no webhook event {name!r}; there are {known}") from None
+    if not chosen:
+        raise ConfigurationError("a webhook needs at least one event type")
+    return frozenset(chosen)
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """One subscription: where to send, how to sign, what to send.
+
+    ``events``: event type names, e.g. ``{"pause.created", "pause.expiring"}``
+    (default: all). ``include_token``: ``pause.created`` and ``pause.expiring``
+    carry the pause's token, so the receiver may answer it.
+    """
+
+    url: str
+    secret: str = field(repr=False)
+    events: Iterable[str] | None = None
+    include_token: bool = False
+    signer: Signer = field(init=False, repr=False, compare=False)
+    event_types: frozenset[WebhookEventType] = field(init=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigurationError(f"the webhook URL {self.url!r} is not an http(s) URL")
+        object.__setattr__(self, "signer", signer_of(self.secret, self.url))
+        object.__setattr__(self, "event_types", events_of(self.events))
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """What a worker's subscriptions share.
+
+    ``timeout``: seconds one request may take. ``retry_schedule``: seconds after
+    each failed attempt before the next, each ±``jitter`` (a fraction); after
+    ``max_attempts`` (default: one more than the schedule) a delivery is
+    ``failed``. ``lease``: seconds a worker holds a delivery it sends; longer
+    than ``timeout``. ``poll_interval``: seconds between looks at the outbox.
+    ``concurrency``: requests in flight at once. ``expiring_lead``: seconds
+    before a pause's expiry that ``pause.expiring`` is sent (or a tenth of its
+    lifetime, if that is shorter). ``inbox_url``: the base URL of the web inbox,
+    to link each pause to.
+    """
+
+    timeout: float = 10.0
+    retry_schedule: Sequence[float] = RETRY_SCHEDULE
+    max_attempts: int | None = None
+    jitter: float = JITTER
+    lease: float | None = None
+    poll_interval: float = 0.25
+    concurrency: int = 4
+    batch: int = 32
+    expiring_lead: float = 3600.0
+    inbox_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.poll_interval <= 0 or self.concurrency < 1:
+            raise ConfigurationError("webhook timeout, poll interval and concurrency must be > 0")
+        if not self.retry_schedule or any(delay < 0 for delay in self.retry_schedule):
+            raise ConfigurationError("the webhook retry schedule needs delays of 0 s or more")
+        if self.max_attempts is not None and self.max_attempts < 1:
+            raise ConfigurationError("webhook max_attempts must be at least 1")
+        if not 0 <= self.jitter < 1:
+            raise ConfigurationError("webhook jitter is a fraction between 0 and 1")
+        if self.lease is not None and self.lease <= self.timeout:
+            raise ConfigurationError("the webhook lease must be longer than its timeout")
+
+    @property
+    def attempts(self) -> int:
+        return len(self.retry_schedule) + 1 if self.max_attempts is None else self.max_attempts
+
+    @property
+    def lease_seconds(self) -> float:
+        """Long enough for a request to time out and its outcome to be written."""
+        return self.lease if self.lease is not None else max(self.timeout * 2, self.timeout + 2)
+
+    def delay_after(self, attempt: int) -> float:
+        """The scheduled delay after failed attempt number ``attempt`` (1-based), unjittered."""
+        schedule = self.retry_schedule
+        return float(schedule[min(attempt, len(schedule)) - 1])

@@ -1,0 +1,115 @@
+"""``symfonic serve``'s webhook options, and the subscriptions they make.
+
+Every ``--webhook URL`` shares the one secret in ``SYMFONIC_WEBHOOK_SECRET``
+(``whsec_`` and base64) and the ``--webhook-event`` filter (default: every
+event type). The secret is read from the environment only, never from the
+command line, which other users of the machine can read; a missing or
+malformed one stops start-up with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from symfonic.agent.retention import Retention
+from symfonic.agent.service.webhooks import RETRY_SCHEDULE, Webhook, WebhookSettings
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.webhooks import WebhookEventType
+
+WEBHOOK_SECRET = "SYMFONIC_WEBHOOK_SECRET"
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a serve process runs beside its routes."""
+
+    retention: Retention | None
+    webhooks: list[Webhook]
+    webhook_settings: WebhookSettings | None
+
+
+def add_webhook_options(p: Any) -> None:
+    p.add_argument(
+        "--webhook",
+        action="append",
+        default=[],
+        metavar="URL",
+        help=f"send signed events to URL (repeatable; the secret is {WEBHOOK_SECRET})",
+    )
+    p.add_argument(
+        "--webhook-event",
+        action="append",
+        default=[],
+        metavar="TYPE",
+        choices=[event.value for event in WebhookEventType],
+        help="only these event types (repeatable; default: all of "
+        + ", ".join(event.value for event in WebhookEventType)
+        + ")",
+    )
+    p.add_argument(
+        "--webhook-include-token",
+        action="store_true",
+        help="put the pause's token in pause.created and pause.expiring (whoever receives "
+        "them may then answer the pause)",
+    )
+    p.add_argument(
+        "--inbox-url",
+        metavar="URL",
+        help="the web inbox's public base URL, to link each pause event to it",
+    )
+    p.add_argument(
+        "--webhook-timeout",
+        type=float,
+        default=WebhookSettings.timeout,
+        metavar="SECONDS",
+        help=f"seconds a receiver may take to answer (default: {WebhookSettings.timeout:g})",
+    )
+    p.add_argument(
+        "--webhook-retry",
+        metavar="SECONDS,...",
+        help="seconds before each retry, ±20%% (default: "
+        + ",".join(f"{delay:g}" for delay in RETRY_SCHEDULE)
+        + "); a delivery fails after one attempt more than the list is long",
+    )
+    p.add_argument(
+        "--webhook-expiring-lead",
+        type=float,
+        default=WebhookSettings.expiring_lead,
+        metavar="SECONDS",
+        help="send pause.expiring this long before a pause expires, or at a tenth of its "
+        f"lifetime if that is shorter (default: {WebhookSettings.expiring_lead:g})",
+    )
+
+
+def _schedule(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ConfigurationError(
+            f"--webhook-retry {text!r} is not a list of seconds such as 5,30,120"
+        ) from None
+
+
+def webhooks_of(
+    args: argparse.Namespace, secret: str | None
+) -> tuple[list[Webhook], WebhookSettings | None]:
+    """The subscriptions the options ask for; none without ``--webhook``."""
+    if not args.webhook:
+        if args.webhook_event or args.webhook_include_token:
+            raise ConfigurationError("--webhook-event and --webhook-include-token need --webhook")
+        return [], None
+    events = args.webhook_event or None
+    webhooks = [
+        Webhook(url, secret or "", events=events, include_token=args.webhook_include_token)
+        for url in args.webhook
+    ]
+    schedule = RETRY_SCHEDULE if args.webhook_retry is None else _schedule(args.webhook_retry)
+    settings = WebhookSettings(
+        timeout=args.webhook_timeout,
+        retry_schedule=schedule,
+        expiring_lead=args.webhook_expiring_lead,
+        inbox_url=args.inbox_url,
+    )
+    return webhooks, settings

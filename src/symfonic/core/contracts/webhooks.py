@@ -1,0 +1,112 @@
+"""The webhook outbox as the storage port speaks of it: events, deliveries, leases.
+
+A delivery is one event owed to one URL. It is written in the transaction of the
+change that caused it (see :mod:`symfonic.storage.webhooks`) and then moves
+``pending`` → ``delivered``, or ``pending`` → ``failed`` after its last attempt;
+an operator's resend puts a settled one back to ``pending``. A worker sends a
+delivery only while it holds its lease (``lease_id`` until ``leased_until``),
+and settles it only if it still holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class WebhookEventType(StrEnum):
+    """What a subscription may ask to be told about."""
+
+    PAUSE_CREATED = "pause.created"
+    PAUSE_EXPIRING = "pause.expiring"
+    PAUSE_ANSWERED = "pause.answered"
+    PAUSE_EXPIRED = "pause.expired"
+    PAUSE_ABANDONED = "pause.abandoned"
+    PAUSE_SUPERSEDED = "pause.superseded"
+    TURN_FAILED = "turn.failed"
+
+
+class DeliveryState(StrEnum):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class FailedTurn:
+    """A turn that ended in an error and published nothing: what ``turn.failed`` says.
+
+    ``message_id`` is the run's (or the claim's) own id, so the cleanup that
+    records it may run twice and record it once. ``pause_id``: the pause a
+    resumed turn answered. Never a token, never the answer.
+    """
+
+    message_id: str
+    session_id: str
+    agent: str
+    code: str
+    message: str
+    at: datetime
+    pause_id: str | None = None
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One event owed to one URL, and how its delivery has gone so far."""
+
+    id: int
+    message_id: str
+    url: str
+    type: WebhookEventType
+    pause_id: str | None
+    session_id: str | None
+    occurred_at: datetime
+    detail: dict[str, Any] | None
+    state: DeliveryState
+    attempts: int
+    next_attempt_at: datetime
+    last_status: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+    lease_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DeliveryLease:
+    """Take up to ``limit`` due deliveries to ``urls``, for ``lease_id`` until ``until``."""
+
+    urls: Sequence[str]
+    lease_id: str
+    now: datetime
+    until: datetime
+    limit: int
+
+
+@dataclass(frozen=True)
+class DeliverySettlement:
+    """How one attempt ended, written only while ``lease_id`` still holds the delivery.
+
+    ``state`` pending with ``next_attempt_at``: try again then; delivered or
+    failed: settled. ``error`` is in words, never a traceback or a secret.
+    """
+
+    id: int
+    lease_id: str
+    state: DeliveryState
+    at: datetime
+    next_attempt_at: datetime
+    status: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DeliveryQuery:
+    """Deliveries for an operator, newest first; ``None`` filters nothing."""
+
+    states: frozenset[DeliveryState] | None = None
+    type: WebhookEventType | None = None
+    url: str | None = None
+    limit: int = 100
