@@ -10,7 +10,6 @@ lease allows is waited for; a conflict is an answer and is never retried.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,8 +17,9 @@ import anyio
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from outage_support import Outage
 from symfonic import SymfonicAgent
-from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
+from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
 from symfonic.core.contracts.types import PauseState
 from symfonic.testing import ScriptedChatModel, call, reply
 from symfonic.turns.lease import RETRY_MARGIN
@@ -27,35 +27,6 @@ from symfonic.turns.lease import RETRY_MARGIN
 pytestmark = pytest.mark.anyio
 
 APPROVE = {"decision": "approve"}
-DRIVER = "CannotConnectNowError: the database system is shutting down"
-
-
-class Outage:
-    """Stands in for one store method: its first ``failures`` calls find the store away."""
-
-    def __init__(
-        self,
-        real: Callable[..., Awaitable[Any]],
-        failures: float,
-        *,
-        committed: bool = False,
-        error: Exception | None = None,
-    ) -> None:
-        self.real = real
-        self.failures = failures
-        self.committed = committed
-        self.error = error
-        self.calls: list[datetime] = []
-
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(datetime.now(UTC))
-        if len(self.calls) <= self.failures:
-            if self.committed:
-                await self.real(*args, **kwargs)
-            raise self.error or StoreUnavailable(f"the store could not complete a write: {DRIVER}")
-        return await self.real(*args, **kwargs)
-
-
 def transfer_agent(
     store_url: str,
     *,
