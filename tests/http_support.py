@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import httpx
@@ -170,6 +170,31 @@ async def paused_turn(
     last = frames(response.text)[-1]
     assert last.event == "turn.paused", last
     return session_id, last.data
+
+
+class ServedPause(NamedTuple):
+    """A payment agent behind the real app, and a session whose first turn paused."""
+
+    agent: SymfonicAgent
+    client: httpx.AsyncClient
+    session_id: str
+    paused: dict[str, Any]  # the ``turn.paused`` frame's data
+
+
+@asynccontextmanager
+async def served_pause(store_url: str) -> AsyncIterator[ServedPause]:
+    agent = payment_agent(store_url)
+    async with serve(agent) as client:
+        session_id, paused = await paused_turn(client)
+        yield ServedPause(agent, client, session_id, paused)
+
+
+async def approved(client: httpx.AsyncClient, token: str) -> dict[str, Any]:
+    """The JSON outcome of approving the pause ``token`` names."""
+    response = await client.post(
+        "/v1/resume", json={"token": token, "answer": APPROVE}, headers=JSON
+    )
+    return dict(response.json())
 
 
 async def pause_row(agent: SymfonicAgent, pause_id: str) -> PauseRecord:
