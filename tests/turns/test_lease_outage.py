@@ -60,6 +60,13 @@ async def resume_through(
     return paused, wrapper, await agent.resume(paused.pause.token, APPROVE)
 
 
+async def state_of(agent: SymfonicAgent, paused: TurnResult) -> PauseState:
+    assert paused.pause is not None
+    row = await agent.store.get_pause(paused.pause.pause_id)
+    assert row is not None
+    return row.state
+
+
 async def test_a_publish_that_meets_an_outage_is_retried_and_publishes(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,8 +76,7 @@ async def test_a_publish_that_meets_an_outage_is_retried_and_publishes(
         )
         assert (done.status, done.answer, done.revision) == ("complete", "Moved.", 1)
         assert len(publish.calls) == 4
-        row = await agent.store.get_pause(paused.pause.pause_id)
-        assert row is not None and row.state is PauseState.PUBLISHED
+        assert await state_of(agent, paused) is PauseState.PUBLISHED
 
 
 async def test_a_publish_whose_reply_was_lost_is_published_once(
@@ -152,8 +158,7 @@ async def test_a_conflict_is_an_answer_and_is_not_retried(
         assert failed.error.code == ("revision_conflict" if isinstance(
             conflict, RevisionConflict) else "internal")
         assert len(publish.calls) == 1
-        row = await agent.store.get_pause(paused.pause.pause_id)
-        assert row is not None and row.state is PauseState.ABANDONED
+        assert await state_of(agent, paused) is PauseState.ABANDONED
 
 
 async def test_an_abandon_that_meets_an_outage_is_retried(
@@ -171,8 +176,7 @@ async def test_an_abandon_that_meets_an_outage_is_retried(
         )
         assert failed.status == "failed"
         assert len(abandon.calls) == 3
-        row = await agent.store.get_pause(paused.pause.pause_id)
-        assert row is not None and row.state is PauseState.ABANDONED
+        assert await state_of(agent, paused) is PauseState.ABANDONED
 
 
 async def test_a_renewal_that_meets_an_outage_inside_the_lease_does_not_stop_the_turn(
