@@ -182,8 +182,9 @@ class ServedPause(NamedTuple):
 
 
 @asynccontextmanager
-async def served_pause(store_url: str) -> AsyncIterator[ServedPause]:
-    agent = payment_agent(store_url)
+async def served_pause(store_url: str, **options: Any) -> AsyncIterator[ServedPause]:
+    """``payment_agent(store_url, **options)`` served, its first turn paused."""
+    agent = payment_agent(store_url, **options)
     async with serve(agent) as client:
         session_id, paused = await paused_turn(client)
         yield ServedPause(agent, client, session_id, paused)

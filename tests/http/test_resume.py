@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from typing import Any
 
 import anyio
 import jsonschema
@@ -99,9 +100,8 @@ async def test_resume_json_variant_and_identical_replay(store_url: str) -> None:
 
 
 async def test_second_pause_supersedes_the_first(store_url: str) -> None:
-    agent = payment_agent(store_url, after=[call("pay", {"amount": 7}), reply("Paid twice.")])
-    async with serve(agent) as client:
-        session_id, first = await paused_turn(client)
+    twice = [call("pay", {"amount": 7}), reply("Paid twice.")]
+    async with served_pause(store_url, after=twice) as (agent, client, session_id, first):
         response = await client.post(
             "/v1/resume", json={"token": first["pause_token"], "answer": APPROVE}
         )
@@ -234,9 +234,7 @@ async def test_audience_scope_answers_and_is_recorded(store_url: str) -> None:
 
 async def test_expired_pause_is_410(sqlite_url: str) -> None:
     clock = Clock()
-    agent = payment_agent(sqlite_url, pause_ttl=60, clock=clock)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(sqlite_url, pause_ttl=60, clock=clock) as (agent, client, _, paused):
         clock.advance(61)
         response = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}
@@ -267,9 +265,7 @@ async def test_quota_refusal_is_429_and_leaves_the_token_unspent(store_url: str)
 
 async def test_a_claimed_pause_refuses_a_second_resume_and_new_turns(store_url: str) -> None:
     gate = Gate()
-    agent = payment_agent(store_url, tool=gate.pay)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url, tool=gate.pay) as (agent, client, session_id, paused):
         body = {"token": paused["pause_token"], "answer": APPROVE}
         results: list[int] = []
 
@@ -327,9 +323,8 @@ ENDINGS = {
 
 @pytest.mark.parametrize("code", sorted(ENDINGS))
 async def test_resumed_turn_error_endings_abandon_the_pause(store_url: str, code: str) -> None:
-    agent = payment_agent(store_url, **ENDINGS[code])  # type: ignore[arg-type]
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    options = ENDINGS[code]
+    async with served_pause(store_url, **options) as (agent, client, session_id, paused):
         response = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}
         )
@@ -346,9 +341,8 @@ async def test_resumed_turn_error_endings_abandon_the_pause(store_url: str, code
 
 async def test_event_guard_over_plan_is_budget_exhausted(sqlite_url: str) -> None:
     notes = calls(*[("note", {"text": str(i)}, None) for i in range(3)])
-    agent = payment_agent(sqlite_url, after=[notes, reply("ok")], limits=Limits(max_tool_calls=2))
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    options: dict[str, Any] = dict(after=[notes, reply("ok")], limits=Limits(max_tool_calls=2))
+    async with served_pause(sqlite_url, **options) as (agent, client, _, paused):
         outcome = await approved(client, paused["pause_token"])
         assert outcome["status"] == "failed"
         assert outcome["error"]["code"] == "budget_exhausted"
@@ -357,9 +351,7 @@ async def test_event_guard_over_plan_is_budget_exhausted(sqlite_url: str) -> Non
 
 async def test_late_revision_conflict_abandons_the_pause(store_url: str) -> None:
     gate = Gate()
-    agent = payment_agent(store_url, tool=gate.pay)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url, tool=gate.pay) as (agent, client, session_id, paused):
         got: list[str] = []
 
         async def resume() -> None:
