@@ -14,13 +14,13 @@ import anyio
 import httpx
 import uvicorn
 from fastapi import FastAPI
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
 from symfonic.capabilities.human.tokens import PREFIX as TOKEN_PREFIX
 from symfonic.core.contracts.store import PauseRecord
-from symfonic.testing import ScriptedChatModel, call, reply
+from symfonic.testing import ScriptedChatModel, call, current_turn, reply
 
 JSON = {"Accept": "application/json"}
 APPROVE = {"decision": "approve"}
@@ -69,13 +69,7 @@ class Clock:
 
 def position(messages: Sequence[BaseMessage]) -> int:
     """How many assistant messages the current turn already has."""
-    count = 0
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, AIMessage):
-            count += 1
-    return count
+    return sum(isinstance(message, AIMessage) for message in current_turn(messages))
 
 
 def scripted(*steps: AIMessage | Callable[[], AIMessage]) -> ScriptedChatModel:
