@@ -184,6 +184,17 @@ async def served_pause(store_url: str, **options: Any) -> AsyncIterator[ServedPa
         yield ServedPause(agent, client, session_id, paused)
 
 
+async def abandoning_turn(
+    client: httpx.AsyncClient, session_id: str, message: str
+) -> httpx.Response:
+    """A new turn on ``session_id`` that abandons the pause it waits on, answered as JSON."""
+    return await client.post(
+        f"/v1/sessions/{session_id}/turns",
+        json={"message": message, "on_pending_pause": "abandon"},
+        headers=JSON,
+    )
+
+
 async def approved(client: httpx.AsyncClient, token: str) -> dict[str, Any]:
     """The JSON outcome of approving the pause ``token`` names."""
     response = await client.post(

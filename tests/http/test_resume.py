@@ -21,6 +21,7 @@ from http_support import (
     KEYS,
     Clock,
     Gate,
+    abandoning_turn,
     approved,
     auth,
     frames,
@@ -293,11 +294,7 @@ async def test_a_claimed_pause_refuses_a_second_resume_and_new_turns(store_url: 
 
 async def test_abandoned_pause_is_410(sqlite_url: str) -> None:
     async with served_pause(sqlite_url) as (agent, client, session_id, paused):
-        turn = await client.post(
-            f"/v1/sessions/{session_id}/turns",
-            json={"message": "never mind", "on_pending_pause": "abandon"},
-            headers=JSON,
-        )
+        turn = await abandoning_turn(client, session_id, "never mind")
         assert turn.status_code == 200
         response = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}

@@ -9,6 +9,7 @@ from http_support import (
     JSON,
     KEYS,
     Gate,
+    abandoning_turn,
     auth,
     frames,
     new_session,
@@ -93,11 +94,7 @@ async def test_pending_pause_rejects_a_new_turn(store_url: str) -> None:
 
 async def test_abandon_pending_pause_and_run_the_new_turn(store_url: str) -> None:
     async with served_pause(store_url) as (agent, client, session_id, paused):
-        response = await client.post(
-            f"/v1/sessions/{session_id}/turns",
-            json={"message": "pay", "on_pending_pause": "abandon"},
-            headers=JSON,
-        )
+        response = await abandoning_turn(client, session_id, "pay")
         assert response.json()["status"] == "paused"
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.ABANDONED
         assert (await pause_row(agent, response.json()["pause"]["pause_id"])).state is (
