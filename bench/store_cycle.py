@@ -17,7 +17,8 @@ pause before claiming it, where the code has a claim that skips the read),
 ``transactions`` (on PostgreSQL, recording a first turn's pause and publishing a
 resumed turn run as SQLite's transactions of several statements instead of one
 statement each), ``synced`` (on PostgreSQL, the run marker's commit waits for
-the disk like every other write).
+the disk like every other write), ``asyncpg-pool`` (on PostgreSQL, connections
+come from asyncpg's own pool, default settings, instead of the store's).
 """
 
 from __future__ import annotations
@@ -87,8 +88,43 @@ def _synced() -> Iterator[None]:
         runs.BEGIN_RUN[Dialect.POSTGRESQL] = unsynced
 
 
+class _AsyncpgPool:
+    """asyncpg's own pool behind the interface of the store's pool."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self._releases: set[asyncio.Future[None]] = set()
+
+    async def acquire(self) -> Any:
+        return await self._pool.acquire()
+
+    def release(self, connection: Any, *, discard: bool = False) -> None:
+        if discard:
+            connection.terminate()
+        # asyncpg's release is a coroutine (it resets the connection first).
+        self._releases.add(task := asyncio.ensure_future(self._pool.release(connection)))
+        task.add_done_callback(self._releases.discard)
+
+
 @contextmanager
-def _variant(name: str) -> Iterator[None]:
+def _asyncpg_pool(agent: Any, pools: dict[int, _AsyncpgPool]) -> Iterator[None]:
+    store = agent.store
+    if not hasattr(store, "_pool"):
+        raise SystemExit("variant 'asyncpg-pool' needs a PostgreSQL store")
+    own = store._pool
+    store._pool = pools[id(store)]
+    try:
+        yield
+    finally:
+        store._pool = own
+
+
+@contextmanager
+def _variant(name: str, agent: Any, pools: dict[int, _AsyncpgPool]) -> Iterator[None]:
+    if name == "asyncpg-pool":
+        with _asyncpg_pool(agent, pools):
+            yield
+        return
     if name == "as-is":
         yield
         return
@@ -154,23 +190,35 @@ async def _measure(
         store=store,
     )
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    pools: dict[int, _AsyncpgPool] = {}
     async with AsyncExitStack() as stack:
         opened = await stack.enter_async_context(agent)
+        if "asyncpg-pool" in variants:
+            import asyncpg
+
+            pool = await asyncpg.create_pool(
+                store.replace("postgresql+asyncpg://", "postgresql://"),
+                min_size=1,
+                max_size=10,
+                server_settings={"default_transaction_isolation": "read committed"},
+            )
+            stack.push_async_callback(pool.close)
+            pools[id(opened.store)] = _AsyncpgPool(pool)
         for name in variants:  # warm-up, each variant on a session of its own
-            with _variant(name):
+            with _variant(name, opened, pools):
                 await _cycles(opened, await opened.create_session(principal=PRINCIPAL), 50)
         gc.freeze()
         for block in range(blocks):
             order = variants if block % 2 == 0 else list(reversed(variants))
             for name in order:
                 # Fresh sessions per block: history 0 stays history 0.
-                with _variant(name):
+                with _variant(name, opened, pools):
                     figures[name].append(await _concurrent(opened, concurrency, cycles))
     for name, values in figures.items():
         rates = [rate for rate, _ in values]
         cpu = statistics.median(micros for _, micros in values)
         print(
-            f"{name:6} median {statistics.median(rates):7.1f} cycles/s"
+            f"{name:12} median {statistics.median(rates):7.1f} cycles/s"
             f"  (min {min(rates):.1f}, max {max(rates):.1f}, {len(rates)} blocks)"
             f"  client CPU {cpu:6.0f} us/cycle"
         )
@@ -198,7 +246,11 @@ def _postgres_database(url: str) -> tuple[str, Callable[[], None]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--store", default="sqlite", help="sqlite, or a postgresql:// URL")
-    parser.add_argument("--variant", default="as-is", help="comma-separated: as-is, read")
+    parser.add_argument(
+        "--variant",
+        default="as-is",
+        help="comma-separated: as-is, read, transactions, synced, asyncpg-pool",
+    )
     parser.add_argument("--blocks", type=int, default=10)
     parser.add_argument("--cycles", type=int, default=200, help="cycles per session per block")
     parser.add_argument("--concurrency", type=int, default=1, help="sessions cycling at once")

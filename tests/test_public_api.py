@@ -41,6 +41,7 @@ PUBLIC = {
     "SymfonicError",
     "TurnResult",
     "interaction",
+    "needs_approval",
 }
 
 

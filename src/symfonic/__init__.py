@@ -1,6 +1,7 @@
 """symfonic: agent turns that pause for a person and resume exactly once, anywhere."""
 
 from symfonic.agent.agent import SymfonicAgent
+from symfonic.capabilities.human.approval_rules import needs_approval
 from symfonic.capabilities.human.interactions import interaction
 from symfonic.core.contracts.errors import (
     BudgetRefused,
@@ -47,4 +48,5 @@ __all__ = [
     "SymfonicError",
     "TurnResult",
     "interaction",
+    "needs_approval",
 ]

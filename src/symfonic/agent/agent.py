@@ -63,7 +63,8 @@ class SymfonicAgent:
     """Model, instructions, tools and limits, served by name.
 
     ``approval`` names the tools a person must approve (a set), or maps each to
-    the audience scope that may approve it. ``interactions`` adds forms declared
+    the audience scope that may approve it, or to a rule that decides per call
+    (:func:`symfonic.needs_approval`). ``interactions`` adds forms declared
     with :func:`symfonic.interaction`. ``store`` is a URL (default
     ``SYMFONIC_STORE`` or ``sqlite:///symfonic.db``) or an opened store shared
     with other agents. ``record_answers`` puts a person's answers on the resume
@@ -184,7 +185,12 @@ class SymfonicAgent:
     # pieces the turn flows use --------------------------------------------
 
     def kernel(
-        self, session_id: str, plan: Limits | None = None, *, heartbeat: Heartbeat | None = None
+        self,
+        session_id: str,
+        plan: Limits | None = None,
+        *,
+        heartbeat: Heartbeat | None = None,
+        principal: Principal | None = None,
     ) -> Kernel:
         if self._bound_model is None:
             self._bound_model = bind_tools(self.model, self.toolbox)
@@ -197,6 +203,7 @@ class SymfonicAgent:
             heartbeat_interval=self.claim_lease / 3,
             bound_model=self._bound_model,
             streaming=self._streaming,
+            principal=principal or Principal("local"),
         )
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:

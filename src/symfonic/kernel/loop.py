@@ -2,14 +2,15 @@
 
 The loop owns two invariants. A round that holds an interaction is stopped at
 its first interaction *before anything in it is dispatched*, so a person's
-answer can never arrive after a side effect it was meant to gate. And every
-assistant tool call that is dispatched is answered by exactly one tool message
-right after it, so the transcript is one a strict provider accepts.
+answer can never arrive after a side effect it was meant to gate; a round with
+a call the tool box cannot decide on (an approval rule that failed) dispatches
+nothing either, and is answered there and then. And every assistant tool call
+that is dispatched is answered by exactly one tool message right after it, so
+the transcript is one a strict provider accepts.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import Runnable
 
 from symfonic.core.contracts.errors import ModelError
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import (
     KernelDone,
     KernelResult,
@@ -37,10 +39,15 @@ from symfonic.core.contracts.types import (
 from symfonic.core.messages import text_of
 from symfonic.core.telemetry import calls
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.toolbox import RoundTools
+from symfonic.kernel.toolbox import RoundTools, UndecidedCall
 from symfonic.kernel.tools import idempotency_key
 
 T = TypeVar("T")
+
+UNDECIDED_ROUND = (
+    "not dispatched: another call in this round could not be checked for approval, so "
+    "nothing in the round ran; call it again if it is still needed"
+)
 
 
 @dataclass(frozen=True)
@@ -87,47 +94,28 @@ def _merged(parts: Sequence[AIMessage]) -> AIMessage:
     return add_ai_message_chunks(*chunks)
 
 
-class _Pulse:
-    """``heartbeat`` every ``interval`` seconds, one beat at a time, until stopped.
+class _Beats:
+    """``heartbeat`` every ``interval`` seconds, each timed from the end of the last.
 
-    A beat gets a task of its own only when it falls due, and the next is timed
-    from the end of the last, so beats never overlap. A beat that fails stops
-    the pulse; :meth:`raise_failure` raises its error once the work is done, so
-    the turn fails as it would have with the beat awaited beside the tool.
+    Beats never overlap. A beat that fails ends them and its error is kept:
+    the tool it kept company is not interrupted, and the caller raises the
+    error once the tool is done, so the turn fails as it would have with the
+    beat awaited beside the tool.
     """
 
     def __init__(self, heartbeat: Heartbeat, interval: float) -> None:
-        self._loop = asyncio.get_running_loop()
         self._heartbeat = heartbeat
         self._interval = interval
-        self._beat: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = self._loop.call_later(interval, self._due)
+        self.failure: Exception | None = None
 
-    def _due(self) -> None:
-        self._beat = asyncio.ensure_future(self._heartbeat(), loop=self._loop)
-        self._beat.add_done_callback(self._rearm)
-
-    def _rearm(self, beat: asyncio.Task[None]) -> None:
-        failed = not beat.cancelled() and beat.exception() is not None
-        if self._timer is not None and not failed:
-            self._timer = self._loop.call_later(self._interval, self._due)
-
-    async def stop(self) -> None:
-        """Stop the timer, and the beat in progress if there is one."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        beat = self._beat
-        if beat is not None and not beat.done():
-            beat.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait((beat,))
-
-    def raise_failure(self) -> None:
-        """Raise the error of the beat that failed, if one did."""
-        beat = self._beat
-        if beat is not None and beat.done() and not beat.cancelled():
-            beat.result()
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(self._interval)
+            try:
+                await self._heartbeat()
+            except Exception as error:
+                self.failure = error
+                return
 
 
 @dataclass
@@ -139,7 +127,8 @@ class Kernel:
     (see :func:`streams_natively`). ``heartbeat``, if given, is awaited every
     ``heartbeat_interval`` seconds while a tool runs: a tool can run far longer
     than anything else in a turn and yields no events meanwhile, and whoever
-    holds a lease on the turn must renew it.
+    holds a lease on the turn must renew it. ``principal`` is the one whose
+    message the turn answers: approval rules decide with it.
     """
 
     model: BaseChatModel
@@ -150,6 +139,7 @@ class Kernel:
     heartbeat_interval: float = 30.0
     bound_model: BoundModel | None = field(default=None, repr=False)
     streaming: bool = True
+    principal: Principal = field(default_factory=lambda: Principal("local"))
 
     @property
     def bound(self) -> BoundModel:
@@ -188,18 +178,24 @@ class Kernel:
         """Await ``work`` in this task while the heartbeat keeps time beside it.
 
         The tool runs in the turn's own task, so cancelling the turn cancels
-        the tool. The heartbeat is only a timer until it falls due: almost every
-        tool returns long before the first beat, and a timer armed and cancelled
-        costs a fraction of a task and a timed wait.
+        the tool and its beats. The tool's own error is raised as it is, not
+        wrapped in the task group's exception group.
         """
         if self.heartbeat is None:
             return await work
-        pulse = _Pulse(self.heartbeat, self.heartbeat_interval)
-        try:
-            result = await work
-        finally:
-            await pulse.stop()
-        pulse.raise_failure()
+        beats = _Beats(self.heartbeat, self.heartbeat_interval)
+        failed: Exception | None = None
+        async with anyio.create_task_group() as group:
+            group.start_soon(beats.run)
+            try:
+                result = await work
+            except Exception as error:
+                failed = error
+            group.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        if beats.failure is not None:
+            raise beats.failure
         return result
 
     async def run(
@@ -244,20 +240,31 @@ class Kernel:
                 yield ToolCallEvent(
                     tool_call_id=str(call["id"]), name=call["name"], args=dict(call["args"])
                 )
-            pending = self._first_interaction(reply.tool_calls)
-            if pending is not None:
-                yield self._done(StopReason.PAUSED, messages, used, interaction=pending)
+            stop = await self._first_stop(reply.tool_calls)
+            if isinstance(stop, PendingInteraction):
+                yield self._done(StopReason.PAUSED, messages, used, interaction=stop)
                 return
+            if stop is not None:
+                for message, event in _undecided_round(reply.tool_calls, stop):
+                    messages.append(message)
+                    yield event
+                continue
             for call in reply.tool_calls:
                 message, event = await self.dispatch(call)
                 messages.append(message)
                 yield event
 
-    def _first_interaction(self, calls: Sequence[ToolCall]) -> PendingInteraction | None:
+    async def _first_stop(
+        self, calls: Sequence[ToolCall]
+    ) -> PendingInteraction | UndecidedCall | None:
+        """The first call that stops the round, asked in order before any is dispatched.
+
+        Calls after it are never asked: the round runs none of them anyway.
+        """
         for call in calls:
-            pending = self.toolbox.interaction_for(call)
-            if pending is not None:
-                return pending
+            stop = await self.toolbox.interaction_for(call, self.principal)
+            if stop is not None:
+                return stop
         return None
 
     async def _parts(self, messages: Sequence[BaseMessage]) -> AsyncIterator[BaseMessage]:
@@ -320,3 +327,28 @@ class Kernel:
                 interaction=interaction,
             )
         )
+
+
+def _undecided_round(
+    calls: Sequence[ToolCall], undecided: UndecidedCall
+) -> list[tuple[ToolMessage, ToolResultEvent]]:
+    """A round that runs nothing: the undecided call's error, and every other call skipped."""
+    answered: list[tuple[ToolMessage, ToolResultEvent]] = []
+    for call in calls:
+        call_id, name = str(call["id"]), call["name"]
+        failed = call_id == undecided.tool_call_id
+        content = undecided.reason if failed else UNDECIDED_ROUND
+        message = ToolMessage(
+            content=content,
+            tool_call_id=call_id,
+            name=name,
+            status="error" if failed else "success",
+        )
+        event = ToolResultEvent(
+            tool_call_id=call_id,
+            name=name,
+            content=content,
+            status="error" if failed else "not_dispatched",
+        )
+        answered.append((message, event))
+    return answered

@@ -3,17 +3,32 @@
 The kernel runs rounds and knows nothing of people: which calls must wait for
 one (interactions, approvals) is decided by the tool box it is given, which the
 human capabilities build (:class:`symfonic.capabilities.human.toolbox.ToolBox`).
+The tool box may also find that it cannot decide for a call (an approval rule
+that failed): the kernel then dispatches nothing in that round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from langchain_core.tools import BaseTool
 
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PendingInteraction
 from symfonic.kernel.tools import Tool
+
+
+@dataclass(frozen=True)
+class UndecidedCall:
+    """A call nobody could say was safe to run, nor which person must answer it.
+
+    ``reason`` is the error observation the model reads, in words.
+    """
+
+    tool_call_id: str
+    reason: str
 
 
 class RoundTools(Protocol):
@@ -28,6 +43,12 @@ class RoundTools(Protocol):
         """Every tool and interaction, as the model is told of them."""
         ...
 
-    def interaction_for(self, call: Mapping[str, Any]) -> PendingInteraction | None:
-        """The interaction this call is (the round stops there), or ``None``."""
+    async def interaction_for(
+        self, call: Mapping[str, Any], principal: Principal
+    ) -> PendingInteraction | UndecidedCall | None:
+        """The interaction this call is (the round stops there), an undecided call
+        (nothing in the round runs), or ``None`` for an ordinary call.
+
+        ``principal``: the one whose message the turn answers.
+        """
         ...

@@ -1,8 +1,9 @@
 """A bounded pool of asyncpg connections, as small as a checkout can be.
 
 asyncpg's own pool returns every connection through ``asyncio.shield``, which
-starts a task, and times every checkout under another: two tasks and their turns
-of the event loop for each statement, a fifth of a cycle's CPU on PostgreSQL.
+starts a task, resets it with a query, and times every checkout under another
+task: work for each statement that a store whose transactions never leave
+session state behind does not need (what it costs: ``docs/internals.md``).
 Here a checkout takes the newest idle connection, or opens a new one while fewer
 than ``size`` are open, and only otherwise waits, first come first served, up to
 ``timeout`` seconds (then ``TimeoutError``, which the store reports as

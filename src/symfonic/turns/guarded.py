@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 from symfonic.capabilities.human.tokens import TokenSigner, new_pause_id
 from symfonic.capabilities.human.turnstate import TurnCheckpointStore
 from symfonic.core.contracts.errors import InteractionConfigurationError, PauseAbandoned
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import NewPause, PauseRecord, Store, TurnPublish
 from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEvent, asked
 from symfonic.core.messages import bodies_of
@@ -58,8 +59,11 @@ class GuardedConversation:
         *,
         supersedes: str | None = None,
         run_id: str | None = None,
+        principal: Principal | None = None,
     ) -> None:
         """Write the pause row and its checkpoint in one transaction.
+
+        ``principal``: whose message the turn answers, kept in the checkpoint.
 
         With ``supersedes``, recording the same second pause twice records it
         once: a retry whose first attempt committed but lost its reply finds
@@ -78,7 +82,7 @@ class GuardedConversation:
             created_at=event.expires_at - timedelta(seconds=self.pause_ttl),
         )
         checkpoint = TurnCheckpointStore.record_of(
-            event.pause_id, session_id, base_revision, result
+            event.pause_id, session_id, base_revision, result, principal
         )
         try:
             new = NewPause(pause, checkpoint, supersedes=supersedes, run_id=run_id)

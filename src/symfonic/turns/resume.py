@@ -72,6 +72,10 @@ async def resume_turn(
     pause, turn, admitted, lease, claimed = won
     turn.claimed = True
     turn.lease = lease  # from here on, the claim's writes wait out an unreachable store
+    # The approval rules of the rounds still to come decide for whoever sent the
+    # turn's message, as recorded, never for the person answering the pause.
+    recorded = claimed.turn.principal if claimed.turn is not None else None
+    turn.runs_for = recorded or Principal(pause.principal)
     try:
         try:
             history = messages_of(claimed.history)
@@ -93,7 +97,9 @@ async def resume_turn(
                 interrupt_id=pause.interrupt_id,
                 status=status,
             )
-            kernel = agent.kernel(pause.session_id, admitted.plan, heartbeat=lease.beat)
+            kernel = agent.kernel(
+                pause.session_id, admitted.plan, heartbeat=lease.beat, principal=turn.runs_for
+            )
             resumed = kernel_resume(kernel, outcome, agent.context(history))
             async with aclosing(resumed) as events:
                 async for raw in events:

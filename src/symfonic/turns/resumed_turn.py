@@ -28,6 +28,7 @@ from typing import TypeVar
 import anyio
 
 from symfonic.core.contracts.errors import UnusableFinal
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import (
     KernelDone,
     KernelResult,
@@ -96,6 +97,9 @@ class ResumedTurn:
         self.revision: int | None = None
         # The won claim's lease: what the writes below may wait for the store.
         self.lease: ClaimLease | None = None
+        # Whose message the turn answers, read from the claimed checkpoint: a
+        # second pause records it again for the resume after this one.
+        self.runs_for: Principal | None = None
 
     def admission(self, *, budgeted: bool) -> Admission:
         """The host's pre-claim admission hook, observing every raw event."""
@@ -139,6 +143,7 @@ class ResumedTurn:
                     paused,
                     pause.base_revision,
                     supersedes=self.claim_id,
+                    principal=self.runs_for,
                 )
 
             await self._within_lease(record)

@@ -37,9 +37,14 @@ class TurnRuntime(Protocol):
     def guarded(self) -> GuardedConversation: ...
 
     def kernel(
-        self, session_id: str, plan: Limits | None = None, *, heartbeat: Heartbeat | None = None
+        self,
+        session_id: str,
+        plan: Limits | None = None,
+        *,
+        heartbeat: Heartbeat | None = None,
+        principal: Principal | None = None,
     ) -> Kernel:
-        """The model loop for one turn of ``session_id``."""
+        """The model loop for one turn of ``session_id``, answering ``principal``'s message."""
         ...
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:

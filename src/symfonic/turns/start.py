@@ -139,7 +139,7 @@ async def first_turn(
         )
         observe = FinalObserver(budget.event_guard)
         try:
-            kernel = agent.kernel(session_id, budget.prepared_plan)
+            kernel = agent.kernel(session_id, budget.prepared_plan, principal=principal)
             run = kernel.run(agent.context(history), [HumanMessage(content=message)])
             async with aclosing(run) as events:
                 async for raw in events:
@@ -158,6 +158,7 @@ async def first_turn(
                     result,
                     session.revision,
                     run_id=run_id,
+                    principal=principal,
                 )
                 ended = True
                 yield paused

@@ -1,8 +1,10 @@
 """The tools of one agent, and which calls must wait for a person.
 
 The kernel asks the tool box one question per round: which call, if any, is the
-first interaction? That call stops the whole round. The kernel sees it only
-through :class:`symfonic.kernel.toolbox.RoundTools`.
+first interaction? That call stops the whole round. A gated tool's call is an
+interaction when its approval rule says so (:mod:`.approval_rules`); a rule
+that fails makes the call undecided, and the round runs nothing. The kernel
+sees all this only through :class:`symfonic.kernel.toolbox.RoundTools`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from symfonic.capabilities.human.approval_rules import ApprovalRule, RuleFailed
 from symfonic.capabilities.human.interactions import Interaction, approval_pending, ask_human
 from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PendingInteraction
+from symfonic.kernel.toolbox import UndecidedCall
 from symfonic.kernel.tools import Tool, ToolLike
 
-Approval = Iterable[str] | Mapping[str, str | None]
+Approval = Iterable[str] | Mapping[str, str | ApprovalRule | None]
+"""The gated tools: a set of names (the owner approves every call), or each name
+mapped to the scope that approves it, or to a rule (:func:`needs_approval`)."""
 
 
 class ToolBox:
@@ -44,20 +51,32 @@ class ToolBox:
         unknown = sorted(set(gates) - set(self.tools))
         if unknown:
             raise ConfigurationError(f"approval names tools the agent does not have: {unknown}")
-        self.gates: dict[str, str | None] = dict(gates)
+        self.gates: dict[str, ApprovalRule] = {
+            name: rule if isinstance(rule, ApprovalRule) else ApprovalRule(audience=rule)
+            for name, rule in gates.items()
+        }
 
     def bindings(self) -> list[BaseTool]:
         return [t.binding for t in self.tools.values()] + [
             i.binding() for i in self.interactions.values()
         ]
 
-    def interaction_for(self, call: Mapping[str, Any]) -> PendingInteraction | None:
-        """The interaction this call is, or ``None`` for an ordinary call."""
+    async def interaction_for(
+        self, call: Mapping[str, Any], principal: Principal
+    ) -> PendingInteraction | UndecidedCall | None:
+        """The interaction this call is, an undecided call, or ``None`` for an ordinary call."""
         name, call_id, args = call["name"], call["id"], dict(call.get("args") or {})
         if name in self.interactions:
             return self.interactions[name].pending(call_id, args)
-        if name in self.gates:
-            return approval_pending(
-                name, call_id, args, self.tools[name].parameters, self.gates[name]
-            )
-        return None
+        gate = self.gates.get(name)
+        if gate is None:
+            return None
+        try:
+            approver = await gate.decide(name, args, principal)
+        except RuleFailed as failed:
+            return UndecidedCall(call_id, f"error: {failed.words}, so nothing in this round ran")
+        if approver is None:
+            return None
+        return approval_pending(
+            name, call_id, args, self.tools[name].parameters, approver.audience
+        )

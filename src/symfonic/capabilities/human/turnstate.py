@@ -1,7 +1,9 @@
 """A paused turn's state, written to and read from the checkpoint port.
 
 A checkpoint is data only: the in-flight turn's message bodies, the counters
-the limits are measured by, the interaction the round stopped at, and the
+the limits are measured by, the interaction the round stopped at (with the
+audience an approval rule chose for it, decided once), the principal whose
+message the turn answers (the rules of later rounds decide with it), and the
 revision the turn was run against. Committed history is not in it -- that is
 stored once, in the session -- so a pause costs the size of its turn.
 """
@@ -15,6 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import InteractionConfigurationError
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import CheckpointRecord, Claim, Store
 from symfonic.core.contracts.types import (
     Answer,
@@ -39,6 +42,8 @@ class TurnCheckpoint:
     messages: tuple[Mapping[str, Any], ...]
     counters: Counters
     interaction: PendingInteraction
+    principal: Principal | None = None
+    """Whose message the turn answers; ``None`` in checkpoints that did not record it."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,12 @@ def _interaction_of(body: Mapping[str, Any]) -> PendingInteraction:
     )
 
 
+def _principal_of(body: Mapping[str, Any] | None) -> Principal | None:
+    if body is None:
+        return None
+    return Principal(str(body["name"]), frozenset(str(s) for s in body.get("scopes", ())))
+
+
 class TurnCheckpointStore:
     """Reads and writes turn state through the checkpoint port; nothing is cached."""
 
@@ -97,24 +108,35 @@ class TurnCheckpointStore:
 
     @staticmethod
     def record_of(
-        pause_id: str, session_id: str, base_revision: int, result: KernelResult
+        pause_id: str,
+        session_id: str,
+        base_revision: int,
+        result: KernelResult,
+        principal: Principal | None = None,
     ) -> CheckpointRecord:
-        """The checkpoint row for a kernel result that stopped at an interaction."""
+        """The checkpoint row for a kernel result that stopped at an interaction.
+
+        ``principal``: whose message the turn answers, kept so the resumed turn
+        asks its approval rules with the same one, on whichever worker resumes.
+        """
         if result.interaction is None:
             raise InteractionConfigurationError("only a paused turn has a checkpoint to record")
         messages: Sequence[BaseMessage] = result.messages
+        body: dict[str, Any] = {
+            "messages": bodies_of(messages),
+            "rounds": result.rounds,
+            "model_calls": result.model_calls,
+            "tokens": result.tokens,
+            "interaction": _interaction_body(result.interaction),
+        }
+        if principal is not None:
+            body["principal"] = {"name": principal.name, "scopes": sorted(principal.scopes)}
         return CheckpointRecord(
             pause_id=pause_id,
             session_id=session_id,
             format_version=FORMAT_VERSION,
             base_revision=base_revision,
-            body={
-                "messages": bodies_of(messages),
-                "rounds": result.rounds,
-                "model_calls": result.model_calls,
-                "tokens": result.tokens,
-                "interaction": _interaction_body(result.interaction),
-            },
+            body=body,
         )
 
     async def load(self, pause_id: str) -> TurnCheckpoint | None:
@@ -149,4 +171,5 @@ class TurnCheckpointStore:
             messages=tuple(body["messages"]),
             counters=Counters(body["rounds"], body["model_calls"], body.get("tokens", 0)),
             interaction=_interaction_of(body["interaction"]),
+            principal=_principal_of(body.get("principal")),
         )

@@ -1,0 +1,180 @@
+"""Approval decided per call: a rule on the arguments says whether a person must approve, and who.
+
+A rule is asked once per call, in the round the model made it, before anything
+in that round is dispatched. From then on its decision is data: a gated call
+becomes an approval interaction whose audience is written into the pause row and
+the checkpoint, and a resume reads it from there and never asks the rule again.
+So a rule whose answer can change (a limit raised overnight, a clock, a lookup)
+can neither run a call nobody approved nor move a pause to another audience.
+
+A rule that raises, or answers with something that is not a decision, decides
+nothing: the call becomes an error the model reads in words, and nothing in its
+round runs (:class:`symfonic.kernel.toolbox.UndecidedCall`). Failing closed is
+the point: a gate that cannot say whether a person must look is not a gate that
+said no.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeAlias, TypeVar
+
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.principal import Principal
+
+T = TypeVar("T")
+
+CallArgs: TypeAlias = Mapping[str, Any]
+Decides: TypeAlias = (
+    Callable[[CallArgs], T | Awaitable[T]] | Callable[[CallArgs, Principal], T | Awaitable[T]]
+)
+"""A rule: called with the call's arguments, and with the principal too if it
+takes a second positional parameter; sync (run on the event loop, so keep it
+quick) or async."""
+
+
+@dataclass(frozen=True)
+class Approver:
+    """A call that needs a person: ``audience`` is the scope that may approve it
+    (``None``: the session's owner)."""
+
+    audience: str | None
+
+
+class RuleFailed(Exception):
+    """A rule raised or gave no decision; ``words`` is what the model is told."""
+
+    def __init__(self, words: str) -> None:
+        super().__init__(words)
+        self.words = words
+
+
+def _takes_principal(rule: Callable[..., Any]) -> bool:
+    """Whether ``rule`` is called with the principal after the arguments.
+
+    Decided once, at configuration: a rule with one positional parameter gets
+    the arguments, one with two (or ``*args``) gets the principal as well.
+    """
+    try:
+        parameters = list(inspect.signature(rule).parameters.values())
+    except (TypeError, ValueError):  # some builtins have no signature: arguments only
+        return False
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return True
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    if not positional or len(required) > 2:
+        raise ConfigurationError(
+            f"an approval rule is called with the call's arguments, and optionally the "
+            f"principal; {rule!r} takes {len(required) or 'no'} positional parameters"
+        )
+    return len(positional) >= 2
+
+
+class _Rule(Generic[T]):
+    """One user callable, with how it is called settled at configuration."""
+
+    def __init__(self, rule: Decides[T]) -> None:
+        if not callable(rule):
+            raise ConfigurationError(f"an approval rule must be callable, not {rule!r}")
+        self._rule: Callable[..., T | Awaitable[T]] = rule
+        self._with_principal = _takes_principal(rule)
+
+    async def __call__(self, args: CallArgs, principal: Principal) -> object:
+        # A deep copy: what the rule does to its arguments never reaches the call.
+        given = copy.deepcopy(dict(args))
+        decided = self._rule(given, principal) if self._with_principal else self._rule(given)
+        return await decided if inspect.isawaitable(decided) else decided
+
+    def __repr__(self) -> str:
+        return repr(self._rule)
+
+
+def _scope(value: object, tool: str) -> str | None:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise RuleFailed(
+        f"the approval rule for {tool} chose the audience {value!r}, where a scope name "
+        "(or None, for the session's owner) is needed"
+    )
+
+
+class ApprovalRule:
+    """When a call of one tool needs a person's approval, and whose; see :func:`needs_approval`."""
+
+    def __init__(
+        self,
+        when: Decides[bool] | None = None,
+        *,
+        audience: str | Decides[str | None] | None = None,
+    ) -> None:
+        self._when = None if when is None else _Rule(when)
+        if audience is None or isinstance(audience, str):
+            self._audience: str | _Rule[str | None] | None = _configured_scope(audience)
+        else:
+            self._audience = _Rule(audience)
+
+    def __repr__(self) -> str:
+        return f"needs_approval({self._when!r}, audience={self._audience!r})"
+
+    async def decide(self, tool: str, args: CallArgs, principal: Principal) -> Approver | None:
+        """Who must approve this call, or ``None`` when it runs as an ordinary call.
+
+        Raises :class:`RuleFailed`, in words, when a rule raises or answers with
+        something other than a decision.
+        """
+        try:
+            if self._when is not None:
+                needed = await self._when(args, principal)
+                if not isinstance(needed, bool):
+                    raise RuleFailed(
+                        f"the approval rule for {tool} gave {needed!r}, where True (a person "
+                        "must approve) or False (it runs as it is) is needed"
+                    )
+                if not needed:
+                    return None
+            if isinstance(self._audience, _Rule):
+                return Approver(_scope(await self._audience(args, principal), tool))
+            return Approver(self._audience)
+        except RuleFailed:
+            raise
+        except Exception as error:  # the rule is the developer's code: any error is its own
+            raise RuleFailed(
+                f"the approval rule for {tool} failed on this call ({_described(error)})"
+            ) from error
+
+
+def _configured_scope(audience: str | None) -> str | None:
+    if audience == "":
+        raise ConfigurationError("an approval audience is a scope name, or None for the owner")
+    return audience
+
+
+def _described(error: Exception) -> str:
+    """An exception in words: its kind and message, never its repr."""
+    if isinstance(error, KeyError) and error.args:
+        return f"{type(error).__name__}: there is no {error.args[0]!r}"
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def needs_approval(
+    when: Decides[bool] | None = None, *, audience: str | Decides[str | None] | None = None
+) -> ApprovalRule:
+    """Approval that depends on the call: ``approval={"send_payment": needs_approval(...)}``.
+
+    ``when(args)`` -- or ``when(args, principal)`` -- returns ``True`` when a
+    person must approve this call and ``False`` when it runs like any other
+    tool; omitted, every call needs approval. ``audience`` is the scope that may
+    approve (``None``: the session's owner), or a rule of the same shape that
+    returns it per call. Either rule may be async. The principal a rule sees is
+    the one whose message the turn answers, the same after a resume.
+    """
+    return ApprovalRule(when, audience=audience)
