@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx
-import uvicorn
-from fastapi import FastAPI
 
 from http_support import Frame
 
@@ -75,19 +72,3 @@ def ids_of(frames: list[Frame]) -> set[Any]:
     return {f.data.get("pause_id") for f in frames} | {
         p["pause_id"] for f in frames for p in f.data.get("pauses", [])
     }
-
-
-@asynccontextmanager
-async def uvicorn_serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    """The app under a real uvicorn on a loopback port: streams arrive as they are sent."""
-    listening = socket.create_server(("127.0.0.1", 0))
-    port = listening.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve, [listening])
-        try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-                yield client
-        finally:
-            server.should_exit = True

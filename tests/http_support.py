@@ -8,19 +8,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import httpx
 import uvicorn
 from fastapi import FastAPI
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
 from symfonic.capabilities.human.tokens import PREFIX as TOKEN_PREFIX
 from symfonic.core.contracts.store import PauseRecord
-from symfonic.testing import ScriptedChatModel, call, reply
+from symfonic.testing import ScriptedChatModel, call, current_turn, reply
 
 JSON = {"Accept": "application/json"}
 APPROVE = {"decision": "approve"}
@@ -69,13 +69,7 @@ class Clock:
 
 def position(messages: Sequence[BaseMessage]) -> int:
     """How many assistant messages the current turn already has."""
-    count = 0
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            break
-        if isinstance(message, AIMessage):
-            count += 1
-    return count
+    return sum(isinstance(message, AIMessage) for message in current_turn(messages))
 
 
 def scripted(*steps: AIMessage | Callable[[], AIMessage]) -> ScriptedChatModel:
@@ -170,6 +164,43 @@ async def paused_turn(
     last = frames(response.text)[-1]
     assert last.event == "turn.paused", last
     return session_id, last.data
+
+
+class ServedPause(NamedTuple):
+    """A payment agent behind the real app, and a session whose first turn paused."""
+
+    agent: SymfonicAgent
+    client: httpx.AsyncClient
+    session_id: str
+    paused: dict[str, Any]  # the ``turn.paused`` frame's data
+
+
+@asynccontextmanager
+async def served_pause(store_url: str, **options: Any) -> AsyncIterator[ServedPause]:
+    """``payment_agent(store_url, **options)`` served, its first turn paused."""
+    agent = payment_agent(store_url, **options)
+    async with serve(agent) as client:
+        session_id, paused = await paused_turn(client)
+        yield ServedPause(agent, client, session_id, paused)
+
+
+async def abandoning_turn(
+    client: httpx.AsyncClient, session_id: str, message: str
+) -> httpx.Response:
+    """A new turn on ``session_id`` that abandons the pause it waits on, answered as JSON."""
+    return await client.post(
+        f"/v1/sessions/{session_id}/turns",
+        json={"message": message, "on_pending_pause": "abandon"},
+        headers=JSON,
+    )
+
+
+async def approved(client: httpx.AsyncClient, token: str) -> dict[str, Any]:
+    """The JSON outcome of approving the pause ``token`` names."""
+    response = await client.post(
+        "/v1/resume", json={"token": token, "answer": APPROVE}, headers=JSON
+    )
+    return dict(response.json())
 
 
 async def pause_row(agent: SymfonicAgent, pause_id: str) -> PauseRecord:

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from symfonic import SymfonicAgent, interaction
 from symfonic.core.messages import messages_of
-from symfonic.testing import ScriptedChatModel, calls, reply
+from symfonic.testing import ScriptedChatModel, calls, current_turn, reply
 
 ORDINARY, GATED, ASK, FORM = "note", "pay", "ask_human", "pick"
 INTERACTIONS = {GATED, ASK, FORM}
@@ -86,12 +86,7 @@ rounds_strategy = st.lists(
 def _model(plan: list[Round], run: Run) -> ScriptedChatModel:
     def respond(messages: list[BaseMessage]) -> AIMessage:
         run.sent.append(list(messages))
-        position = 0
-        for message in reversed(messages):
-            if isinstance(message, HumanMessage):
-                break
-            if isinstance(message, AIMessage):
-                position += 1
+        position = sum(isinstance(message, AIMessage) for message in current_turn(messages))
         if position >= len(plan):
             return reply(f"done after {position} rounds")
         return calls(

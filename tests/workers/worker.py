@@ -16,8 +16,8 @@ from collections import Counter
 from typing import Any
 
 import anyio
-from agents import worker_agent  # type: ignore[import-not-found]
 
+from agents import worker_agent  # type: ignore[import-not-found]
 from symfonic import SymfonicAgent, SymfonicError
 from symfonic.core.contracts.types import TurnResult
 

@@ -1,7 +1,7 @@
 """The environment variables each command reads, for its ``--help``.
 
 Kept in one table so that every command's help and the variables the code
-reads can be checked against each other (``tests/test_cli_terminal.py`` does).
+reads can be checked against each other (``tests/cli/test_terminal.py`` does).
 """
 
 from __future__ import annotations

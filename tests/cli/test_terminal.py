@@ -289,7 +289,7 @@ def test_each_command_help_names_the_environment_it_reads(
 
 
 def test_every_variable_the_code_reads_is_named_in_some_help() -> None:
-    source = Path(__file__).parents[1] / "src" / "symfonic"
+    source = Path(__file__).parents[2] / "src" / "symfonic"
     read = {
         name
         for path in source.rglob("*.py")

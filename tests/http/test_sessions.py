@@ -11,12 +11,14 @@ from http_support import (
     APPROVE,
     JSON,
     KEYS,
+    approved,
     auth,
     client_of,
     pause_row,
     paused_turn,
     payment_agent,
     serve,
+    served_pause,
 )
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
@@ -112,9 +114,7 @@ async def test_other_principals_get_404_for_a_session(store_url: str) -> None:
 
 
 async def test_pauses_listing_filters_by_state(sqlite_url: str) -> None:
-    agent = payment_agent(sqlite_url)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(sqlite_url) as (_, client, _, paused):
         pending = (await client.get("/v1/pauses", params={"state": "pending"})).json()["pauses"]
         assert [p["pause_id"] for p in pending] == [paused["pause_id"]]
         listed = pending[0]
@@ -124,9 +124,7 @@ async def test_pauses_listing_filters_by_state(sqlite_url: str) -> None:
         assert datetime.fromisoformat(listed["expires_at"]) == datetime.fromisoformat(
             paused["expires_at"]
         )
-        await client.post(
-            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
-        )
+        await approved(client, paused["pause_token"])
         assert (await client.get("/v1/pauses")).json() == {"pauses": []}
         published = (await client.get("/v1/pauses?state=published")).json()["pauses"]
         assert [(p["pause_id"], p["answered_by"], p["token"]) for p in published] == [

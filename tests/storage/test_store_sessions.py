@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -150,31 +152,38 @@ async def test_every_worker_opening_a_fresh_database_at_once_shares_one_secret(
             assert await reopened.signing_secret() == secrets[0]
 
 
+@contextmanager
+def holding_the_write_lock(sqlite_url: str) -> Iterator[sqlite3.Connection]:
+    """Another connection to the file holding its write lock, as a worker mid-publish does."""
+    writer = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        yield writer
+    finally:
+        if writer.in_transaction:
+            writer.execute("ROLLBACK")
+        writer.close()
+
+
 async def test_sqlite_reads_go_on_while_another_process_holds_the_write_lock(
     sqlite_url: str,
 ) -> None:
     async with open_store(sqlite_url) as store:
         session_id = await new_session(store)
-        writer = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
-        writer.execute("BEGIN IMMEDIATE")  # what a worker mid-publish holds
-        released = anyio.Event()
+        with holding_the_write_lock(sqlite_url) as writer:
+            released = anyio.Event()
 
-        async def release_later() -> None:
-            await anyio.sleep(2)  # a slow writer; a read that waits for it is wrong
-            writer.execute("ROLLBACK")
-            released.set()
+            async def release_later() -> None:
+                await anyio.sleep(2)  # a slow writer; a read that waits for it is wrong
+                writer.execute("ROLLBACK")
+                released.set()
 
-        try:
             async with anyio.create_task_group() as group:
                 group.start_soon(release_later)
                 assert await store.get_session(session_id) is not None
                 assert await store.history(session_id, 0) == []
                 assert not released.is_set(), "the reads waited for the writer"
                 group.cancel_scope.cancel()
-        finally:
-            if not released.is_set():
-                writer.execute("ROLLBACK")
-            writer.close()
 
 
 async def test_sqlite_writes_wait_off_the_loop_while_another_process_holds_the_lock(
@@ -182,8 +191,6 @@ async def test_sqlite_writes_wait_off_the_loop_while_another_process_holds_the_l
 ) -> None:
     async with open_store(sqlite_url) as store:
         session_id = await new_session(store)
-        writer = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
-        writer.execute("BEGIN IMMEDIATE")  # another process, mid-publish
         ticks = 0
         done: list[str] = []
         both_done = anyio.Event()
@@ -205,24 +212,20 @@ async def test_sqlite_writes_wait_off_the_loop_while_another_process_holds_the_l
             if len(done) == 2:
                 both_done.set()
 
-        try:
-            with anyio.fail_after(20):
-                async with anyio.create_task_group() as group:
-                    group.start_soon(ticker)
-                    group.start_soon(publish)
-                    await anyio.sleep(0.5)
-                    # The write waits for the lock, and the loop goes on meanwhile.
-                    assert done == [] and ticks > 10
-                    group.start_soon(create)  # queues behind the waiting writer
-                    await anyio.sleep(0.2)
-                    assert done == []
-                    writer.execute("ROLLBACK")
-                    await both_done.wait()
-                    group.cancel_scope.cancel()
-        finally:
-            if writer.in_transaction:
+        # Another process, mid-publish.
+        with holding_the_write_lock(sqlite_url) as writer, anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(ticker)
+                group.start_soon(publish)
+                await anyio.sleep(0.5)
+                # The write waits for the lock, and the loop goes on meanwhile.
+                assert done == [] and ticks > 10
+                group.start_soon(create)  # queues behind the waiting writer
+                await anyio.sleep(0.2)
+                assert done == []
                 writer.execute("ROLLBACK")
-            writer.close()
+                await both_done.wait()
+                group.cancel_scope.cancel()
         assert done[0] == "publish"
         assert await store.get_session(done[1]) is not None
         assert await store.history(session_id, 1) == turn("a")

@@ -10,7 +10,6 @@ lease allows is waited for; a conflict is an answer and is never retried.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,42 +17,16 @@ import anyio
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from outage_support import Outage
 from symfonic import SymfonicAgent
-from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
-from symfonic.core.contracts.types import PauseState
+from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
+from symfonic.core.contracts.types import PauseState, TurnResult
 from symfonic.testing import ScriptedChatModel, call, reply
 from symfonic.turns.lease import RETRY_MARGIN
 
 pytestmark = pytest.mark.anyio
 
 APPROVE = {"decision": "approve"}
-DRIVER = "CannotConnectNowError: the database system is shutting down"
-
-
-class Outage:
-    """Stands in for one store method: its first ``failures`` calls find the store away."""
-
-    def __init__(
-        self,
-        real: Callable[..., Awaitable[Any]],
-        failures: float,
-        *,
-        committed: bool = False,
-        error: Exception | None = None,
-    ) -> None:
-        self.real = real
-        self.failures = failures
-        self.committed = committed
-        self.error = error
-        self.calls: list[datetime] = []
-
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(datetime.now(UTC))
-        if len(self.calls) <= self.failures:
-            if self.committed:
-                await self.real(*args, **kwargs)
-            raise self.error or StoreUnavailable(f"the store could not complete a write: {DRIVER}")
-        return await self.real(*args, **kwargs)
 
 
 def transfer_agent(
@@ -76,36 +49,43 @@ def transfer_agent(
     )
 
 
-def outage(
+async def resume_through(
     monkeypatch: pytest.MonkeyPatch, agent: SymfonicAgent, method: str, failures: float, **kw: Any
-) -> Outage:
+) -> tuple[TurnResult, Outage, TurnResult]:
+    """Pause a transfer, stand an outage in front of ``method``, then approve the pause."""
+    paused = await agent.run("move 9")
+    assert paused.pause is not None
     wrapper = Outage(getattr(agent.store, method), failures, **kw)
     monkeypatch.setattr(agent.store, method, wrapper)
-    return wrapper
+    return paused, wrapper, await agent.resume(paused.pause.token, APPROVE)
+
+
+async def state_of(agent: SymfonicAgent, paused: TurnResult) -> PauseState:
+    assert paused.pause is not None
+    row = await agent.store.get_pause(paused.pause.pause_id)
+    assert row is not None
+    return row.state
 
 
 async def test_a_publish_that_meets_an_outage_is_retried_and_publishes(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with transfer_agent(store_url) as agent:
-        paused = await agent.run("move 9")
-        assert paused.pause is not None
-        publish = outage(monkeypatch, agent, "publish_resume", failures=3)
-        done = await agent.resume(paused.pause.token, APPROVE)
+        paused, publish, done = await resume_through(
+            monkeypatch, agent, "publish_resume", failures=3
+        )
         assert (done.status, done.answer, done.revision) == ("complete", "Moved.", 1)
         assert len(publish.calls) == 4
-        row = await agent.store.get_pause(paused.pause.pause_id)
-        assert row is not None and row.state is PauseState.PUBLISHED
+        assert await state_of(agent, paused) is PauseState.PUBLISHED
 
 
 async def test_a_publish_whose_reply_was_lost_is_published_once(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with transfer_agent(store_url) as agent:
-        paused = await agent.run("move 9")
-        assert paused.pause is not None
-        publish = outage(monkeypatch, agent, "publish_resume", failures=1, committed=True)
-        done = await agent.resume(paused.pause.token, APPROVE)
+        paused, publish, done = await resume_through(
+            monkeypatch, agent, "publish_resume", failures=1, committed=True
+        )
         # The retry found the pause published by this very claim: that is its publish.
         assert (done.status, done.revision) == ("complete", 1)
         assert len(publish.calls) == 2
@@ -118,10 +98,9 @@ async def test_a_second_pause_whose_reply_was_lost_is_recorded_once(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with transfer_agent(store_url, pauses=2) as agent:
-        first = await agent.run("move 9")
-        assert first.pause is not None
-        record = outage(monkeypatch, agent, "record_pause", failures=1, committed=True)
-        second = await agent.resume(first.pause.token, APPROVE)
+        first, record, second = await resume_through(
+            monkeypatch, agent, "record_pause", failures=1, committed=True
+        )
         assert second.status == "paused" and second.pause is not None
         assert len(record.calls) == 2
         rows = await agent.store.session_pauses(first.session_id)
@@ -138,10 +117,9 @@ async def test_a_store_away_longer_than_the_lease_gives_up_before_it_and_abandon
 ) -> None:
     lease = 1.0
     async with transfer_agent(store_url, lease=lease) as agent:
-        paused = await agent.run("move 9")
-        assert paused.pause is not None
-        publish = outage(monkeypatch, agent, "publish_resume", failures=math.inf)
-        failed = await agent.resume(paused.pause.token, APPROVE)
+        paused, publish, failed = await resume_through(
+            monkeypatch, agent, "publish_resume", failures=math.inf
+        )
         gave_up = datetime.now(UTC)
         assert failed.status == "failed" and failed.error is not None
         row = await agent.store.get_pause(paused.pause.pause_id)
@@ -173,16 +151,14 @@ async def test_a_conflict_is_an_answer_and_is_not_retried(
     store_url: str, monkeypatch: pytest.MonkeyPatch, conflict: Exception
 ) -> None:
     async with transfer_agent(store_url) as agent:
-        paused = await agent.run("move 9")
-        assert paused.pause is not None
-        publish = outage(monkeypatch, agent, "publish_resume", failures=1, error=conflict)
-        failed = await agent.resume(paused.pause.token, APPROVE)
+        paused, publish, failed = await resume_through(
+            monkeypatch, agent, "publish_resume", failures=1, error=conflict
+        )
         assert failed.status == "failed" and failed.error is not None
         assert failed.error.code == ("revision_conflict" if isinstance(
             conflict, RevisionConflict) else "internal")
         assert len(publish.calls) == 1
-        row = await agent.store.get_pause(paused.pause.pause_id)
-        assert row is not None and row.state is PauseState.ABANDONED
+        assert await state_of(agent, paused) is PauseState.ABANDONED
 
 
 async def test_an_abandon_that_meets_an_outage_is_retried(
@@ -195,14 +171,12 @@ async def test_an_abandon_that_meets_an_outage_is_retried(
 
     agent = transfer_agent(store_url, model=ScriptedChatModel(respond=respond))
     async with agent:
-        paused = await agent.run("move 9")
-        assert paused.pause is not None
-        abandon = outage(monkeypatch, agent, "abandon_claim", failures=2)
-        failed = await agent.resume(paused.pause.token, APPROVE)
+        paused, abandon, failed = await resume_through(
+            monkeypatch, agent, "abandon_claim", failures=2
+        )
         assert failed.status == "failed"
         assert len(abandon.calls) == 3
-        row = await agent.store.get_pause(paused.pause.pause_id)
-        assert row is not None and row.state is PauseState.ABANDONED
+        assert await state_of(agent, paused) is PauseState.ABANDONED
 
 
 async def test_a_renewal_that_meets_an_outage_inside_the_lease_does_not_stop_the_turn(
@@ -212,9 +186,8 @@ async def test_a_renewal_that_meets_an_outage_inside_the_lease_does_not_stop_the
     # The tool outlasts a third of the lease: its heartbeats and the renewal at
     # the next event all find the store away, with most of the lease still held.
     async with transfer_agent(store_url, lease=lease, work=lease / 2) as agent:
-        paused = await agent.run("move 9")
-        assert paused.pause is not None
-        renew = outage(monkeypatch, agent, "renew_claim", failures=math.inf)
-        done = await agent.resume(paused.pause.token, APPROVE)
+        _, renew, done = await resume_through(
+            monkeypatch, agent, "renew_claim", failures=math.inf
+        )
         assert (done.status, done.answer) == ("complete", "Moved.")
         assert len(renew.calls) >= 2

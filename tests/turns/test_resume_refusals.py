@@ -8,8 +8,9 @@ identical request and refuses a different one.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
@@ -30,6 +31,7 @@ from symfonic import (
 )
 from symfonic.capabilities.human.tokens import TokenSigner
 from symfonic.core.contracts.types import (
+    PauseInfo,
     PauseState,
     ResponseCompleteEvent,
     ToolResultEvent,
@@ -83,6 +85,24 @@ def _agent(url: str, payments: Payments, **options: Any) -> SymfonicAgent:
 APPROVE = {"decision": "approve"}
 
 
+class Paid(NamedTuple):
+    """A turn paused for approval of a payment, on an open agent."""
+
+    agent: SymfonicAgent
+    payments: Payments
+    pause: PauseInfo
+    session_id: str
+
+
+@pytest.fixture
+async def paid(store_url: str) -> AsyncIterator[Paid]:
+    payments = Payments()
+    async with _agent(store_url, payments) as agent:
+        paused = await agent.run("pay")
+        assert paused.pause is not None
+        yield Paid(agent, payments, paused.pause, paused.session_id)
+
+
 async def _state(agent: SymfonicAgent, pause_id: str) -> PauseState:
     pause = await agent.store.get_pause(pause_id)
     assert pause is not None
@@ -117,24 +137,19 @@ async def test_an_expired_pause_refuses_with_pause_expired(store_url: str) -> No
         assert (await agent.run("pay", paused.session_id)).status == "paused"
 
 
-async def test_a_pause_abandoned_by_a_new_turn_refuses_with_pause_abandoned(
-    store_url: str,
-) -> None:
-    payments = Payments()
-    async with _agent(store_url, payments) as agent:
-        paused = await agent.run("pay")
-        assert paused.pause is not None
-        with pytest.raises(SessionPaused):
-            await agent.run("something else", paused.session_id)
-        newer = await agent.run("something else", paused.session_id, on_pending_pause="abandon")
-        assert newer.status == "paused" and newer.pause is not None
-        assert await _state(agent, paused.pause.pause_id) is PauseState.ABANDONED
-        with pytest.raises(PauseAbandoned) as raised:
-            await agent.resume(paused.pause.token, APPROVE)
-        assert raised.value.status == 410
-        assert payments.sent == []
-        done = await agent.resume(newer.pause.token, APPROVE)
-        assert done.status == "complete" and payments.sent == [5]
+async def test_a_pause_abandoned_by_a_new_turn_refuses_with_pause_abandoned(paid: Paid) -> None:
+    agent, payments, pause = paid.agent, paid.payments, paid.pause
+    with pytest.raises(SessionPaused):
+        await agent.run("something else", paid.session_id)
+    newer = await agent.run("something else", paid.session_id, on_pending_pause="abandon")
+    assert newer.status == "paused" and newer.pause is not None
+    assert await _state(agent, pause.pause_id) is PauseState.ABANDONED
+    with pytest.raises(PauseAbandoned) as raised:
+        await agent.resume(pause.token, APPROVE)
+    assert raised.value.status == 410
+    assert payments.sent == []
+    done = await agent.resume(newer.pause.token, APPROVE)
+    assert done.status == "complete" and payments.sent == [5]
 
 
 async def test_a_claim_whose_lease_lapsed_is_swept_to_abandoned(store_url: str) -> None:
@@ -198,17 +213,14 @@ async def test_a_token_that_does_not_verify_names_no_pause(sqlite_url: str, toke
         assert raised.value.status == 404
 
 
-async def test_a_forged_or_foreign_token_names_no_pause(store_url: str) -> None:
-    payments = Payments()
-    async with _agent(store_url, payments) as agent:
-        paused = await agent.run("pay")
-        assert paused.pause is not None
-        foreign = TokenSigner(b"another database's secret!!").mint(paused.pause.pause_id)
-        tampered = paused.pause.token[:-2] + ("AA" if paused.pause.token[-2:] != "AA" else "BB")
-        for token in (foreign, tampered):
-            with pytest.raises(PauseNotFound):
-                await agent.resume(token, APPROVE)
-        assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
+async def test_a_forged_or_foreign_token_names_no_pause(paid: Paid) -> None:
+    agent, pause = paid.agent, paid.pause
+    foreign = TokenSigner(b"another database's secret!!").mint(pause.pause_id)
+    tampered = pause.token[:-2] + ("AA" if pause.token[-2:] != "AA" else "BB")
+    for token in (foreign, tampered):
+        with pytest.raises(PauseNotFound):
+            await agent.resume(token, APPROVE)
+    assert await _state(agent, pause.pause_id) is PauseState.PENDING
 
 
 INVALID = [
@@ -221,73 +233,57 @@ INVALID = [
 ]
 
 
-async def test_an_invalid_answer_is_refused_without_spending_the_token(store_url: str) -> None:
-    payments = Payments()
-    async with _agent(store_url, payments) as agent:
-        paused = await agent.run("pay")
-        assert paused.pause is not None
-        for answer in INVALID:
-            with pytest.raises(InvalidAnswer) as raised:
-                await agent.resume(paused.pause.token, answer)
-            assert raised.value.status == 422 and raised.value.message
-            assert raised.value.fields["errors"]
-            assert await _state(agent, paused.pause.pause_id) is PauseState.PENDING
-        assert payments.sent == []
-        done = await agent.resume(paused.pause.token, APPROVE)
-        assert done.status == "complete" and payments.sent == [5]
+async def test_an_invalid_answer_is_refused_without_spending_the_token(paid: Paid) -> None:
+    agent, payments, pause = paid.agent, paid.payments, paid.pause
+    for answer in INVALID:
+        with pytest.raises(InvalidAnswer) as raised:
+            await agent.resume(pause.token, answer)
+        assert raised.value.status == 422 and raised.value.message
+        assert raised.value.fields["errors"]
+        assert await _state(agent, pause.pause_id) is PauseState.PENDING
+    assert payments.sent == []
+    done = await agent.resume(pause.token, APPROVE)
+    assert done.status == "complete" and payments.sent == [5]
 
 
-async def test_replay_of_the_identical_answer_returns_the_published_outcome(
-    store_url: str,
-) -> None:
-    payments = Payments()
-    async with _agent(store_url, payments) as agent:
-        paused = await agent.run("pay")
-        assert paused.pause is not None
-        done = await agent.resume(paused.pause.token, APPROVE)
-        again = await agent.resume(paused.pause.token, dict(APPROVE))
-        assert (again.status, again.answer, again.revision, again.session_id) == (
-            done.status, done.answer, done.revision, done.session_id,
-        )
-        assert not any(isinstance(e, ToolResultEvent) for e in again.events)
-        assert payments.sent == [5]
-        history = await agent.store.history(paused.session_id, 10)
-        assert [b["role"] for b in history] == ["human", "ai", "tool", "ai"]
-        session = await agent.store.get_session(paused.session_id)
-        assert session is not None and session.revision == 1
+async def test_replay_of_the_identical_answer_returns_the_published_outcome(paid: Paid) -> None:
+    agent, payments, pause = paid.agent, paid.payments, paid.pause
+    done = await agent.resume(pause.token, APPROVE)
+    again = await agent.resume(pause.token, dict(APPROVE))
+    assert (again.status, again.answer, again.revision, again.session_id) == (
+        done.status, done.answer, done.revision, done.session_id,
+    )
+    assert not any(isinstance(e, ToolResultEvent) for e in again.events)
+    assert payments.sent == [5]
+    history = await agent.store.history(paid.session_id, 10)
+    assert [b["role"] for b in history] == ["human", "ai", "tool", "ai"]
+    session = await agent.store.get_session(paid.session_id)
+    assert session is not None and session.revision == 1
 
 
-async def test_replay_with_a_different_answer_is_refused(store_url: str) -> None:
-    payments = Payments()
-    async with _agent(store_url, payments) as agent:
-        paused = await agent.run("pay")
-        assert paused.pause is not None
-        await agent.resume(paused.pause.token, APPROVE)
-        different: list[tuple[Any, Any]] = [
-            ({"decision": "reject"}, "resolved"),
-            (APPROVE, "cancelled"),
-        ]
-        for answer, status in different:
-            with pytest.raises(PauseAlreadyAnswered) as raised:
-                await agent.resume(paused.pause.token, answer, status=status)
-            assert (raised.value.status, raised.value.code) == (409, "already_answered")
-        assert payments.sent == [5]
+async def test_replay_with_a_different_answer_is_refused(paid: Paid) -> None:
+    agent, payments, pause = paid.agent, paid.payments, paid.pause
+    await agent.resume(pause.token, APPROVE)
+    different: list[tuple[Any, Any]] = [
+        ({"decision": "reject"}, "resolved"),
+        (APPROVE, "cancelled"),
+    ]
+    for answer, status in different:
+        with pytest.raises(PauseAlreadyAnswered) as raised:
+            await agent.resume(pause.token, answer, status=status)
+        assert (raised.value.status, raised.value.code) == (409, "already_answered")
+    assert payments.sent == [5]
 
 
-async def test_a_pause_being_answered_refuses_even_the_identical_answer(
-    store_url: str,
-) -> None:
-    payments = Payments()
-    async with _agent(store_url, payments) as agent:
-        paused = await agent.run("pay")
-        assert paused.pause is not None
-        stream = agent.resume_stream(paused.pause.token, APPROVE)
-        assert isinstance(await anext(stream), TurnStartedEvent)
-        with pytest.raises(PauseAlreadyClaimed):
-            await agent.resume(paused.pause.token, APPROVE)
-        events = [event async for event in stream]
-        assert isinstance(events[-1], ResponseCompleteEvent)
-        assert payments.sent == [5]
+async def test_a_pause_being_answered_refuses_even_the_identical_answer(paid: Paid) -> None:
+    agent, payments, pause = paid.agent, paid.payments, paid.pause
+    stream = agent.resume_stream(pause.token, APPROVE)
+    assert isinstance(await anext(stream), TurnStartedEvent)
+    with pytest.raises(PauseAlreadyClaimed):
+        await agent.resume(pause.token, APPROVE)
+    events = [event async for event in stream]
+    assert isinstance(events[-1], ResponseCompleteEvent)
+    assert payments.sent == [5]
 
 
 async def test_a_refused_budget_does_not_spend_the_token(store_url: str) -> None:
@@ -306,16 +302,14 @@ async def test_a_refused_budget_does_not_spend_the_token(store_url: str) -> None
         assert done.status == "complete" and payments.sent == [5]
 
 
-async def test_refusals_raise_before_the_first_event(store_url: str) -> None:
-    async with _agent(store_url, Payments()) as agent:
-        paused = await agent.run("pay")
-        assert paused.pause is not None
-        stream = agent.resume_stream(paused.pause.token, {"decision": "maybe"})
-        with pytest.raises(InvalidAnswer):
-            await anext(stream)
-        stream = agent.resume_stream("sfp_nothing", APPROVE)
-        with pytest.raises(PauseNotFound):
-            await anext(stream)
+async def test_refusals_raise_before_the_first_event(paid: Paid) -> None:
+    agent, pause = paid.agent, paid.pause
+    stream = agent.resume_stream(pause.token, {"decision": "maybe"})
+    with pytest.raises(InvalidAnswer):
+        await anext(stream)
+    stream = agent.resume_stream("sfp_nothing", APPROVE)
+    with pytest.raises(PauseNotFound):
+        await anext(stream)
 
 
 async def test_another_principal_is_told_the_session_does_not_exist(store_url: str) -> None:

@@ -26,7 +26,7 @@ from webhook_support import SECRET, Receiver, receiving
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 MESSAGE = "Pay alice 42 EUR for the design work"
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]  # where the agents module the workers load lives
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -87,6 +87,25 @@ def left(page: Any, pause: dict[str, Any]) -> Any:
     return page.locator(f'.left[data-pause-id="{pause["pause"]["pause_id"]}"]')
 
 
+def fill_shipping(
+    form: Any,
+    recipient: str,
+    quantity: str,
+    speed: str,
+    address: tuple[str, str, str],
+    *,
+    express: bool = False,
+) -> None:
+    """Type a shipping answer into the nested form; ``address`` is (street, city, postcode)."""
+    form.get_by_label("Recipient").fill(recipient)
+    form.get_by_label("Quantity").fill(quantity)
+    if express:
+        form.get_by_label(re.compile("Express")).check()
+    form.get_by_label("Speed").select_option(speed)
+    for label, value in zip(("Street", "City", "Postcode"), address, strict=True):
+        form.get_by_label(label).fill(value)
+
+
 def expect_text(locator: Any, pattern: str, timeout: float = 10_000) -> None:
     from playwright.sync_api import expect
 
@@ -179,12 +198,7 @@ def test_an_invalid_answer_is_refused_in_place_and_the_pause_stays_answerable(
     pause = ask(inbox.url, "ship the parcel")
     page = signed_in(browser, inbox.url)
     form = card(page, pause)
-    form.get_by_label("Recipient").fill("Hana")
-    form.get_by_label("Quantity").fill("0")
-    form.get_by_label("Speed").select_option("next-day")
-    form.get_by_label("Street").fill("Main St 1")
-    form.get_by_label("City").fill("Berlin")
-    form.get_by_label("Postcode").fill("1234")
+    fill_shipping(form, "Hana", "0", "next-day", ("Main St 1", "Berlin", "1234"))
     sent: list[str] = []
     page.on("request", lambda r: sent.append(r.url) if r.url.endswith("/v1/resume") else None)
     form.get_by_role("button", name="Submit").click()
@@ -287,13 +301,7 @@ def test_edit_reject_text_and_nested_form_answers(browser: Any, inbox: Inbox) ->
     expect_text(left(page, text), "I will use teal for the logo")
 
     form = card(page, nested)
-    form.get_by_label("Recipient").fill("Mia")
-    form.get_by_label("Quantity").fill("2")
-    form.get_by_label(re.compile("Express")).check()
-    form.get_by_label("Speed").select_option("standard")
-    form.get_by_label("Street").fill("Elm Rd 5")
-    form.get_by_label("City").fill("Lyon")
-    form.get_by_label("Postcode").fill("69001")
+    fill_shipping(form, "Mia", "2", "standard", ("Elm Rd 5", "Lyon", "69001"), express=True)
     form.get_by_role("button", name=re.compile("Add item to notes")).click()
     form.get_by_label("Item 1").fill("leave at the door")
     form.get_by_role("button", name="Submit").click()

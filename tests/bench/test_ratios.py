@@ -15,18 +15,12 @@ from bench.matrix import median_rounds
 from bench.report.figures import Results
 from bench.report.targets import check_targets
 
+from report_support import measured_row
+
 
 def measured(system: str, by_round: dict[int, float]) -> list[dict[str, Any]]:
     return [
-        {
-            "system": system,
-            "store": "sqlite",
-            "history": 0,
-            "concurrency": 16,
-            "status": "ok",
-            "cycles_per_second": rate,
-            "round": number,
-        }
+        measured_row(system, rate, concurrency=16, round=number)
         for number, rate in by_round.items()
     ]
 

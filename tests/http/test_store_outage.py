@@ -19,9 +19,9 @@ from ag_ui.core import RunErrorEvent, RunFinishedInterruptOutcome
 
 from agui_support import AguiClient, agui_app, finished, parse_stream, run_body
 from http_support import APPROVE, frames, paused_turn, payment_agent, serve
+from outage_support import Outage
 from symfonic import SymfonicAgent
 from symfonic.agent.service.host import ServiceHost
-from test_claim_outage import Outage
 
 pytestmark = pytest.mark.anyio
 

@@ -24,6 +24,8 @@ from bench.workloads.floor_sqlite import SqliteFloor
 from bench.workloads.scripted_model import ScriptedToolModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from report_support import measured_row
+
 pytestmark = pytest.mark.anyio
 
 HISTORY = 6
@@ -101,17 +103,7 @@ async def test_it_writes_exactly_what_the_floor_writes(tmp_path: Path) -> None:
 
 
 def _rows(rates: dict[str, float], *, history: int = 0) -> list[dict[str, Any]]:
-    return [
-        {
-            "system": system,
-            "store": "sqlite",
-            "history": history,
-            "concurrency": 1,
-            "status": "ok",
-            "cycles_per_second": rate,
-        }
-        for system, rate in rates.items()
-    ]
+    return [measured_row(system, rate, history=history) for system, rate in rates.items()]
 
 
 def _results(*configurations: list[dict[str, Any]]) -> Results:

@@ -9,6 +9,7 @@ from http_support import (
     JSON,
     KEYS,
     Gate,
+    abandoning_turn,
     auth,
     frames,
     new_session,
@@ -17,6 +18,7 @@ from http_support import (
     payment_agent,
     scripted,
     serve,
+    served_pause,
 )
 from symfonic import Limits, Quota, SymfonicAgent
 from symfonic.core.contracts.types import PauseState
@@ -84,23 +86,15 @@ async def test_paused_turn_json_carries_the_token(store_url: str) -> None:
 
 
 async def test_pending_pause_rejects_a_new_turn(store_url: str) -> None:
-    agent = payment_agent(store_url)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url) as (agent, client, session_id, paused):
         response = await client.post(f"/v1/sessions/{session_id}/turns", json={"message": "hi"})
         assert (response.status_code, response.json()["error"]["code"]) == (409, "session_paused")
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
 
 
 async def test_abandon_pending_pause_and_run_the_new_turn(store_url: str) -> None:
-    agent = payment_agent(store_url)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
-        response = await client.post(
-            f"/v1/sessions/{session_id}/turns",
-            json={"message": "pay", "on_pending_pause": "abandon"},
-            headers=JSON,
-        )
+    async with served_pause(store_url) as (agent, client, session_id, paused):
+        response = await abandoning_turn(client, session_id, "pay")
         assert response.json()["status"] == "paused"
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.ABANDONED
         assert (await pause_row(agent, response.json()["pause"]["pause_id"])).state is (
@@ -109,9 +103,7 @@ async def test_abandon_pending_pause_and_run_the_new_turn(store_url: str) -> Non
 
 
 async def test_base_revision_mismatch_is_409_and_changes_nothing(store_url: str) -> None:
-    agent = payment_agent(store_url)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url) as (agent, client, session_id, paused):
         response = await client.post(
             f"/v1/sessions/{session_id}/turns",
             json={"message": "hi", "base_revision": 3, "on_pending_pause": "abandon"},

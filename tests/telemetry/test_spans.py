@@ -68,15 +68,16 @@ async def test_a_pause_and_its_resume_on_another_agent_are_traced_and_linked(
     assert done.status == "complete"
     spans = otel.finished()
 
-    [turn] = otel.named(names.TURN)
-    assert attributes(turn) == {
+    # The turn that paused and the resume that answered name the same pause.
+    of_the_pause = {
         names.AGENT: "billing",
         names.PRINCIPAL: "alice",
         names.SESSION_ID: paused.session_id,
         names.PAUSE_ID: paused.pause.pause_id,
         names.INTERACTION_KIND: "approval",
-        names.OUTCOME: "paused",
     }
+    [turn] = otel.named(names.TURN)
+    assert attributes(turn) == {**of_the_pause, names.OUTCOME: "paused"}
     under_turn = {span.name for span in children(turn, spans)}
     assert {names.PAUSE, "chat", names.STORE_PREFIX + "begin_run"} <= under_turn
     [pause] = otel.named(names.PAUSE)
@@ -87,13 +88,7 @@ async def test_a_pause_and_its_resume_on_another_agent_are_traced_and_linked(
 
     [resume] = otel.named(names.RESUME)
     assert attributes(resume) == {
-        names.AGENT: "billing",
-        names.PRINCIPAL: "alice",
-        names.SESSION_ID: paused.session_id,
-        names.PAUSE_ID: paused.pause.pause_id,
-        names.INTERACTION_KIND: "approval",
-        names.CLAIM_RESULT: "won",
-        names.OUTCOME: "complete",
+        **of_the_pause, names.CLAIM_RESULT: "won", names.OUTCOME: "complete"
     }
     assert resume.context is not None and turn.context is not None
     assert resume.context.trace_id != turn.context.trace_id  # another request, another trace

@@ -35,7 +35,7 @@ CHROMIUM_ARGS = [
 ]
 REQUIRE_BROWSER = os.environ.get("SYMFONIC_REQUIRE_BROWSER") == "1"
 KEYS = "alice=alice-secret-key,bob=bob-secret-key"
-TESTS = Path(__file__).parent
+HERE = Path(__file__).parent
 AGENTS = ("inbox_agents:payments", "inbox_agents:quick")
 QUICK_TTL = 4
 PAYMENTS_TTL = 3600
@@ -103,7 +103,7 @@ def serving_inbox(
     ledger = workdir / "ledger.jsonl"
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
         "INBOX_TEST_LEDGER": str(ledger),
         "INBOX_TEST_QUICK_TTL": str(QUICK_TTL),
     }

@@ -36,24 +36,34 @@ def _alembic(connection: sa.Connection, step: Callable[[Config], None]) -> None:
     step(config)
 
 
-def _old_store_with_pauses(connection: sa.Connection) -> None:
-    """The schema before checkpoints moved, holding a waiting pause and a published one."""
-    _alembic(connection, lambda config: command.upgrade(config, "0001"))
+def _tables_at(connection: sa.Connection, revision: str) -> dict[str, sa.Table]:
+    """The schema as migration ``revision`` left it, its tables by name."""
+    _alembic(connection, lambda config: command.upgrade(config, revision))
     tables = sa.MetaData()
     tables.reflect(connection)
-    sessions, pauses = tables.tables["symfonic_sessions"], tables.tables["symfonic_pauses"]
-    checkpoints = tables.tables["symfonic_checkpoints"]
-    connection.execute(
-        sessions.insert().values(
-            session_id="s1",
-            principal="ann",
-            agent="assistant",
-            revision=3,
-            message_count=6,
-            metadata={},
-            created_at=T0,
-        )
-    )
+    return dict(tables.tables)
+
+
+def _session_row(
+    session_id: str, created_at: datetime, revision: int = 0, message_count: int = 0
+) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "principal": "ann",
+        "agent": "assistant",
+        "revision": revision,
+        "message_count": message_count,
+        "metadata": {},
+        "created_at": created_at,
+    }
+
+
+def _old_store_with_pauses(connection: sa.Connection) -> None:
+    """The schema before checkpoints moved, holding a waiting pause and a published one."""
+    tables = _tables_at(connection, "0001")
+    sessions, pauses = tables["symfonic_sessions"], tables["symfonic_pauses"]
+    checkpoints = tables["symfonic_checkpoints"]
+    connection.execute(sessions.insert().values(_session_row("s1", T0, 3, 6)))
     for pause_id, state in (("waiting", "pending"), ("done", "published")):
         connection.execute(
             pauses.insert().values(
@@ -144,23 +154,9 @@ async def test_a_downgrade_gives_waiting_checkpoints_their_table_back(store_url:
 
 def _sessions_before_activity_was_recorded(connection: sa.Connection) -> None:
     """The schema before sessions recorded their activity: an old session and a new one."""
-    _alembic(connection, lambda config: command.upgrade(config, "0002"))
-    tables = sa.MetaData()
-    tables.reflect(connection)
+    sessions = _tables_at(connection, "0002")["symfonic_sessions"]
     for session_id, created_at in (("old", T0), ("new", T0 + timedelta(days=45))):
-        connection.execute(
-            tables.tables["symfonic_sessions"]
-            .insert()
-            .values(
-                session_id=session_id,
-                principal="ann",
-                agent="assistant",
-                revision=0,
-                message_count=0,
-                metadata={},
-                created_at=created_at,
-            )
-        )
+        connection.execute(sessions.insert().values(_session_row(session_id, created_at)))
 
 
 async def test_sessions_from_before_the_upgrade_are_idle_since_their_creation(

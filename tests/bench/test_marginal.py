@@ -14,19 +14,14 @@ from bench.report.marginal import steps
 from hypothesis import given
 from hypothesis import strategies as st
 
+from report_support import measured_row
+
 rates = st.floats(min_value=0.5, max_value=5000, allow_nan=False)
 
 
 def results(symfonic: tuple[float, float], langgraph: tuple[float, float]) -> Results:
     rows = [
-        {
-            "system": system,
-            "store": "sqlite",
-            "history": history,
-            "concurrency": 1,
-            "status": "ok",
-            "cycles_per_second": rate,
-        }
+        measured_row(system, rate, history=history)
         for system, pair in (("symfonic", symfonic), ("langgraph", langgraph))
         for history, rate in zip((0, 100), pair, strict=True)
     ]

@@ -9,6 +9,8 @@ that call -- never from anything the pausing process kept.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -26,8 +28,8 @@ from symfonic.capabilities.human.turnstate import (
     TurnCheckpoint,
     TurnCheckpointStore,
 )
-from symfonic.core.contracts.store import Claim
-from symfonic.core.contracts.types import InteractionKind, PendingInteraction
+from symfonic.core.contracts.store import Claim, Store
+from symfonic.core.contracts.types import InteractionKind, PauseInfo, PendingInteraction
 from symfonic.core.messages import body_of
 from symfonic.kernel.loop import Counters
 from symfonic.storage import open_store
@@ -181,15 +183,34 @@ def _agent(url: str, seen: list[list[BaseMessage]]) -> SymfonicAgent:
     return SymfonicAgent(model=_asking_model(seen), tools=[lookup], store=url)
 
 
-async def test_a_fresh_agent_and_store_resume_what_another_paused(store_url: str) -> None:
-    seen: list[list[BaseMessage]] = []
-    async with _agent(store_url, seen) as first:
+async def _paused_by_another(url: str, seen: list[list[BaseMessage]]) -> PauseInfo:
+    """A pause made by an agent that is closed again: nothing it held survives."""
+    async with _agent(url, seen) as first:
         paused = await first.run("pick one")
     assert paused.pause is not None
-    # The first agent and its store are closed; nothing it held survives.
+    return paused.pause
+
+
+@asynccontextmanager
+async def _paused_on_the_port(
+    url: str, seen: list[list[BaseMessage]]
+) -> AsyncIterator[tuple[Store, SymfonicAgent, PauseInfo]]:
+    """An agent on a store this test holds, with one turn paused through it."""
+    async with open_store(url) as store:
+        agent = _agent(url, seen)
+        agent.use_store(store)
+        async with agent:
+            paused = await agent.run("pick one")
+            assert paused.pause is not None
+            yield store, agent, paused.pause
+
+
+async def test_a_fresh_agent_and_store_resume_what_another_paused(store_url: str) -> None:
+    seen: list[list[BaseMessage]] = []
+    pause = await _paused_by_another(store_url, seen)
     fresh = _agent(store_url, seen)
     try:
-        done = await fresh.resume(paused.pause.token, "the blue one")
+        done = await fresh.resume(pause.token, "the blue one")
     finally:
         await fresh.aclose()
     assert (done.status, done.answer) == ("complete", "you said the blue one")
@@ -204,13 +225,11 @@ async def test_a_fresh_agent_and_store_resume_what_another_paused(store_url: str
 
 async def test_resume_is_the_first_thing_a_fresh_worker_does(store_url: str) -> None:
     seen: list[list[BaseMessage]] = []
-    async with _agent(store_url, seen) as first:
-        paused = await first.run("pick one")
-    assert paused.pause is not None
+    pause = await _paused_by_another(store_url, seen)
     fresh = _agent(store_url, seen)  # never opened: resume opens its own pool
     try:
         assert fresh._store is None
-        done = await fresh.resume(paused.pause.token, "red")
+        done = await fresh.resume(pause.token, "red")
     finally:
         await fresh.aclose()
     assert done.answer == "you said red"
@@ -220,32 +239,27 @@ async def test_resume_reads_the_turn_from_the_checkpoint_port_on_this_call(
     store_url: str,
 ) -> None:
     seen: list[list[BaseMessage]] = []
-    async with open_store(store_url) as store:
-        agent = _agent(store_url, seen)
-        agent.use_store(store)
-        async with agent:
-            paused = await agent.run("pick one")
-            assert paused.pause is not None
-            loads: list[str] = []
-            real_claim = store.claim_pause
+    async with _paused_on_the_port(store_url, seen) as (store, agent, pause):
+        loads: list[str] = []
+        real_claim = store.claim_pause
 
-            async def spy(claim: Claim) -> Any:
-                loads.append(claim.pause_id)
-                claimed = await real_claim(claim)
-                assert claimed is not None and claimed.checkpoint is not None
-                # What the port returns is what the model is sent: alter the
-                # recorded user message and the resumed turn must carry it.
-                record = claimed.checkpoint
-                body = dict(record.body)
-                body["messages"] = [
-                    {"role": "human", "content": "recorded on the port"},
-                    *body["messages"][1:],
-                ]
-                return replace(claimed, checkpoint=replace(record, body=body))
+        async def spy(claim: Claim) -> Any:
+            loads.append(claim.pause_id)
+            claimed = await real_claim(claim)
+            assert claimed is not None and claimed.checkpoint is not None
+            # What the port returns is what the model is sent: alter the
+            # recorded user message and the resumed turn must carry it.
+            record = claimed.checkpoint
+            body = dict(record.body)
+            body["messages"] = [
+                {"role": "human", "content": "recorded on the port"},
+                *body["messages"][1:],
+            ]
+            return replace(claimed, checkpoint=replace(record, body=body))
 
-            store.claim_pause = spy  # type: ignore[method-assign]
-            done = await agent.resume(paused.pause.token, "green")
-    assert loads == [paused.pause.pause_id]
+        store.claim_pause = spy  # type: ignore[method-assign]
+        done = await agent.resume(pause.token, "green")
+    assert loads == [pause.pause_id]
     assert done.answer == "you said green"
     resumed_call = seen[-1]
     humans = [m.content for m in resumed_call if isinstance(m, HumanMessage)]
@@ -260,39 +274,28 @@ async def test_a_missing_checkpoint_fails_the_resume_and_abandons_the_pause(
     store_url: str,
 ) -> None:
     seen: list[list[BaseMessage]] = []
-    async with open_store(store_url) as store:
-        agent = _agent(store_url, seen)
-        agent.use_store(store)
-        async with agent:
-            paused = await agent.run("pick one")
-            assert paused.pause is not None
+    async with _paused_on_the_port(store_url, seen) as (store, agent, pause):
+        real_claim = store.claim_pause
 
-            real_claim = store.claim_pause
+        async def gone(claim: Claim) -> Any:
+            claimed = await real_claim(claim)
+            assert claimed is not None
+            return replace(claimed, checkpoint=None)
 
-            async def gone(claim: Claim) -> Any:
-                claimed = await real_claim(claim)
-                assert claimed is not None
-                return replace(claimed, checkpoint=None)
-
-            store.claim_pause = gone  # type: ignore[method-assign]
-            failed = await agent.resume(paused.pause.token, "green")
-            assert failed.status == "failed" and failed.error is not None
-            assert failed.error.code == "configuration"
-            assert "no recorded turn state" in failed.error.message
-            pause = await store.get_pause(paused.pause.pause_id)
-            assert pause is not None and pause.state.value == "abandoned"
-            session = await store.get_session(failed.session_id)
-            assert session is not None and session.revision == 0
+        store.claim_pause = gone  # type: ignore[method-assign]
+        failed = await agent.resume(pause.token, "green")
+        assert failed.status == "failed" and failed.error is not None
+        assert failed.error.code == "configuration"
+        assert "no recorded turn state" in failed.error.message
+        row = await store.get_pause(pause.pause_id)
+        assert row is not None and row.state.value == "abandoned"
+        session = await store.get_session(failed.session_id)
+        assert session is not None and session.revision == 0
 
 
 async def test_turn_checkpoint_store_reads_the_port_every_time(store_url: str) -> None:
     seen: list[list[BaseMessage]] = []
-    async with open_store(store_url) as store:
-        agent = _agent(store_url, seen)
-        agent.use_store(store)
-        async with agent:
-            paused = await agent.run("pick one")
-        assert paused.pause is not None
+    async with _paused_on_the_port(store_url, seen) as (store, _, pause):
         checkpoints = TurnCheckpointStore(store)
         calls_made: list[str] = []
         real_load = store.load_checkpoint
@@ -302,9 +305,9 @@ async def test_turn_checkpoint_store_reads_the_port_every_time(store_url: str) -
             return await real_load(pause_id)
 
         store.load_checkpoint = counting  # type: ignore[method-assign]
-        first = await checkpoints.load(paused.pause.pause_id)
-        second = await checkpoints.load(paused.pause.pause_id)
-        assert calls_made == [paused.pause.pause_id] * 2
+        first = await checkpoints.load(pause.pause_id)
+        second = await checkpoints.load(pause.pause_id)
+        assert calls_made == [pause.pause_id] * 2
         assert first == second
         assert first is not None and first.interaction.tool_call_id == "call_ask"
         assert first.base_revision == 0

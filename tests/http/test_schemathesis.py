@@ -79,7 +79,7 @@ def _native(schema: schemathesis.BaseSchema) -> schemathesis.BaseSchema:
 def _finite(schema: schemathesis.BaseSchema) -> schemathesis.BaseSchema:
     """Every native operation whose response ends: the live feed stays open until the
     client leaves, so it is called only without a key (a 401 ends at once); its frames
-    are checked against the document in tests/test_pause_feed_contract.py."""
+    are checked against the document in tests/http/test_pause_feed_contract.py."""
     return _native(schema).exclude(path="/v1/pauses/events", method="GET")
 
 

@@ -28,7 +28,7 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import PauseState
 from symfonic.storage import open_store
-from test_store_migration import _alembic, _migrated, _old_store_with_pauses
+from test_migrate import _alembic, _migrated, _old_store_with_pauses
 from test_store_pauses import (
     HOUR,
     T0,

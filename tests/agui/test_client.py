@@ -1,7 +1,7 @@
 """A real AG-UI client that nobody here wrote drives a pause → resume cycle.
 
-``@ag-ui/client`` (npm, pinned in ``tests/agui_client/package-lock.json``) runs
-``tests/agui_client/run_cycle.mjs`` against the demo agent served by a real
+``@ag-ui/client`` (npm, pinned in ``tests/agui/agui_client/package-lock.json``) runs
+``tests/agui/agui_client/run_cycle.mjs`` against the demo agent served by a real
 uvicorn process on a loopback port: its ``HttpAgent`` runs until the approval
 interrupt, a second client on the thread is refused while it is pending, the
 first resumes with ``buildResumeArray``, and replays that resume. Every event the

@@ -30,11 +30,13 @@ def _csrf(page: str) -> str:
     return found.group(1)
 
 
-async def _sign_in(client: httpx.AsyncClient, key: str = "key-alice") -> httpx.Response:
+async def _sign_in(
+    client: httpx.AsyncClient, key: str = "key-alice", **headers: str
+) -> httpx.Response:
     return await client.post(
         "/inbox",
         content=f"key={key}",
-        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        headers={"Content-Type": "application/x-www-form-urlencoded", **headers},
     )
 
 
@@ -61,30 +63,22 @@ async def test_signing_in_sets_a_strict_http_only_cookie_that_holds_no_key(
         assert "default-src 'self'" in page.headers["content-security-policy"]
 
 
-async def test_another_site_cannot_sign_a_browser_in(sqlite_url: str) -> None:
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Origin": "https://evil.example"}, 403),
+        ({"Sec-Fetch-Site": "cross-site", "Origin": "null"}, 403),
+        ({"Origin": "http://symfonic"}, 303),
+    ],
+    ids=["another_origin", "a_cross_site_fetch", "the_same_site"],
+)
+async def test_another_site_cannot_sign_a_browser_in(
+    sqlite_url: str, headers: dict[str, str], status: int
+) -> None:
     async with serve(payment_agent(sqlite_url), api_keys=KEYS) as client:
-        response = await client.post(
-            "/inbox",
-            content="key=key-alice",
-            headers={"Content-Type": "application/x-www-form-urlencoded",
-                     "Origin": "https://evil.example"},
-        )
-        assert response.status_code == 403
-        assert "set-cookie" not in response.headers
-        fetched = await client.post(
-            "/inbox",
-            content="key=key-alice",
-            headers={"Content-Type": "application/x-www-form-urlencoded",
-                     "Sec-Fetch-Site": "cross-site", "Origin": "null"},
-        )
-        assert fetched.status_code == 403
-        same_site = await client.post(
-            "/inbox",
-            content="key=key-alice",
-            headers={"Content-Type": "application/x-www-form-urlencoded",
-                     "Origin": "http://symfonic"},
-        )
-        assert same_site.status_code == 303
+        response = await _sign_in(client, **headers)
+        assert response.status_code == status
+        assert ("set-cookie" in response.headers) is (status == 303)
 
 
 async def test_the_cookie_is_secure_over_tls(sqlite_url: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from typing import Any
 
 import anyio
 import jsonschema
@@ -20,6 +21,8 @@ from http_support import (
     KEYS,
     Clock,
     Gate,
+    abandoning_turn,
+    approved,
     auth,
     frames,
     pause_row,
@@ -27,6 +30,7 @@ from http_support import (
     payment_agent,
     respellings,
     serve,
+    served_pause,
 )
 from symfonic import Limits, Quota
 from symfonic.core.contracts.store import PauseRecord
@@ -37,9 +41,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_approved_resume_streams_and_publishes(store_url: str) -> None:
-    agent = payment_agent(store_url)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url) as (agent, client, session_id, paused):
         response = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}
         )
@@ -62,9 +64,7 @@ async def test_approved_resume_streams_and_publishes(store_url: str) -> None:
 async def test_a_resume_over_http_reads_its_pause_once(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = payment_agent(store_url)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(store_url) as (agent, client, _, paused):
         reads: list[str] = []
         read_pause = agent.store.get_pause
 
@@ -83,9 +83,7 @@ async def test_a_resume_over_http_reads_its_pause_once(
 
 
 async def test_resume_json_variant_and_identical_replay(store_url: str) -> None:
-    agent = payment_agent(store_url)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url) as (agent, client, session_id, paused):
         body = {"token": paused["pause_token"], "answer": APPROVE}
         first = await client.post("/v1/resume", json=body, headers=JSON)
         assert first.status_code == 200
@@ -103,9 +101,8 @@ async def test_resume_json_variant_and_identical_replay(store_url: str) -> None:
 
 
 async def test_second_pause_supersedes_the_first(store_url: str) -> None:
-    agent = payment_agent(store_url, after=[call("pay", {"amount": 7}), reply("Paid twice.")])
-    async with serve(agent) as client:
-        session_id, first = await paused_turn(client)
+    twice = [call("pay", {"amount": 7}), reply("Paid twice.")]
+    async with served_pause(store_url, after=twice) as (agent, client, session_id, first):
         response = await client.post(
             "/v1/resume", json={"token": first["pause_token"], "answer": APPROVE}
         )
@@ -131,33 +128,24 @@ async def test_second_pause_supersedes_the_first(store_url: str) -> None:
         )
         assert [f.event for f in frames(replay.text)] == ["turn.started", "turn.paused"]
         assert frames(replay.text)[-1].data["pause_token"] == second["pause_token"]
-        done = await client.post(
-            "/v1/resume", json={"token": second["pause_token"], "answer": APPROVE}, headers=JSON
-        )
-        assert (done.json()["status"], done.json()["revision"]) == ("complete", 1)
+        done = await approved(client, second["pause_token"])
+        assert (done["status"], done["revision"]) == ("complete", 1)
         assert (await pause_row(agent, second["pause_id"])).state is PauseState.PUBLISHED
 
 
 async def test_invalid_answer_is_422_and_the_token_is_not_spent(store_url: str) -> None:
-    agent = payment_agent(store_url)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(store_url) as (agent, client, _, paused):
         bad = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": {"decision": "maybe"}}
         )
         assert bad.status_code == 422
         assert bad.json()["error"]["code"] == "invalid_answer"
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
-        good = await client.post(
-            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
-        )
-        assert good.json()["status"] == "complete"
+        assert (await approved(client, paused["pause_token"]))["status"] == "complete"
 
 
 async def test_a_refused_answer_says_what_was_wrong_in_words(sqlite_url: str) -> None:
-    agent = payment_agent(sqlite_url)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(sqlite_url) as (_, client, _, paused):
         said = []
         for answer in [{"decision": "maybe"}, {"decision": "edit", "args": {"amount": "five"}}]:
             bad = await client.post(
@@ -199,9 +187,7 @@ async def test_answer_is_required_unless_cancelled_as_the_openapi_says(sqlite_ur
 
 
 async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
-    agent = payment_agent(sqlite_url)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(sqlite_url) as (agent, client, _, paused):
         forged = paused["pause_token"][:-4] + ("AAAA" if not paused["pause_token"].endswith(
             "AAAA") else "BBBB")
         unknown = agent.token_for(replace(await pause_row(agent, paused["pause_id"]),
@@ -215,18 +201,13 @@ async def test_unknown_or_forged_token_is_404(sqlite_url: str) -> None:
 
 
 async def test_a_respelled_token_is_404_and_spends_nothing(sqlite_url: str) -> None:
-    agent = payment_agent(sqlite_url)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(sqlite_url) as (agent, client, _, paused):
         for token in respellings(paused["pause_token"]):
             response = await client.post("/v1/resume", json={"token": token, "answer": APPROVE})
             assert response.status_code == 404, repr(token)
             assert response.json()["error"]["code"] == "pause_not_found"
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
-        done = await client.post(
-            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
-        )
-        assert done.json()["status"] == "complete"
+        assert (await approved(client, paused["pause_token"]))["status"] == "complete"
 
 
 async def test_audience_scope_answers_and_is_recorded(store_url: str) -> None:
@@ -254,9 +235,7 @@ async def test_audience_scope_answers_and_is_recorded(store_url: str) -> None:
 
 async def test_expired_pause_is_410(sqlite_url: str) -> None:
     clock = Clock()
-    agent = payment_agent(sqlite_url, pause_ttl=60, clock=clock)
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
+    async with served_pause(sqlite_url, pause_ttl=60, clock=clock) as (agent, client, _, paused):
         clock.advance(61)
         response = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}
@@ -287,9 +266,7 @@ async def test_quota_refusal_is_429_and_leaves_the_token_unspent(store_url: str)
 
 async def test_a_claimed_pause_refuses_a_second_resume_and_new_turns(store_url: str) -> None:
     gate = Gate()
-    agent = payment_agent(store_url, tool=gate.pay)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url, tool=gate.pay) as (agent, client, session_id, paused):
         body = {"token": paused["pause_token"], "answer": APPROVE}
         results: list[int] = []
 
@@ -316,14 +293,8 @@ async def test_a_claimed_pause_refuses_a_second_resume_and_new_turns(store_url: 
 
 
 async def test_abandoned_pause_is_410(sqlite_url: str) -> None:
-    agent = payment_agent(sqlite_url)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
-        turn = await client.post(
-            f"/v1/sessions/{session_id}/turns",
-            json={"message": "never mind", "on_pending_pause": "abandon"},
-            headers=JSON,
-        )
+    async with served_pause(sqlite_url) as (agent, client, session_id, paused):
+        turn = await abandoning_turn(client, session_id, "never mind")
         assert turn.status_code == 200
         response = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}
@@ -349,9 +320,8 @@ ENDINGS = {
 
 @pytest.mark.parametrize("code", sorted(ENDINGS))
 async def test_resumed_turn_error_endings_abandon_the_pause(store_url: str, code: str) -> None:
-    agent = payment_agent(store_url, **ENDINGS[code])  # type: ignore[arg-type]
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    options = ENDINGS[code]
+    async with served_pause(store_url, **options) as (agent, client, session_id, paused):
         response = await client.post(
             "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}
         )
@@ -368,13 +338,9 @@ async def test_resumed_turn_error_endings_abandon_the_pause(store_url: str, code
 
 async def test_event_guard_over_plan_is_budget_exhausted(sqlite_url: str) -> None:
     notes = calls(*[("note", {"text": str(i)}, None) for i in range(3)])
-    agent = payment_agent(sqlite_url, after=[notes, reply("ok")], limits=Limits(max_tool_calls=2))
-    async with serve(agent) as client:
-        _, paused = await paused_turn(client)
-        response = await client.post(
-            "/v1/resume", json={"token": paused["pause_token"], "answer": APPROVE}, headers=JSON
-        )
-        outcome = response.json()
+    options: dict[str, Any] = dict(after=[notes, reply("ok")], limits=Limits(max_tool_calls=2))
+    async with served_pause(sqlite_url, **options) as (agent, client, _, paused):
+        outcome = await approved(client, paused["pause_token"])
         assert outcome["status"] == "failed"
         assert outcome["error"]["code"] == "budget_exhausted"
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.ABANDONED
@@ -382,9 +348,7 @@ async def test_event_guard_over_plan_is_budget_exhausted(sqlite_url: str) -> Non
 
 async def test_late_revision_conflict_abandons_the_pause(store_url: str) -> None:
     gate = Gate()
-    agent = payment_agent(store_url, tool=gate.pay)
-    async with serve(agent) as client:
-        session_id, paused = await paused_turn(client)
+    async with served_pause(store_url, tool=gate.pay) as (agent, client, session_id, paused):
         got: list[str] = []
 
         async def resume() -> None:
