@@ -10,7 +10,9 @@ reach to set ``wal_autocheckpoint=0``) checkpoint every 1000 pages. So the probe
 holds a read transaction open across the timed section, on a snapshot taken just
 after a marker write: a WAL in use by a reader is never restarted, so ``mxFrame``
 only grows. Side effect, the same for every system: checkpoints cannot copy pages
-past the probe's snapshot, so the timed section does not pay checkpoint I/O.
+past the probe's snapshot, so the timed section does not pay checkpoint I/O. (A
+checkpoint that waits for readers would wait for the probe: the symfonic
+workload tells its store's checkpoint not to wait.)
 
 Rows. SQLite keeps no per-table statistics, and ``total_changes`` belongs to a
 connection the probe cannot reach inside symfonic. During the counting pass the
