@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.history import TOOL_NAME, USER_MESSAGE
+from bench.probes.pg_admin import create_database, database_url, drop_database
 from bench.workloads.scripted_model import ScriptedToolModel
 from bench.workloads.symfonic_workload import PRINCIPAL, send_payment
 
@@ -266,21 +267,9 @@ async def _measure(
 
 def _postgres_database(url: str) -> tuple[str, Callable[[], None]]:
     """A throwaway database beside ``url``'s, and how to drop it."""
-    import asyncpg
-
     name = f"store_cycle_{uuid.uuid4().hex[:8]}"
-
-    async def admin(sql: str) -> None:
-        connection = await asyncpg.connect(url)
-        try:
-            await connection.execute(sql)
-        finally:
-            await connection.close()
-
-    asyncio.run(admin(f"CREATE DATABASE {name}"))
-    return url.rsplit("/", 1)[0] + "/" + name, lambda: asyncio.run(
-        admin(f"DROP DATABASE {name} WITH (FORCE)")
-    )
+    create_database(url, name)
+    return database_url(url, name), lambda: drop_database(url, name)
 
 
 def main() -> None:

@@ -40,6 +40,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.probes.pg_admin import create_database, database_url, drop_database
+
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 MESSAGE = "Pay alice 42 EUR for the design work"
 HANG_SECONDS = 30.0
@@ -258,37 +260,17 @@ def _stores(kind: str) -> Iterator[Iterator[str]]:
             if kind == "sqlite":
                 yield f"sqlite:///{Path(directory) / uuid.uuid4().hex}.db"
                 continue
-            import asyncpg
-
             name = f"webhook_bench_{uuid.uuid4().hex[:8]}"
-
-            async def create(sql: str) -> None:
-                connection = await asyncpg.connect(kind)
-                try:
-                    await connection.execute(sql)
-                finally:
-                    await connection.close()
-
-            asyncio.run(create(f"CREATE DATABASE {name}"))
+            create_database(kind, name)
             made.append(name)
-            yield kind.rsplit("/", 1)[0] + "/" + name
+            yield database_url(kind, name)
 
     with tempfile.TemporaryDirectory() as directory:
         try:
             yield fresh(directory)
         finally:
             for name in made:
-
-                async def drop(sql: str = f"DROP DATABASE {name} WITH (FORCE)") -> None:
-                    import asyncpg
-
-                    connection = await asyncpg.connect(kind)
-                    try:
-                        await connection.execute(sql)
-                    finally:
-                        await connection.close()
-
-                asyncio.run(drop())
+                drop_database(kind, name)
 
 
 def main() -> None:
