@@ -100,17 +100,26 @@ class _Beats:
     Beats never overlap. A beat that fails ends them and its error is kept:
     the tool it kept company is not interrupted, and the caller raises the
     error once the tool is done, so the turn fails as it would have with the
-    beat awaited beside the tool.
+    beat awaited beside the tool. ``stop`` ends them without cancelling
+    anything: a beat under way finishes its write rather than being cut off
+    inside it, and most tools return long before the first beat, when waking
+    one waiting task costs far less than delivering a cancellation to it.
     """
 
     def __init__(self, heartbeat: Heartbeat, interval: float) -> None:
         self._heartbeat = heartbeat
         self._interval = interval
+        self._stopped = anyio.Event()
         self.failure: Exception | None = None
+
+    def stop(self) -> None:
+        self._stopped.set()
 
     async def run(self) -> None:
         while True:
-            await anyio.sleep(self._interval)
+            with anyio.move_on_after(self._interval):
+                await self._stopped.wait()
+                return
             try:
                 await self._heartbeat()
             except Exception as error:
@@ -191,7 +200,8 @@ class Kernel:
                 result = await work
             except Exception as error:
                 failed = error
-            group.cancel_scope.cancel()
+            finally:
+                beats.stop()
         if failed is not None:
             raise failed
         if beats.failure is not None:
