@@ -89,7 +89,7 @@ pause_events = sa.Table(
         sa.Identity(always=False),
         primary_key=True,
     ),
-    sa.Column("pause_id", sa.String(64), nullable=False, index=True),
+    sa.Column("pause_id", sa.String(64), nullable=False),
     sa.Column("session_id", sa.String(64), nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("at", Timestamp, nullable=False, index=True),
