@@ -292,19 +292,7 @@ class SymfonicAgent:
     ) -> AsyncGenerator[Event, None]:
         """Run a turn, yielding its events; request errors raise before the first."""
         await self.open()
-        who = Principal.of(principal)
-        turn = self._traced(
-            first_turn(
-                self,
-                who,
-                message,
-                session_id,
-                base_revision=base_revision,
-                on_pending_pause=on_pending_pause,
-            ),
-            who,
-            session_id,
-        )
+        turn = self._first_turn(message, session_id, principal, base_revision, on_pending_pause)
         # aclosing: a consumer that stops early closes the turn now, not at GC.
         async with aclosing(turn) as events:
             async for event in events:
@@ -319,15 +307,30 @@ class SymfonicAgent:
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
     ) -> TurnResult:
+        """Run a turn to its end: what :meth:`stream` yields, collected."""
+        await self.open()
         return await collect(
-            self.stream(
-                message,
-                session_id,
-                principal,
-                base_revision=base_revision,
-                on_pending_pause=on_pending_pause,
-            )
+            self._first_turn(message, session_id, principal, base_revision, on_pending_pause)
         )
+
+    def _first_turn(
+        self,
+        message: str,
+        session_id: str | None,
+        principal: Principal | str,
+        base_revision: int | None,
+        on_pending_pause: OnPendingPause,
+    ) -> AsyncGenerator[Event, None]:
+        who = Principal.of(principal)
+        turn = first_turn(
+            self,
+            who,
+            message,
+            session_id,
+            base_revision=base_revision,
+            on_pending_pause=on_pending_pause,
+        )
+        return self._traced(turn, who, session_id)
 
     async def resume_stream(
         self,
