@@ -284,3 +284,176 @@ async def test_two_delegations_in_one_round_stop_at_the_first_and_skip_the_rest(
         pauses = await parent.store.session_pauses(paused.session_id)
         assert len({p.pause_id for p in pauses}) == len(pauses) == 1
         desk.check_strict(await _history(parent, paused.session_id))
+
+
+async def test_replay_returns_the_outcome_a_different_answer_409_and_the_childs_token_404(
+    store_url: str,
+) -> None:
+    desk = Desk()
+    parent = front(desk, store_url, billing(desk, store_url))
+    async with parent:
+        paused = await parent.run("charge", principal="alice")
+        assert paused.pause is not None
+        row = await parent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.delegated_pause_id is not None
+        # The delegate's own pause is never answerable by a token of its own.
+        child_token = parent.guarded.signer.mint(row.delegated_pause_id)
+        with pytest.raises(PauseNotFound):
+            await parent.resume(child_token, APPROVE, principal="alice")
+        done = await parent.resume(paused.pause.token, APPROVE, principal="alice")
+        again = await parent.resume(paused.pause.token, APPROVE, principal="alice")
+        assert (again.status, again.answer, again.revision) == (
+            done.status, done.answer, done.revision,
+        )
+        with pytest.raises(PauseAlreadyAnswered):
+            await parent.resume(paused.pause.token, {"decision": "reject"}, principal="alice")
+        assert desk.charged == [5]
+
+
+async def test_a_new_turn_that_abandons_the_pause_abandons_the_childs_too(store_url: str) -> None:
+    desk = Desk()
+    parent = front(desk, store_url, billing(desk, store_url))
+    async with parent:
+        paused = await parent.run("charge", principal="alice")
+        assert paused.pause is not None
+        row = await parent.store.get_pause(paused.pause.pause_id)
+        assert row is not None
+        after = await parent.run(
+            "never mind", paused.session_id, principal="alice", on_pending_pause="abandon"
+        )
+        assert after.status == "paused"  # the script delegates again
+        for pause_id in (row.pause_id, row.delegated_pause_id):
+            gone = await parent.store.get_pause(pause_id or "")
+            assert gone is not None and gone.state is PauseState.ABANDONED
+
+
+async def test_a_failure_after_the_child_published_abandons_only_the_parent(
+    store_url: str,
+) -> None:
+    desk = Desk()
+    failing: list[bool] = []
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        desk.sent.setdefault("front", []).append(list(messages))
+        if any(isinstance(m, ToolMessage) for m in current_turn(messages)):
+            failing.append(True)
+            raise RuntimeError("the parent's model is down")
+        return calls(("billing", {"task": "charge 5"}, "d1"))
+
+    parent = SymfonicAgent(
+        name="front",
+        model=ScriptedChatModel(respond=respond),
+        delegates=[billing(desk, store_url)],
+        store=store_url,
+    )
+    async with parent:
+        paused = await parent.run("charge", principal="alice")
+        assert paused.pause is not None
+        failed = await parent.resume(paused.pause.token, APPROVE, principal="alice")
+        assert failed.status == "failed" and failed.error is not None
+        assert failed.error.code == "model_error" and failing
+        row = await parent.store.get_pause(paused.pause.pause_id)
+        assert row is not None and row.state is PauseState.ABANDONED
+        child = await parent.store.get_pause(row.delegated_pause_id or "")
+        assert child is not None and child.state is PauseState.PUBLISHED
+        assert desk.charged == [5]
+        assert (await parent.store.get_session(paused.session_id)).revision == 0  # type: ignore[union-attr]
+        # The parent session stays usable.
+        assert (await parent.store.open_pause(paused.session_id)) is None
+
+
+async def test_a_child_that_cannot_finish_is_an_error_the_parent_reads(store_url: str) -> None:
+    desk = Desk()
+    child = billing(
+        desk,
+        store_url,
+        calls(("charge", {"amount": 5}, "c1")),
+        calls(("ask_human", {"question": "again?"}, "q1")),
+        limits=Limits(max_tool_rounds=1),
+    )
+    parent = front(desk, store_url, child)
+    async with parent:
+        paused = await parent.run("charge", principal="alice")
+        assert paused.pause is not None
+        done = await parent.resume(paused.pause.token, APPROVE, principal="alice")
+        assert done.status == "complete", done.error
+        status, content = _results(done)["d1"]
+        assert status == "error" and "billing could not finish" in content
+        assert "tool limit" in content
+        row = await parent.store.get_pause(paused.pause.pause_id)
+        child_row = await parent.store.get_pause(row.delegated_pause_id or "")  # type: ignore[union-attr]
+        assert child_row is not None and child_row.state is PauseState.ABANDONED
+        desk.check_strict(await _history(parent, paused.session_id))
+
+
+async def test_the_childs_rounds_count_toward_the_parents(store_url: str) -> None:
+    desk = Desk()
+    child = SymfonicAgent(
+        name="billing",
+        model=desk.model(
+            "billing",
+            calls(("note", {"text": "1"}, "c1")),
+            calls(("note", {"text": "2"}, "c2")),
+            final="billing: ",
+        ),
+        tools=[desk.note],
+        store=store_url,
+    )
+    parent = front(
+        desk,
+        store_url,
+        child,
+        calls(("billing", {"task": "two notes"}, "d1")),
+        calls(("billing", {"task": "two more"}, "d2")),
+        limits=Limits(max_tool_rounds=4),
+    )
+    async with parent:
+        # The parent's first round and the child's two are three of four: the
+        # parent's second round is the fourth, and leaves its child none.
+        result = await parent.run("notes", principal="alice")
+        assert result.status == "complete", result.error
+        assert _results(result)["d1"] == ("ok", "billing: noted 2")
+        status, content = _results(result)["d2"]
+        assert status == "error" and "no tool rounds are left" in content
+        assert desk.notes == ["1", "2"]
+
+
+async def test_the_childs_pause_writes_no_change_to_the_feed(store_url: str) -> None:
+    desk = Desk()
+    parent = front(desk, store_url, billing(desk, store_url))
+    async with parent:
+        start = await parent.store.pause_change_position()
+        paused = await parent.run("charge", principal="alice")
+        assert paused.pause is not None
+        await parent.resume(paused.pause.token, APPROVE, principal="alice")
+        changes = await parent.store.pause_changes_since(start, limit=100)
+        assert changes is not None
+        # Only the parent's pause is seen: created, claimed, published.
+        assert {c.pause.pause_id for c in changes} == {paused.pause.pause_id}
+        assert [c.state for c in changes] == [
+            PauseState.PENDING, PauseState.CLAIMED, PauseState.PUBLISHED,
+        ]
+
+
+def test_cycles_depth_and_duplicate_names_are_refused_when_agents_are_built() -> None:
+    model = ScriptedChatModel.from_script(["ok"])
+    leaf = SymfonicAgent(name="a", model=model)
+    middle = SymfonicAgent(name="b", model=model, delegates=[leaf])
+    with pytest.raises(ConfigurationError, match="cycle.*'a' would reach itself: a → b → a"):
+        SymfonicAgent(name="a", model=model, delegates=[middle])
+    deep = SymfonicAgent(name="c", model=model, delegates=[middle])
+    with pytest.raises(ConfigurationError, match="3 levels deep.*max_delegation_depth of 2"):
+        SymfonicAgent(name="d", model=model, delegates=[deep], max_delegation_depth=2)
+    assert SymfonicAgent(name="d", model=model, delegates=[deep]).delegates[0].name == "c"
+    with pytest.raises(ConfigurationError, match="two delegate tools are named 'a'"):
+        SymfonicAgent(name="e", model=model, delegates=[leaf, leaf])
+
+    def a(task: str) -> str:
+        """A tool that has the delegate's name."""
+        return task
+
+    with pytest.raises(ConfigurationError, match="the name of one of the agent's own tools"):
+        SymfonicAgent(name="e", model=model, tools=[a], delegates=[leaf])
+    assert SymfonicAgent(
+        name="e", model=model, delegates=[leaf, leaf.as_tool(name="a2", description="again")]
+    ).toolbox.delegates.keys() == {"a", "a2"}
