@@ -95,6 +95,8 @@ ABANDON_PENDING = Statement(
     " ON p.pause_id = c.pause_id WHERE p.delegated_pause_id IS NOT NULL)"
     " UPDATE symfonic_pauses SET state = 'abandoned' WHERE state = 'pending'"
     " AND (session_id = :session_id OR pause_id IN (SELECT pause_id FROM chain))"
+    # Counted from the rows it returns: SQLite reports no row count for a WITH statement.
+    " RETURNING pause_id"
 )
 
 _CLAIM = (
@@ -312,7 +314,7 @@ async def abandon_claim(
 
 
 async def abandon_pending(store: SqlTransactions, session_id: str) -> int:
-    return await store.write_count(ABANDON_PENDING, {"session_id": session_id})
+    return len(await store.write_rows(ABANDON_PENDING, {"session_id": session_id}))
 
 
 async def sweep(store: SqlTransactions, now: datetime) -> SweepReport:
