@@ -21,7 +21,6 @@ from symfonic import (
     ConfigurationError,
     PauseAlreadyAnswered,
     PauseNotFound,
-    Principal,
     SymfonicAgent,
 )
 from symfonic.agent.cutover.rehydration import NOT_DISPATCHED
@@ -439,10 +438,10 @@ def test_cycles_depth_and_duplicate_names_are_refused_when_agents_are_built() ->
     model = ScriptedChatModel.from_script(["ok"])
     leaf = SymfonicAgent(name="a", model=model)
     middle = SymfonicAgent(name="b", model=model, delegates=[leaf])
-    with pytest.raises(ConfigurationError, match="cycle.*'a' would reach itself: a → b → a"):
+    with pytest.raises(ConfigurationError, match=r"cycle.*'a' would reach itself: a → b → a"):
         SymfonicAgent(name="a", model=model, delegates=[middle])
     deep = SymfonicAgent(name="c", model=model, delegates=[middle])
-    with pytest.raises(ConfigurationError, match="3 levels deep.*max_delegation_depth of 2"):
+    with pytest.raises(ConfigurationError, match=r"3 levels deep.*max_delegation_depth of 2"):
         SymfonicAgent(name="d", model=model, delegates=[deep], max_delegation_depth=2)
     assert SymfonicAgent(name="d", model=model, delegates=[deep]).delegates[0].name == "c"
     with pytest.raises(ConfigurationError, match="two delegate tools are named 'a'"):
