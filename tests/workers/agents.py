@@ -6,7 +6,8 @@ the same on every worker): "ask ..." asks the person a question, "work ..." call
 the tool said. ``slow_work`` announces that it started (a ``{"started": note}``
 line on stdout, the worker's reply channel, when ``SYMFONIC_TEST_ANNOUNCE_WORK``
 is set) and then takes ``SYMFONIC_TEST_WORK_SECONDS``, so a test can kill its
-worker while it holds a claim.
+worker while it holds a claim. With ``SYMFONIC_TEST_DELEGATING`` set, a worker
+runs a parent agent that hands every message to that agent as its delegate.
 """
 
 from __future__ import annotations
