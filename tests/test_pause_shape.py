@@ -34,6 +34,7 @@ QUESTION = {
     "query": "Pay 5 EUR?",
     "response_schema": {"type": "object"},
     "expires_at": datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC),
+    "sub_agent": None,
 }
 TOKEN = "secret-token-value"
 
@@ -58,7 +59,7 @@ def test_the_paused_frame_sends_the_question_and_its_token() -> None:
     event = TurnPausedEvent(**QUESTION, pause_token=TOKEN)
     assert set(event.model_dump(mode="json")) == {
         "pause_id", "pause_token", "interrupt_id", "tool_call_id", "kind", "query",
-        "response_schema", "expires_at",
+        "response_schema", "expires_at", "sub_agent",
     }
     assert event.model_dump(mode="json")["expires_at"] == "2030-01-02T03:04:05Z"
 
@@ -75,6 +76,7 @@ def test_a_paused_turn_outcome_sends_the_question_and_its_token() -> None:
         "tool_call_id": "call_1",
         "interrupt_id": "int_p_1",
         "expires_at": "2030-01-02T03:04:05Z",
+        "sub_agent": None,
     }
 
 
@@ -83,10 +85,14 @@ def test_a_listed_pause_shows_the_question_and_the_row_but_never_the_answer() ->
     assert {
         "pause_id", "session_id", "agent", "kind", "query", "response_schema", "tool_call_id",
         "interrupt_id", "audience", "state", "expires_at", "answered_by", "answered_at", "token",
+        "sub_agent",
     } <= set(view)
     assert view["token"] == TOKEN and view["state"] == "pending" and view["agent"] == "assistant"
     # What the row holds for the runtime alone stays off the wire.
-    assert not {"answer", "principal", "claim_id", "outcome", "base_revision"} & set(view)
+    assert not {
+        "answer", "principal", "claim_id", "outcome", "base_revision", "parent_session_id",
+        "delegated_pause_id",
+    } & set(view)
     assert PauseView.of(record(), None).token is None
 
 

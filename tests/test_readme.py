@@ -164,3 +164,16 @@ def test_every_refusal_the_service_makes_is_in_the_readme_table_with_its_status(
     made.update({code: status for status, code in errors._CODES.items()})
     listed = _refusal_table()
     assert {code: listed.get(code) for code in made} == made
+
+
+def test_the_delegation_example_pauses_once_then_completes_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [code] = re.findall(r"```python\n(.*?)```", _section("Agents that delegate"), re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SYMFONIC_STORE", raising=False)
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme_delegation"})
+    assert capsys.readouterr().out.splitlines() == [
+        'paused: Approve charge({"amount": 5, "customer": "ann"})? (asked by billing)',
+        "complete: Done: billing says Ann was charged 5.",
+    ]

@@ -38,7 +38,7 @@ async def test_create_session_is_201_and_idle(sqlite_url: str) -> None:
         view = (await client.get(f"/v1/sessions/{body['session_id']}")).json()
         assert view == {"session_id": body["session_id"], "agent": "assistant", "revision": 0,
                         "status": "idle", "metadata": {"ticket": 7}, "pending_pause": None,
-                        "messages": []}
+                        "parent_session_id": None, "messages": []}
         assert (await client.post("/v1/sessions")).status_code == 201
 
 

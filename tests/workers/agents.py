@@ -6,7 +6,8 @@ the same on every worker): "ask ..." asks the person a question, "work ..." call
 the tool said. ``slow_work`` announces that it started (a ``{"started": note}``
 line on stdout, the worker's reply channel, when ``SYMFONIC_TEST_ANNOUNCE_WORK``
 is set) and then takes ``SYMFONIC_TEST_WORK_SECONDS``, so a test can kill its
-worker while it holds a claim.
+worker while it holds a claim. With ``SYMFONIC_TEST_DELEGATING`` set, a worker
+runs a parent agent that hands every message to that agent as its delegate.
 """
 
 from __future__ import annotations
@@ -43,7 +44,33 @@ async def slow_work(note: str) -> str:
     return f"worked on {note}"
 
 
+def delegating(messages: list[BaseMessage]) -> AIMessage | str:
+    """The parent: hands every message to its helper, then says what the helper said."""
+    start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    answered = [m for m in messages[start:] if isinstance(m, ToolMessage)]
+    if answered:
+        return reply(f"parent: {text_of(answered[-1])}")
+    return call("helper", {"task": text_of(messages[start])})
+
+
 def worker_agent(store: str, *, claim_lease: float = 120.0) -> SymfonicAgent:
+    """The agent above; with ``SYMFONIC_TEST_DELEGATING`` set, a parent that delegates to it."""
+    if os.environ.get("SYMFONIC_TEST_DELEGATING"):
+        return delegating_agent(store, claim_lease=claim_lease)
+    return helper_agent(store, claim_lease=claim_lease)
+
+
+def delegating_agent(store: str, *, claim_lease: float = 120.0) -> SymfonicAgent:
+    return SymfonicAgent(
+        name="parent",
+        model=ScriptedChatModel(respond=delegating),
+        delegates=[helper_agent(store, claim_lease=claim_lease).as_tool(name="helper")],
+        store=store,
+        claim_lease=claim_lease,
+    )
+
+
+def helper_agent(store: str, *, claim_lease: float = 120.0) -> SymfonicAgent:
     return SymfonicAgent(
         model=ScriptedChatModel(respond=respond),
         tools=[slow_work],

@@ -46,6 +46,12 @@ from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools, stre
 from symfonic.kernel.tools import ToolLike
 from symfonic.storage import open_store, store_url
 from symfonic.turns.budget import Quota
+from symfonic.turns.delegation import (
+    DEFAULT_DELEGATION_DEPTH,
+    DelegateTool,
+    DelegationHost,
+    check_delegates,
+)
 from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.outcomes import collect
 from symfonic.turns.resume import resume_turn
@@ -69,6 +75,8 @@ class SymfonicAgent:
     ``SYMFONIC_STORE`` or ``sqlite:///symfonic.db``) or an opened store shared
     with other agents. ``record_answers`` puts a person's answers on the resume
     spans (``symfonic.answer.content``); off by default, as answers may be private.
+    ``delegates`` are other agents (or their :meth:`as_tool`) this one may call
+    as tools, at most ``max_delegation_depth`` levels deep, never in a cycle.
     """
 
     def __init__(
@@ -88,17 +96,24 @@ class SymfonicAgent:
         quota: Quota | None = None,
         clock: Callable[[], datetime] = _utcnow,
         record_answers: bool = False,
+        delegates: Iterable[SymfonicAgent | DelegateTool] = (),
+        max_delegation_depth: int = DEFAULT_DELEGATION_DEPTH,
     ) -> None:
         if pause_ttl <= 0 or claim_lease <= 0:
             raise ConfigurationError("pause_ttl and claim_lease must be positive seconds")
         self.name = name
         self.model = resolve_model(model)
         self.instructions = instructions
+        self._delegates = tuple(
+            each if isinstance(each, DelegateTool) else each.as_tool() for each in delegates
+        )
+        check_delegates(name, self._delegates, max_delegation_depth)
         self.toolbox = ToolBox(
             tools,
             interactions=interactions,
             approval=approval,
             ask_human_audience=ask_human_audience,
+            delegates=[each.binding() for each in self._delegates],
         )
         self.limits = limits or Limits()
         self.pause_ttl = float(pause_ttl)
@@ -182,6 +197,26 @@ class SymfonicAgent:
             raise ConfigurationError("the agent is not open")
         return self._guarded
 
+    # delegation -------------------------------------------------------------
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> DelegateTool:
+        """This agent, as a tool another agent may call with a task.
+
+        The tool's input is a task in words, its output this agent's final
+        answer; its turn runs in a session of its own, and a pause in it is the
+        calling turn's pause. ``name`` defaults to the agent's name.
+        """
+        return DelegateTool(
+            self,
+            name or self.name,
+            description or f"Give the agent {self.name} a task; it answers with its result.",
+        )
+
+    @property
+    def delegates(self) -> tuple[DelegateTool, ...]:
+        """The agents this one may call as tools."""
+        return self._delegates
+
     # pieces the turn flows use --------------------------------------------
 
     def kernel(
@@ -191,7 +226,10 @@ class SymfonicAgent:
         *,
         heartbeat: Heartbeat | None = None,
         principal: Principal | None = None,
+        host: DelegationHost | None = None,
     ) -> Kernel:
+        """The model loop for one turn; ``host``: whose store its delegates run on
+        (a delegate's turn runs on its caller's, default this agent's)."""
         if self._bound_model is None:
             self._bound_model = bind_tools(self.model, self.toolbox)
         return Kernel(
@@ -204,6 +242,7 @@ class SymfonicAgent:
             bound_model=self._bound_model,
             streaming=self._streaming,
             principal=principal or Principal("local"),
+            delegates={each.name: each.bound(host or self) for each in self._delegates},
         )
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -32,8 +32,11 @@ async def review(client: Client, term: Terminal, *, answer: bool, ask: Ask | Non
         term.line("no pending pauses")
         return 0
     for i, pause in enumerate(pending, 1):
+        # A delegate's question is answered through its caller's pause: name the delegate.
+        asker = f", asked by {pause['sub_agent']}" if pause.get("sub_agent") else ""
         term.line(
-            f"{pause['query']}  (session {pause['session_id']}, expires {pause['expires_at']})",
+            f"{pause['query']}  (session {pause['session_id']}{asker}, "
+            f"expires {pause['expires_at']})",
             label=f"{i}. [{pause['kind']}] ",
             label_style="bold",
         )

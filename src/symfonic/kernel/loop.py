@@ -12,7 +12,15 @@ the transcript is one a strict provider accepts.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -38,6 +46,7 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.core.messages import text_of
 from symfonic.core.telemetry import calls
+from symfonic.kernel.delegates import Delegate, Delegated, DelegatedCall
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.toolbox import RoundTools, UndecidedCall
 from symfonic.kernel.tools import idempotency_key
@@ -149,6 +158,7 @@ class Kernel:
     bound_model: BoundModel | None = field(default=None, repr=False)
     streaming: bool = True
     principal: Principal = field(default_factory=lambda: Principal("local"))
+    delegates: Mapping[str, Delegate] = field(default_factory=dict)
 
     @property
     def bound(self) -> BoundModel:
@@ -182,6 +192,21 @@ class Kernel:
             status="ok" if ok else "error",
         )
         return message, event
+
+    async def _delegate(self, call: ToolCall, rounds_left: int) -> Delegated:
+        """Run one delegate call's turn, keeping the heartbeat while it runs."""
+        delegated = DelegatedCall(
+            session_id=self.session_id,
+            tool_call_id=str(call["id"]),
+            args=dict(call["args"]),
+            principal=self.principal,
+            rounds_left=rounds_left,
+            heartbeat=self.heartbeat,
+        )
+        with calls.tool_call(call["name"], str(call["id"])) as traced:
+            outcome = await self._beating(self.delegates[call["name"]].delegate(delegated))
+            traced.observed(outcome.ok)
+        return outcome
 
     async def _beating(self, work: Coroutine[Any, Any, T]) -> T:
         """Await ``work`` in this task while the heartbeat keeps time beside it.
@@ -259,7 +284,28 @@ class Kernel:
                     messages.append(message)
                     yield event
                 continue
+            # Delegates run before anything else in the round (see
+            # symfonic.kernel.delegates): the first that pauses is the round's stop.
+            delegated: dict[str, tuple[ToolMessage, ToolResultEvent]] = {}
             for call in reply.tool_calls:
+                if call["name"] not in self.delegates:
+                    continue
+                outcome = await self._delegate(call, limits.max_tool_rounds - used.rounds)
+                if outcome.interaction is not None:
+                    yield self._done(
+                        StopReason.PAUSED, messages, used, interaction=outcome.interaction
+                    )
+                    return
+                used = replace(used, rounds=used.rounds + outcome.rounds)
+                answered = _observed(call, outcome.observation, outcome.ok)
+                # Answered now, in the transcript too: a later delegate of this
+                # round that pauses keeps this one's answer in its checkpoint.
+                messages.append(answered[0])
+                delegated[str(call["id"])] = answered
+                yield answered[1]
+            for call in reply.tool_calls:
+                if str(call["id"]) in delegated:
+                    continue
                 message, event = await self.dispatch(call)
                 messages.append(message)
                 yield event
@@ -337,6 +383,18 @@ class Kernel:
                 interaction=interaction,
             )
         )
+
+
+def _observed(call: ToolCall, content: str, ok: bool) -> tuple[ToolMessage, ToolResultEvent]:
+    """One call's observation, as the transcript keeps it and as the stream shows it."""
+    call_id, name = str(call["id"]), call["name"]
+    message = ToolMessage(
+        content=content, tool_call_id=call_id, name=name, status="success" if ok else "error"
+    )
+    event = ToolResultEvent(
+        tool_call_id=call_id, name=name, content=content, status="ok" if ok else "error"
+    )
+    return message, event
 
 
 def _undecided_round(

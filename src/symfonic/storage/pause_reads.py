@@ -68,11 +68,13 @@ async def session_pauses(store: SqlTransactions, session_id: str) -> list[PauseR
 async def list_pauses(store: SqlTransactions, query: PauseQuery) -> list[PauseRecord]:
     """Pauses in the query's state that its principal may answer, oldest first.
 
+    A delegate's own pause is never listed: its parent's pause stands for it.
     Without the ``*`` scope, those are the principal's own pauses addressed to
     no audience, and those addressed to one of its scopes.
     """
     params: dict[str, Any] = {"state": query.state.value, "limit": query.limit}
-    where = "state = :state"
+    # A delegate's own pause is answered through its parent's, never listed.
+    where = "state = :state AND parent_session_id IS NULL"
     if "*" not in query.scopes:
         mine = "(audience IS NULL AND principal = :principal)"
         params["principal"] = query.principal

@@ -59,12 +59,13 @@ from symfonic.storage.webhooks import owe_failed_turn
 _COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
-    " checkpoint_format, checkpoint"
+    " checkpoint_format, checkpoint, parent_session_id, delegated_pause_id, sub_agent"
 )
 _VALUES = (
     ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
     " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
-    " :supersedes, :checkpoint_format, :checkpoint"
+    " :supersedes, :checkpoint_format, :checkpoint, :parent_session_id, :delegated_pause_id,"
+    " :sub_agent"
 )
 INSERT_PAUSE = Statement(f"INSERT INTO symfonic_pauses ({_COLUMNS}) VALUES ({_VALUES})")
 # SQLite: the run's marker cleared (row count 1: the run held it), then INSERT_PAUSE.
@@ -84,9 +85,18 @@ SUPERSEDE = Statement(
 )
 RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {_CLAIMED_BY}")
 ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {_CLAIMED_BY}")
+# The session's pending pause and, down the chain of delegates, the pending
+# pauses it stands for: in one statement, so none is left answerable alone.
 ABANDON_PENDING = Statement(
-    "UPDATE symfonic_pauses SET state = 'abandoned'"
-    " WHERE session_id = :session_id AND state = 'pending'"
+    "WITH RECURSIVE chain (pause_id) AS ("
+    " SELECT delegated_pause_id FROM symfonic_pauses"
+    " WHERE session_id = :session_id AND state = 'pending' AND delegated_pause_id IS NOT NULL"
+    " UNION SELECT p.delegated_pause_id FROM symfonic_pauses p JOIN chain c"
+    " ON p.pause_id = c.pause_id WHERE p.delegated_pause_id IS NOT NULL)"
+    " UPDATE symfonic_pauses SET state = 'abandoned' WHERE state = 'pending'"
+    " AND (session_id = :session_id OR pause_id IN (SELECT pause_id FROM chain))"
+    # Counted from the rows it returns: SQLite reports no row count for a WITH statement.
+    " RETURNING pause_id"
 )
 
 _CLAIM = (
@@ -187,6 +197,9 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
         "supersedes": supersedes,
         "checkpoint_format": checkpoint.format_version,
         "checkpoint": json_text(checkpoint.body),
+        "parent_session_id": pause.parent_session_id,
+        "delegated_pause_id": pause.delegated_pause_id,
+        "sub_agent": pause.sub_agent,
     }
 
 
@@ -301,7 +314,7 @@ async def abandon_claim(
 
 
 async def abandon_pending(store: SqlTransactions, session_id: str) -> int:
-    return await store.write_count(ABANDON_PENDING, {"session_id": session_id})
+    return len(await store.write_rows(ABANDON_PENDING, {"session_id": session_id}))
 
 
 async def sweep(store: SqlTransactions, now: datetime) -> SweepReport:

@@ -17,7 +17,8 @@ from symfonic.storage.statements import Row, json_value
 PAUSE_COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
-    " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome"
+    " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome,"
+    " parent_session_id, delegated_pause_id, sub_agent"
 )
 SESSION_COLUMNS = "session_id, principal, agent, revision, metadata, created_at, run_id, run_lease"
 # A pause row's checkpoint, with what it shares with the pause.
@@ -63,6 +64,9 @@ def pause_of(row: Row) -> PauseRecord:
         answer=json_value(row["answer"]),
         answer_status=row["answer_status"],
         outcome=json_value(row["outcome"]),
+        parent_session_id=row["parent_session_id"],
+        delegated_pause_id=row["delegated_pause_id"],
+        sub_agent=row["sub_agent"],
     )
 
 

@@ -92,6 +92,8 @@ OWE_EXPIRING = {
         " FROM symfonic_pauses p JOIN symfonic_webhook_subscriptions s"
         " ON s.event_type = 'pause.expiring'"
         " WHERE p.state = 'pending' AND p.expires_at > :now AND p.expires_at <= :horizon"
+        # A delegate's own pause is announced through its parent's only.
+        " AND p.parent_session_id IS NULL"
         f" AND {near} ON CONFLICT (url, message_id) DO NOTHING"
     )
     for dialect, near in _NEAR.items()

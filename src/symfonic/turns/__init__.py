@@ -10,6 +10,8 @@
 - :mod:`~symfonic.turns.budget`: quotas refused before the claim, plans enforced during the turn;
 - :mod:`~symfonic.turns.guarded` and :mod:`~symfonic.turns.pause_desk`: the writes a turn
   ends in, each one transaction, and what a finished turn may publish;
+- :mod:`~symfonic.turns.delegation`: another agent as a tool, its first turn in its own session;
+- :mod:`~symfonic.turns.delegated_resume`: resuming through a delegate's pause, then the caller;
 - :mod:`~symfonic.turns.resume`: the resume's steps in order;
 - :mod:`~symfonic.turns.outcomes`: events into the result a caller gets;
 - :mod:`~symfonic.turns.runtime`: what these steps need of the agent running them.

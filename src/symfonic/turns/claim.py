@@ -87,6 +87,12 @@ async def authorised_pause(
         pause = await agent.store.get_pause(pause_id)
     if pause is None:
         raise PauseNotFound("the token does not name a pause")
+    if pause.parent_session_id is not None:
+        # A delegate's own pause is answered only through the pause that stands for it.
+        raise PauseNotFound(
+            "the token names a delegate's pause, which is answered through its caller's pause",
+            pause_id=pause.pause_id,
+        )
     if not principal.may_answer(pause):
         raise PauseForbidden(f"{principal.name} may not answer this pause", pause_id=pause.pause_id)
     return pause

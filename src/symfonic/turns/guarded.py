@@ -47,6 +47,7 @@ class GuardedConversation:
             query=pending.query,
             response_schema=pending.response_schema,
             expires_at=datetime.fromtimestamp(now.timestamp() + self.pause_ttl, UTC),
+            sub_agent=pending.sub_agent,
         )
 
     async def record_pause(
@@ -60,10 +61,13 @@ class GuardedConversation:
         supersedes: str | None = None,
         run_id: str | None = None,
         principal: Principal | None = None,
+        parent_session_id: str | None = None,
     ) -> None:
         """Write the pause row and its checkpoint in one transaction.
 
         ``principal``: whose message the turn answers, kept in the checkpoint.
+        ``parent_session_id``: for a delegate's own pause, the session whose pause
+        stands for it.
 
         With ``supersedes``, recording the same second pause twice records it
         once: a retry whose first attempt committed but lost its reply finds
@@ -80,6 +84,8 @@ class GuardedConversation:
             state=PauseState.PENDING,
             # The agent's clock when the event was built, which its expiry counts from.
             created_at=event.expires_at - timedelta(seconds=self.pause_ttl),
+            parent_session_id=parent_session_id,
+            delegated_pause_id=result.interaction.delegated_pause_id,
         )
         checkpoint = TurnCheckpointStore.record_of(
             event.pause_id, session_id, base_revision, result, principal

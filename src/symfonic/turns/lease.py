@@ -60,7 +60,9 @@ class ClaimLease:
         self._store = store
         self._session_id = session_id
         self._claim_id = claim_id
+        self.claim_id = claim_id
         self._length = timedelta(seconds=seconds)
+        self.length = self._length
         self._clock = clock
         self._renewed = clock() if renewed is None else renewed
         self._lost = False

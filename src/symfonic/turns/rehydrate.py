@@ -38,10 +38,17 @@ def _message(body: MessageBody) -> BaseMessage:
 
 
 def _reserved_call_ids(messages: Sequence[BaseMessage]) -> tuple[str, ...]:
-    """The call ids of the paused round: the tool calls of its last assistant message."""
-    for message in reversed(messages):
+    """The call ids of the paused round still unanswered: the tool calls of its last
+    assistant message, less those a delegate already answered before the round stopped."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
         if isinstance(message, AIMessage):
-            return tuple(str(call["id"]) for call in message.tool_calls)
+            answered = {
+                str(m.tool_call_id) for m in messages[index + 1 :] if isinstance(m, ToolMessage)
+            }
+            return tuple(
+                str(call["id"]) for call in message.tool_calls if str(call["id"]) not in answered
+            )
     return ()
 
 

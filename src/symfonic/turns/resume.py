@@ -11,7 +11,9 @@ each write retried within the claim's lease while the store is out of reach.
 The steps are modules of their own: :mod:`~symfonic.turns.claim` (the checks
 and the claim), :mod:`~symfonic.turns.replay` (an identical answer already
 settled), :mod:`~symfonic.turns.run_on` (the kernel continued from the
-checkpoint) and :mod:`~symfonic.turns.resumed_turn` (the settlement).
+checkpoint), :mod:`~symfonic.turns.delegated_resume` (through a delegate first,
+when the pause stands for a delegate's) and :mod:`~symfonic.turns.resumed_turn`
+(the settlement).
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ from symfonic.core.contracts.types import (
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
 from symfonic.turns.claim import authorised_pause, claim_read, refusal, replayable
+from symfonic.turns.delegated_resume import resume_through
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.replay import replay
-from symfonic.turns.run_on import kernel_resume
 from symfonic.turns.runtime import TurnRuntime
 
 
@@ -101,7 +103,14 @@ async def resume_turn(
             kernel = agent.kernel(
                 pause.session_id, admitted.plan, heartbeat=lease.beat, principal=turn.runs_for
             )
-            resumed = kernel_resume(kernel, outcome, agent.context(history))
+            resumed = resume_through(
+                kernel,
+                outcome,
+                agent.context(history),
+                owner=pause.principal,
+                answered_by=principal,
+                keep=lease.keep,
+            )
             async with aclosing(resumed) as events:
                 async for raw in events:
                     admitted.observe(raw)

@@ -70,6 +70,21 @@ async def kernel_resume(
             content=observation,
             status=resolution.status,
         )
+    async with aclosing(continue_from(kernel, outcome, observation, history)) as events:
+        async for raw in events:
+            yield raw
+
+
+async def continue_from(
+    kernel: Kernel, outcome: ResumeOutcome, observation: str, history: Sequence[BaseMessage]
+) -> AsyncGenerator[RawEvent, None]:
+    """Rebuild the turn with ``observation`` as the answered call's, and run the kernel on.
+
+    The answered call's own result event is the caller's to yield; the calls the
+    round did not dispatch are announced here.
+    """
+    checkpoint = outcome.turn
+    assert checkpoint is not None
     with span(REHYDRATE):
         messages = rehydrate(replace(outcome, response=observation))
     for skipped in messages[len(checkpoint.messages) + 1 :]:

@@ -92,8 +92,16 @@ def interrupt_of(event: TurnPausedEvent) -> Interrupt:
         tool_call_id=event.tool_call_id,
         response_schema=schema,
         expires_at=wire_time(event.expires_at),
-        metadata={"symfonic": {"kind": event.kind.value, "pauseId": event.pause_id}},
+        metadata={"symfonic": _metadata(event)},
     )
+
+
+def _metadata(event: TurnPausedEvent) -> dict[str, Any]:
+    """What symfonic adds to an interrupt: the kind, the pause, and the delegate that asked."""
+    metadata: dict[str, Any] = {"kind": event.kind.value, "pauseId": event.pause_id}
+    if event.sub_agent is not None:
+        metadata["subAgent"] = event.sub_agent
+    return metadata
 
 
 def answer_of(kind: InteractionKind, status: AnswerStatus, payload: Answer) -> Answer:

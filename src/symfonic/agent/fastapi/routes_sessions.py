@@ -59,7 +59,7 @@ def sessions_router(service: HttpService) -> APIRouter:
         summary="A session: its status, pending pause and committed messages",
     )
     async def get_session(session_id: SessionId, principal: Caller, host: Host) -> SessionView:
-        agent = await host.agent_of_session(session_id)
+        agent = await host.viewer_of_session(session_id)
         session = await agent.get_session(session_id, principal)
         open_pause = await host.store.open_pause(session_id)
         history = await host.store.history(session_id, session.revision)
@@ -80,10 +80,15 @@ def sessions_router(service: HttpService) -> APIRouter:
             revision=session.revision,
             status=status,
             metadata=session.metadata,
+            parent_session_id=session.metadata.get("parent_session_id"),
             pending_pause=None
             if pending is None
             else PauseView.of(
-                pending, agent.token_for(pending) if principal.may_answer(pending) else None
+                pending,
+                # A delegate's pause is answered with its caller's token, never its own.
+                agent.token_for(pending)
+                if principal.may_answer(pending) and pending.parent_session_id is None
+                else None,
             ),
             messages=[MessageView.model_validate(body) for body in history],
         )

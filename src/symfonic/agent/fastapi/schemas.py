@@ -225,6 +225,11 @@ class SessionView(BaseModel):
     revision: int
     status: SessionStatus
     metadata: dict[str, Any]
+    parent_session_id: str | None = Field(
+        default=None,
+        description="For a delegate agent's session: the session whose turn delegated to it. "
+        "Its pauses are answered through that session's pause.",
+    )
     pending_pause: PauseView | None = None
     messages: list[MessageView]
 

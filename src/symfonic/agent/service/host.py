@@ -131,6 +131,21 @@ class ServiceHost:
             raise SessionNotFound(f"no session {session_id!r}", session_id=session_id)
         return self.agents[session.agent]
 
+    async def viewer_of_session(self, session_id: str) -> SymfonicAgent:
+        """The hosted agent that may show a session: its own, or for a delegate's
+        session, the agent of the session that delegated to it (on the same store)."""
+        session = await self.store.get_session(session_id)
+        seen: set[str] = set()
+        while session is not None and session.agent not in self.agents:
+            parent = session.metadata.get("parent_session_id")
+            if not isinstance(parent, str) or parent in seen:
+                break
+            seen.add(parent)
+            session = await self.store.get_session(parent)
+        if session is None or session.agent not in self.agents:
+            raise SessionNotFound(f"no session {session_id!r}", session_id=session_id)
+        return self.agents[session.agent]
+
     async def pause_of_token(self, token: str) -> tuple[SymfonicAgent, PauseRecord]:
         """The pause the token names and its agent; a token that names none is a 404.
 

@@ -1,7 +1,8 @@
 """The tools of one agent, and which calls must wait for a person.
 
 The kernel asks the tool box one question per round: which call, if any, is the
-first interaction? That call stops the whole round. A gated tool's call is an
+first interaction? That call stops the whole round. Delegate tools (other agents) are bound here
+with the rest, and run by the kernel's delegates. A gated tool's call is an
 interaction when its approval rule says so (:mod:`.approval_rules`); a rule
 that fails makes the call undecided, and the round runs nothing. The kernel
 sees all this only through :class:`symfonic.kernel.toolbox.RoundTools`.
@@ -35,6 +36,7 @@ class ToolBox:
         interactions: Iterable[Interaction] = (),
         approval: Approval = (),
         ask_human_audience: str | None = None,
+        delegates: Iterable[BaseTool] = (),
     ) -> None:
         self.tools: dict[str, Tool] = {}
         for tool in tools:
@@ -47,6 +49,20 @@ class ToolBox:
             if item.name in self.tools:
                 raise ConfigurationError(f"{item.name!r} is both a tool and an interaction")
             self.interactions[item.name] = item
+        # Other agents called as tools: bound like tools, run by the kernel's delegates.
+        self.delegates: dict[str, BaseTool] = {}
+        for binding in delegates:
+            if binding.name in self.tools or binding.name in self.interactions:
+                raise ConfigurationError(
+                    f"the delegate tool {binding.name!r} has the name of one of the agent's "
+                    "own tools; give it another name with as_tool(name=...)"
+                )
+            if binding.name in self.delegates:
+                raise ConfigurationError(
+                    f"two delegate tools are named {binding.name!r}; give one another name "
+                    "with as_tool(name=...)"
+                )
+            self.delegates[binding.name] = binding
         gates = approval if isinstance(approval, Mapping) else {name: None for name in approval}
         unknown = sorted(set(gates) - set(self.tools))
         if unknown:
@@ -59,7 +75,7 @@ class ToolBox:
     def bindings(self) -> list[BaseTool]:
         return [t.binding for t in self.tools.values()] + [
             i.binding() for i in self.interactions.values()
-        ]
+        ] + list(self.delegates.values())
 
     async def interaction_for(
         self, call: Mapping[str, Any], principal: Principal

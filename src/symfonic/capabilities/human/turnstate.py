@@ -79,6 +79,8 @@ def _interaction_body(pending: PendingInteraction) -> dict[str, Any]:
         "query": pending.query,
         "response_schema": pending.response_schema,
         "audience": pending.audience,
+        "sub_agent": pending.sub_agent,
+        "delegated_pause_id": pending.delegated_pause_id,
     }
 
 
@@ -91,6 +93,8 @@ def _interaction_of(body: Mapping[str, Any]) -> PendingInteraction:
         query=body["query"],
         response_schema=dict(body["response_schema"]),
         audience=body.get("audience"),
+        sub_agent=body.get("sub_agent"),
+        delegated_pause_id=body.get("delegated_pause_id"),
     )
 
 

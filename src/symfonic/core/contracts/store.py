@@ -83,6 +83,11 @@ class PauseRecord(PauseQuestion):
     answer: Answer = None
     answer_status: AnswerStatus | None = None
     outcome: dict[str, Any] | None = None
+    parent_session_id: str | None = None
+    """Set on a delegate's own pause: the session whose pause stands for it. Such a
+    pause is never listed nor answered by its token; the parent's pause is."""
+    delegated_pause_id: str | None = None
+    """Set on a parent's pause that stands for a delegate's: that pause's id."""
 
 
 @dataclass(frozen=True)

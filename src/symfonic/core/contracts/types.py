@@ -106,6 +106,9 @@ class PauseQuestion:
     query: str
     response_schema: dict[str, Any]
     expires_at: datetime
+    sub_agent: str | None = None
+    """The agent that asked, when it is not the session's own: a delegate's pause
+    is answered through its parent's, and this names the delegate."""
 
 
 _QUESTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PauseQuestion))
@@ -158,6 +161,10 @@ class PendingInteraction:
     query: str
     response_schema: dict[str, Any]
     audience: str | None = None
+    sub_agent: str | None = None
+    """For a delegate call whose agent paused: that agent's name."""
+    delegated_pause_id: str | None = None
+    """For a delegate call whose agent paused: the pause recorded in its own session."""
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,10 @@ function cardFor(pause) {
       el("p", { class: "meta" },
         el("span", { class: `kind kind-${pause.kind}`, text: kindWord(pause.kind) }),
         el("span", { class: "agent", text: `agent ${pause.agent}` }),
+        // A delegate's question, answered through its caller's pause: name both.
+        ...(pause.sub_agent
+          ? [el("span", { class: "sub-agent", text: `asked by its delegate ${pause.sub_agent}` })]
+          : []),
         el("span", { class: "asker", text: `asked by ${pause.asked_by || "?"}` }),
         clock),
       heading, callBlock(pause), context(pause),

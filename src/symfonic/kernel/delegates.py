@@ -1,0 +1,63 @@
+"""What the kernel needs of a delegate: another agent, called like a tool, that may pause.
+
+A delegate call is the one kind of call whose need for a person cannot be known
+before it runs: only running the other agent's turn says whether it asks. So
+the kernel runs a round's delegate calls first, in order, before it dispatches
+anything else, and the first delegate whose turn pauses is the round's stop --
+exactly as an interaction is. Nothing ordinary in that round has run, and every
+call after the stop is answered ``NOT_DISPATCHED`` when the round resumes. A
+delegate whose turn completes is answered with its final answer, and the round
+goes on. Each delegate's turn runs once: its outcome is this call's observation
+or this round's pause, never decided by running it again.
+
+How the other agent's turn is run, stored and resumed is not the kernel's
+business (see :mod:`symfonic.turns.delegation`); the kernel sees a
+:class:`Delegate` and what it reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.types import PendingInteraction
+
+
+@dataclass(frozen=True)
+class DelegatedCall:
+    """One delegate call of a round, with what the other agent's turn runs under.
+
+    ``rounds_left``: the tool rounds the calling turn may still use; the
+    delegate's rounds count toward them. ``heartbeat``: the calling turn's,
+    kept beating while the delegate runs.
+    """
+
+    session_id: str
+    tool_call_id: str
+    args: Mapping[str, Any]
+    principal: Principal
+    rounds_left: int
+    heartbeat: Callable[[], Awaitable[None]] | None = None
+
+
+@dataclass(frozen=True)
+class Delegated:
+    """What a delegate's turn came to: an observation, or a pause (``interaction``).
+
+    ``rounds``: the tool rounds the delegate used, counted into the caller's.
+    """
+
+    observation: str
+    ok: bool
+    rounds: int = 0
+    interaction: PendingInteraction | None = None
+
+
+class Delegate(Protocol):
+    """Another agent, bound to one turn's store, that answers a call by running a turn."""
+
+    async def delegate(self, call: DelegatedCall) -> Delegated:
+        """Run the other agent's turn on the call's task, once."""
+        ...

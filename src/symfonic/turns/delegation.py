@@ -1,0 +1,296 @@
+"""Another agent as a tool: its turn runs in a session of its own, and its pause is the caller's.
+
+A delegate call runs the other agent's first turn once, when the kernel reaches
+it (see :mod:`symfonic.kernel.delegates` for why delegates run before anything
+else in their round). The turn runs in a new session owned by the caller's
+session's owner, whose metadata names the calling session and call. If it
+completes, its final answer is the call's observation; if it pauses, its pause
+is recorded in its own session, marked with the caller's session
+(``parent_session_id``), and the caller's round stops at the call with the same
+question, naming the delegate (``sub_agent``) and its pause
+(``delegated_pause_id``). The person only ever sees and answers the caller's
+pause: the delegate's is never listed, and its token is refused.
+
+Which pause is recorded first matters when the second write fails: the
+delegate's pause is written first (it must exist before anything names it), so a
+caller that then fails to record its own pause leaves the delegate's pending
+but unreachable; it is never listed, never answerable, and expires with its
+time to live. Its expiry is set a claim lease later than the caller's would be,
+so the caller's pause always expires first and a claim of the caller's never
+finds the delegate's already expired.
+
+The chain is fixed when agents are built: :func:`check_delegates` refuses a
+cycle, a chain deeper than allowed, and is where names are checked, so a turn
+never meets one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import anyio
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from symfonic.core.contracts.errors import (
+    ConfigurationError,
+    ModelError,
+    SessionNotFound,
+    UnusableFinal,
+)
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import RunRequest, SessionRecord, Store
+from symfonic.core.contracts.types import (
+    KernelDone,
+    KernelResult,
+    PendingInteraction,
+    RawEvent,
+    StopReason,
+)
+from symfonic.kernel.delegates import Delegated, DelegatedCall
+from symfonic.kernel.limits import Limits
+from symfonic.kernel.loop import Heartbeat, Kernel
+from symfonic.turns.budget import IssuerScope
+from symfonic.turns.guarded import GuardedConversation
+from symfonic.turns.outcomes import logger
+from symfonic.turns.pause_desk import answer_of_result
+
+RUN_LEASE = timedelta(minutes=10)
+DEFAULT_DELEGATION_DEPTH = 3
+
+
+class DelegationHost(Protocol):
+    """Where a chain of delegates runs: the calling agent's store, signer and clock."""
+
+    claim_lease: float
+    clock: Callable[[], datetime]
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def guarded(self) -> GuardedConversation: ...
+
+
+class DelegateAgent(Protocol):
+    """What running another agent's turn needs of it: its name, limits and model loop."""
+
+    name: str
+    limits: Limits
+
+    @property
+    def delegates(self) -> Sequence[DelegateTool]: ...
+
+    def kernel(
+        self,
+        session_id: str,
+        plan: Limits | None = None,
+        *,
+        heartbeat: Heartbeat | None = None,
+        principal: Principal | None = None,
+        host: DelegationHost | None = None,
+    ) -> Kernel: ...
+
+    def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]: ...
+
+
+class _Task(BaseModel):
+    task: str = Field(description="The task for the other agent, in plain words.")
+
+
+class DelegateTool:
+    """An agent offered to other agents as a tool; made by ``SymfonicAgent.as_tool``."""
+
+    def __init__(self, agent: DelegateAgent, name: str, description: str) -> None:
+        if not name:
+            raise ConfigurationError("a delegate tool needs a name")
+        self.agent = agent
+        self.name = name
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"DelegateTool(name={self.name!r}, agent={self.agent.name!r})"
+
+    def binding(self) -> BaseTool:
+        """The model-facing tool: a task in, the other agent's final answer out."""
+
+        def never_called(task: str) -> str:
+            raise RuntimeError(f"{self.name} is run by the kernel as a delegate")
+
+        return StructuredTool.from_function(
+            func=never_called, name=self.name, description=self.description, args_schema=_Task
+        )
+
+    def bound(self, host: DelegationHost) -> BoundDelegate:
+        return BoundDelegate(self, host)
+
+
+def _height(tool: DelegateTool, path: tuple[str, ...]) -> int:
+    """How many delegations deep ``tool``'s agent goes; refuses a cycle by agent name."""
+    name = tool.agent.name
+    if name in path:
+        chain = " → ".join((*path, name))
+        raise ConfigurationError(
+            f"agents may not delegate in a cycle, and agent {name!r} would reach itself: {chain}"
+        )
+    below = [_height(inner, (*path, name)) for inner in tool.agent.delegates]
+    return 1 + max(below, default=0)
+
+
+def check_delegates(name: str, delegates: Sequence[DelegateTool], max_depth: int) -> None:
+    """Refuse a cycle between agents, or a chain of delegations deeper than ``max_depth``."""
+    if max_depth < 1:
+        raise ConfigurationError("max_delegation_depth must be at least 1")
+    height = max((_height(tool, (name,)) for tool in delegates), default=0)
+    if height > max_depth:
+        raise ConfigurationError(
+            f"agent {name!r} delegates {height} levels deep, more than its "
+            f"max_delegation_depth of {max_depth}"
+        )
+
+
+def delegated_interaction(
+    tool: DelegateTool, call_id: str, args: dict[str, Any], asked: PendingInteraction, pause_id: str
+) -> PendingInteraction:
+    """The caller's stop: the delegate's question, asked of the caller's delegate call."""
+    return PendingInteraction(
+        kind=asked.kind,
+        tool_call_id=call_id,
+        tool_name=tool.name,
+        args=args,
+        query=asked.query,
+        response_schema=asked.response_schema,
+        audience=asked.audience,
+        # Down a chain of delegates, the one that asked is named.
+        sub_agent=asked.sub_agent or tool.agent.name,
+        delegated_pause_id=pause_id,
+    )
+
+
+def child_plan(agent: DelegateAgent, rounds_left: int) -> Limits:
+    """The delegate's limits, its tool rounds capped by what the caller has left."""
+    return replace(
+        agent.limits, max_tool_rounds=max(1, min(agent.limits.max_tool_rounds, rounds_left))
+    )
+
+
+def failed_observation(tool: DelegateTool, error: Exception) -> str:
+    return f"error: the agent {tool.agent.name} could not finish the task: {error}"
+
+
+async def kernel_result(events: AsyncGenerator[RawEvent, None]) -> KernelResult:
+    """Drain a delegate's kernel events to its done result; its events stay internal."""
+    async with aclosing(events) as stream:
+        async for raw in stream:
+            if isinstance(raw, KernelDone):
+                return raw.result
+    raise ModelError("the delegate's turn ended without a result")
+
+
+class BoundDelegate:
+    """A delegate tool bound to the store of the turn that calls it."""
+
+    def __init__(self, tool: DelegateTool, host: DelegationHost) -> None:
+        self.tool = tool
+        self.host = host
+
+    async def delegate(self, call: DelegatedCall) -> Delegated:
+        """Run the delegate's first turn on the call's task, in a new session."""
+        if call.rounds_left < 1:
+            return Delegated(
+                f"error: no tool rounds are left for the agent {self.tool.agent.name}", ok=False
+            )
+        task = str(call.args.get("task") or "")
+        session_id, owner = await self._child_session(call)
+        run_id = uuid.uuid4().hex
+        now = self.host.clock()
+        request = RunRequest(session_id, run_id, now=now, lease_until=now + RUN_LEASE)
+        if await self.host.store.begin_run(request) is None:
+            raise SessionNotFound("the delegate's new session could not be started")
+        ended = False
+        try:
+            agent = self.tool.agent
+            kernel = agent.kernel(
+                session_id,
+                child_plan(agent, call.rounds_left),
+                heartbeat=call.heartbeat,
+                principal=call.principal,
+                host=self.host,
+            )
+            try:
+                result = await kernel_result(
+                    kernel.run(agent.context(()), [HumanMessage(content=task)])
+                )
+            except ModelError as error:
+                return Delegated(failed_observation(self.tool, error), ok=False)
+            if result.stop_reason is StopReason.PAUSED:
+                pause_id = await self._record_pause(call, session_id, owner, run_id, result)
+                ended = True
+                assert result.interaction is not None
+                stop = delegated_interaction(
+                    self.tool, call.tool_call_id, dict(call.args), result.interaction, pause_id
+                )
+                return Delegated("", ok=True, rounds=result.rounds, interaction=stop)
+            try:
+                answer = answer_of_result(result)
+            except UnusableFinal as unusable:
+                return Delegated(failed_observation(self.tool, unusable), False, result.rounds)
+            await self.host.guarded.publish_turn(session_id, 0, result.messages, run_id)
+            ended = True
+            return Delegated(answer, ok=True, rounds=result.rounds)
+        finally:
+            if not ended:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self.host.store.end_run(session_id, run_id)
+                    except Exception:
+                        logger.warning(
+                            "could not clear a delegate turn's run marker", exc_info=True
+                        )
+
+    async def _child_session(self, call: DelegatedCall) -> tuple[str, str]:
+        """A new session for the delegate, owned by the calling session's owner."""
+        parent = await self.host.store.get_session(call.session_id)
+        if parent is None:
+            raise SessionNotFound(f"no session {call.session_id!r}", session_id=call.session_id)
+        session_id = uuid.uuid4().hex
+        await self.host.store.create_session(
+            SessionRecord(
+                session_id=session_id,
+                principal=parent.principal,
+                agent=self.tool.agent.name,
+                revision=0,
+                metadata={
+                    "parent_session_id": call.session_id,
+                    "parent_tool_call_id": call.tool_call_id,
+                    "delegated_by": parent.agent,
+                },
+                created_at=self.host.clock(),
+            )
+        )
+        return session_id, parent.principal
+
+    async def _record_pause(
+        self, call: DelegatedCall, session_id: str, owner: str, run_id: str, result: KernelResult
+    ) -> str:
+        """Record the delegate's pause in its own session, marked as the caller's."""
+        guarded = self.host.guarded
+        later = self.host.clock() + timedelta(seconds=self.host.claim_lease)
+        event = guarded.paused_event(result, now=later)
+        await guarded.record_pause(
+            session_id,
+            IssuerScope(owner, self.tool.agent.name),
+            event,
+            result,
+            0,
+            run_id=run_id,
+            principal=call.principal,
+            parent_session_id=call.session_id,
+        )
+        return event.pause_id
