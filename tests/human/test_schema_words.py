@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from symfonic import InvalidAnswer
-from symfonic.capabilities.human.answers import validate_answer
+from symfonic.capabilities.human.answers import PLAIN_APPROVAL, validate_answer
 from symfonic.capabilities.human.interactions import approval_schema
 from symfonic.capabilities.human.schema_words import problems
 from symfonic.core.contracts.types import InteractionKind
@@ -72,3 +72,21 @@ def test_a_form_refusal_says_where_and_what(schema: dict[str, Any], answer: Any,
 
 def test_a_valid_answer_has_no_problems() -> None:
     assert problems(PAYMENT, _edit()) == []
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {},
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        PAYMENT["oneOf"][1]["properties"]["args"],
+    ],
+)
+def test_every_approval_schema_admits_the_plain_approval_accepted_without_reading_it(
+    parameters: dict[str, Any],
+) -> None:
+    # validate_answer accepts {"decision": "approve"} for any approval without
+    # walking its schema; that is sound only while every approval schema admits it.
+    schema = approval_schema(parameters)
+    assert problems(schema, PLAIN_APPROVAL) == []
+    validate_answer(schema, PLAIN_APPROVAL, "resolved", InteractionKind.APPROVAL)

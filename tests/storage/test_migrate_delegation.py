@@ -1,6 +1,6 @@
 """The upgrade that marks delegated pauses keeps the record of pause changes working.
 
-Migration 0006 adds the delegation columns to ``symfonic_pauses`` with plain
+Migration 0007 adds the delegation columns to ``symfonic_pauses`` with plain
 ``ADD COLUMN`` (a table rebuild would drop the triggers of migration 0004 on
 SQLite) and makes those triggers skip a delegate's own pause. A store upgraded
 from 0005 with a pause waiting still records every change of an ordinary pause,

@@ -76,7 +76,7 @@ pauses = sa.Table(
     # The paused turn, until the pause is published or superseded (then NULL).
     sa.Column("checkpoint_format", sa.Integer, nullable=True),
     sa.Column("checkpoint", sa.JSON, nullable=True),
-    # Delegation (migration 0006): a delegate's own pause names the parent's
+    # Delegation (migration 0007): a delegate's own pause names the parent's
     # session; the parent's pause names the delegate's pause and the delegate.
     sa.Column("parent_session_id", sa.String(200), nullable=True),
     sa.Column("delegated_pause_id", sa.String(200), nullable=True),

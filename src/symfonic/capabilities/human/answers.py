@@ -18,6 +18,13 @@ from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind,
 
 DECLINED = "The person declined to answer."
 
+# The whole of an approval's ``approve`` branch (interactions.approval_schema),
+# whatever the gated tool's parameters; every other branch needs another
+# decision. Only approval_pending makes approvals, always with that schema, so
+# this answer is valid for every approval without walking its ``oneOf``; why
+# that is worth a line: docs/internals.md.
+PLAIN_APPROVAL = {"decision": "approve"}
+
 
 def validate_answer(
     schema: dict[str, Any], answer: Answer, status: AnswerStatus, kind: InteractionKind
@@ -29,6 +36,8 @@ def validate_answer(
     is what the person changed.
     """
     if status == "cancelled":  # declining needs no answer, whatever the schema
+        return
+    if kind is InteractionKind.APPROVAL and answer == PLAIN_APPROVAL:
         return
     found = problems(schema, answer)
     if found:

@@ -16,8 +16,8 @@ a delegate's pause writes no change to the feed, and hence owes no webhook.
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
