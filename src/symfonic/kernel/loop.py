@@ -178,20 +178,7 @@ class Kernel:
                 observation = await self._beating(tool.call(call["args"], key))
                 content, ok = observation.content, observation.ok
             traced.observed(ok)
-        call_id = str(call["id"])
-        message = ToolMessage(
-            content=content,
-            tool_call_id=call_id,
-            name=call["name"],
-            status="success" if ok else "error",
-        )
-        event = ToolResultEvent(
-            tool_call_id=call_id,
-            name=call["name"],
-            content=content,
-            status="ok" if ok else "error",
-        )
-        return message, event
+        return _observed(call, content, ok)
 
     async def _delegate(self, call: ToolCall, rounds_left: int) -> Delegated:
         """Run one delegate call's turn, keeping the heartbeat while it runs."""
