@@ -273,7 +273,6 @@ class Kernel:
                 continue
             # Delegates run before anything else in the round (see
             # symfonic.kernel.delegates): the first that pauses is the round's stop.
-            delegated: dict[str, tuple[ToolMessage, ToolResultEvent]] = {}
             for call in reply.tool_calls:
                 if call["name"] not in self.delegates:
                     continue
@@ -284,14 +283,14 @@ class Kernel:
                     )
                     return
                 used = replace(used, rounds=used.rounds + outcome.rounds)
-                answered = _observed(call, outcome.observation, outcome.ok)
+                message, event = _observed(call, outcome.observation, outcome.ok)
                 # Answered now, in the transcript too: a later delegate of this
                 # round that pauses keeps this one's answer in its checkpoint.
-                messages.append(answered[0])
-                delegated[str(call["id"])] = answered
-                yield answered[1]
+                messages.append(message)
+                yield event
+            # Every delegate call is answered by now: none paused, or the round stopped.
             for call in reply.tool_calls:
-                if str(call["id"]) in delegated:
+                if call["name"] in self.delegates:
                     continue
                 message, event = await self.dispatch(call)
                 messages.append(message)
