@@ -87,7 +87,7 @@ function cardFor(pause) {
         el("span", { class: "agent", text: `agent ${pause.agent}` }),
         // A delegate's question, answered through its caller's pause: name both.
         ...(pause.sub_agent
-          ? [el("span", { class: "sub-agent", text: `asked by its delegate ${pause.sub_agent}` })]
+          ? [el("span", { class: "sub-agent", text: `question from its delegate ${pause.sub_agent}` })]
           : []),
         el("span", { class: "asker", text: `asked by ${pause.asked_by || "?"}` }),
         clock),
