@@ -34,9 +34,10 @@ def _env(**extra: str) -> dict[str, str]:
     return {**os.environ, "SYMFONIC_WEBHOOK_SECRET": SECRET, "PYTHONPATH": path, **extra}
 
 
-def _hook(receiver: Receiver, *events: str) -> list[str]:
+def _hook(receiver: Receiver, *events: str, timeout: float = 1.0) -> list[str]:
+    """Serve options sending ``events`` to ``receiver``; the lease follows ``timeout``."""
     chosen = [option for event in events for option in ("--webhook-event", event)]
-    return ["--webhook", receiver.url, "--webhook-timeout", "1", *chosen]
+    return ["--webhook", receiver.url, "--webhook-timeout", f"{timeout:g}", *chosen]
 
 
 async def _pause(client: httpx.AsyncClient) -> str:
@@ -78,7 +79,10 @@ async def test_two_workers_send_200_pauses_200_times_never_twice_at_once(
     pauses = 200
     with receiving() as receiver:
         receiver.hold = 0.01
-        hook = _hook(receiver, "pause.created")
+        # Delivery is at least once: a request that outlives its timeout is sent
+        # again even if the receiver took it. This test counts sends that never
+        # time out, so the timeout leaves room for a receiver slowed by a busy machine.
+        hook = _hook(receiver, "pause.created", timeout=10.0)
         with (
             serving(store_url, tmp_path / "a.log", *hook, env=_env()) as a,
             serving(store_url, tmp_path / "b.log", *hook, env=_env()) as b,
