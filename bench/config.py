@@ -31,6 +31,9 @@ class ChildConfig:
     # Freeze the objects alive after the warm-up out of the garbage collector's
     # full collections (gc.freeze), as a long-running worker does after start-up.
     gc_freeze: bool = True
+    # A source tree put first on the child's import path, so its ``symfonic`` is the
+    # one measured (``--baseline``); empty: the installed one.
+    source: str = ""
 
     @property
     def label(self) -> str:

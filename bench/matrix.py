@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,8 +47,12 @@ def configurations(
     systems: list[str],
     *,
     rotation: int = 0,
+    sources: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[Store, ChildConfig]]:
-    """One round of the matrix; ``rotation`` shifts which system goes first."""
+    """One round of the matrix; ``rotation`` shifts which system goes first.
+
+    ``sources``: the source tree each system named there imports (``--baseline``).
+    """
     shift = rotation % len(systems) if systems else 0
     ordered = systems[shift:] + systems[:shift]
     for store in stores:
@@ -64,14 +68,17 @@ def configurations(
                             location="",
                             history=history,
                             concurrency=concurrency,
+                            source=(sources or {}).get(system, ""),
                         ),
                     )
 
 
-def child_env() -> dict[str, str]:
+def child_env(source: str = "") -> dict[str, str]:
+    """The child's environment; ``source``, if given, is imported before what is installed."""
     env = dict(os.environ)
     # `python bench/run.py` puts bench/ first on sys.path; the child needs the root.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    paths = (str(ROOT), source, env.get("PYTHONPATH"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
 
@@ -111,7 +118,7 @@ def _run_child_step(
         child = subprocess.Popen(
             [sys.executable, "-m", "bench.child", str(config_path), str(out_path), *flags],
             cwd=ROOT,
-            env=child_env(),
+            env=child_env(config.source),
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.matrix import ROOT
-from bench.workloads import OPTIONAL_SYSTEMS, SYSTEMS
+from bench.workloads import BASELINE, OPTIONAL_SYSTEMS, SYSTEMS
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -20,12 +20,23 @@ def _int_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
 
+def _source_tree(text: str) -> Path:
+    tree = Path(text).expanduser().resolve()
+    if not (tree / "symfonic" / "__init__.py").is_file():
+        raise argparse.ArgumentTypeError(
+            f"{text} holds no symfonic package: give the src/ folder of a symfonic checkout"
+        )
+    return tree
+
+
 EPILOG = """\
 examples:
   python -m bench                                  the full run (25-45 min on 2 cores)
   python -m bench --history 0 --concurrency 1 --seconds 1 --rounds 1 --http-resumes 20 \\
       --out /tmp/b --report /tmp/b/benchmarks.md  a smoke run (~30 s)
   python -m bench --report-only                    redraw docs/benchmarks.md from results.json
+  git worktree add /tmp/before COMMIT && python -m bench --systems symfonic \\
+      --baseline /tmp/before/src --no-http        this tree against COMMIT, in one sitting
 
 Every figure and how it is measured: bench/README.md.
 """
@@ -71,6 +82,14 @@ def parser(description: str | None) -> argparse.ArgumentParser:
         metavar="NAME,…",
         help=f"systems to measure (default: {','.join(SYSTEMS)}); also "
         f"{','.join(OPTIONAL_SYSTEMS)} (symfonic with the OpenTelemetry SDK recording)",
+    )
+    matrix.add_argument(
+        "--baseline",
+        type=_source_tree,
+        metavar="SRC",
+        help=f"also measure the symfonic in SRC (the src/ folder of another checkout) as "
+        f"the system {BASELINE}, interleaved with the others; the report compares the two "
+        "row by row",
     )
     matrix.add_argument(
         "--rounds",
@@ -192,6 +211,7 @@ def recorded_options(args: argparse.Namespace) -> dict[str, Any]:
         "history",
         "concurrency",
         "systems",
+        "baseline",
         "rounds",
         "cycles",
         "min_cycles",
@@ -205,4 +225,7 @@ def recorded_options(args: argparse.Namespace) -> dict[str, Any]:
         "http_resumes",
         "http_seconds",
     )
-    return {key: getattr(args, key) for key in keys}
+    recorded = {key: getattr(args, key) for key in keys}
+    if recorded["baseline"] is not None:
+        recorded["baseline"] = str(recorded["baseline"])
+    return recorded

@@ -34,7 +34,7 @@ from bench.matrix import (
     run_configuration,
 )
 from bench.options import DEFAULT_POSTGRES_URL, parser, recorded_options
-from bench.workloads import unavailable_reason
+from bench.workloads import BASELINE, unavailable_reason
 
 
 def _stores(requested: list[str]) -> tuple[list[Store], list[str]]:
@@ -119,6 +119,11 @@ def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
     after each."""
     stores, notes = _stores(args.store)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    if BASELINE in systems and not args.baseline:
+        raise SystemExit(f"{BASELINE} needs --baseline SRC, the source tree it stands for")
+    sources = {BASELINE: str(args.baseline)} if args.baseline else {}
+    if args.baseline and BASELINE not in systems:
+        systems.append(BASELINE)
     unavailable = {s: r for s in systems if (r := unavailable_reason(s)) is not None}
     for system, reason in unavailable.items():
         _say(f"!! {system} is unavailable and will be reported as such: {reason}")
@@ -134,6 +139,7 @@ def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
             args.concurrency,
             systems,
             rotation=round_number - 1,
+            sources=sources,
         )
     ]
     workdir = args.out / "work"

@@ -15,6 +15,7 @@ STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 SYSTEM_TITLES = {
     "symfonic": "symfonic",
     "symfonic+otel": "symfonic, OpenTelemetry SDK on",
+    "symfonic@baseline": "symfonic, baseline tree",
     "langgraph": "LangGraph",
     "floor": "floor",
     "floor+model": "floor + model calls",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.report.baseline import render_baseline
 from bench.report.bounds import render_bounds
 from bench.report.figures import (
     FIGURES,
@@ -174,7 +175,8 @@ def render(results: Results, plots: list[str]) -> str:
         lines[-1:-1] = [
             "The HTTP section at the end resumes pauses through a real `symfonic serve` process."
         ]
-    lines += _problems(results) + _targets(results) + render_bounds(results)
+    lines += _problems(results) + _targets(results) + render_baseline(results)
+    lines += render_bounds(results)
     lines += _machine(results.meta)
     for name in plots:
         lines += [f"![{name}]({name})", ""]

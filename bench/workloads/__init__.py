@@ -14,10 +14,17 @@ from bench.workloads.base import StoreKind, Workload
 SYSTEMS = ("symfonic", "langgraph", "floor", "floor+model")
 # Measured only when named (``--systems symfonic,symfonic+otel``): what tracing costs.
 OPTIONAL_SYSTEMS = ("symfonic+otel",)
+# symfonic from another source tree (``--baseline SRC``), measured beside the installed
+# one: a change's before and after, interleaved configuration by configuration.
+BASELINE = "symfonic@baseline"
 
 # system → store → "module:Class"
 _REGISTRY: dict[str, dict[StoreKind, str]] = {
     "symfonic": {
+        "sqlite": "bench.workloads.symfonic_workload:SymfonicWorkload",
+        "postgresql": "bench.workloads.symfonic_workload:SymfonicWorkload",
+    },
+    BASELINE: {
         "sqlite": "bench.workloads.symfonic_workload:SymfonicWorkload",
         "postgresql": "bench.workloads.symfonic_workload:SymfonicWorkload",
     },
@@ -47,6 +54,8 @@ _PROBES: dict[str, tuple[str, ...]] = {
         "symfonic.testing:call",
         "symfonic.testing:reply",
     ),
+    # Its symfonic is the baseline tree's, importable only in its own child.
+    BASELINE: (),
     "symfonic+otel": (
         "symfonic:SymfonicAgent",
         "opentelemetry.sdk.trace:TracerProvider",

@@ -101,6 +101,10 @@ class SymfonicWorkload(Workload):
         }
 
     def settings(self) -> dict[str, Any]:
+        import symfonic
+
+        # Which tree ran: the installed one, or a --baseline's.
+        package = {"package": os.path.dirname(symfonic.__file__)}
         if self.spec.store == "sqlite":
-            return {"sqlite_synchronous": "symfonic's own (NORMAL)"}
-        return {"pool_size": os.environ.get("SYMFONIC_POOL_SIZE", "symfonic default")}
+            return package | {"sqlite_synchronous": "symfonic's own (NORMAL)"}
+        return package | {"pool_size": os.environ.get("SYMFONIC_POOL_SIZE", "symfonic default")}
