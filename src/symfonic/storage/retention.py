@@ -60,12 +60,15 @@ _CHILDREN = {
 }
 
 
-_EVENTS_UP_TO = (
-    "DELETE FROM symfonic_pause_events"
-    " WHERE id < (SELECT max(id) FROM symfonic_pause_events)"
-    " AND id <= (SELECT max(id) FROM symfonic_pause_events WHERE {through})"
+_NEWEST_EVENT = "(SELECT max(id) FROM symfonic_pause_events)"
+# The changes before the first one recorded at or after the cutoff, and never the
+# newest. Ids and times rise together, so the subquery walks the ids from the oldest
+# and stops there: it reads the rows it will delete, and needs no index on ``at``.
+_BEFORE_CUTOFF = (
+    "id < coalesce((SELECT id FROM symfonic_pause_events WHERE at >= :cutoff"
+    f" ORDER BY id LIMIT 1), {_NEWEST_EVENT})"
 )
-TRIM_OLD_EVENTS = Statement(_EVENTS_UP_TO.format(through="at < :cutoff"))
+TRIM_OLD_EVENTS = Statement(f"DELETE FROM symfonic_pause_events WHERE {_BEFORE_CUTOFF}")
 DELETE_DELIVERED = Statement(
     "DELETE FROM symfonic_webhook_deliveries WHERE state = 'delivered' AND delivered_at < :cutoff"
 )
@@ -77,8 +80,12 @@ def _trim_events(cutoff: datetime, session_ids: list[str]) -> tuple[Statement, P
         return TRIM_OLD_EVENTS, {"cutoff": cutoff}
     names = {f"s{index}": session_id for index, session_id in enumerate(session_ids)}
     ids = ", ".join(f":{name}" for name in names)
-    through = f"at < :cutoff OR session_id IN ({ids})"
-    return Statement(_EVENTS_UP_TO.format(through=through)), {"cutoff": cutoff, **names}
+    sessions_last = f"(SELECT max(id) FROM symfonic_pause_events WHERE session_id IN ({ids}))"
+    trim = (
+        f"DELETE FROM symfonic_pause_events WHERE id < {_NEWEST_EVENT}"
+        f" AND ({_BEFORE_CUTOFF} OR id <= {sessions_last})"
+    )
+    return Statement(trim), {"cutoff": cutoff, **names}
 
 
 def _of_sessions(rows: str, session_ids: list[str]) -> tuple[Statement, Params]:

@@ -84,7 +84,8 @@ pauses = sa.Table(
 )
 
 # One row per pause created and per change of its state, written by triggers
-# (migration 0004): ``id`` is the live feed's position.
+# (migration 0004): ``id`` is the live feed's position. On SQLite, ids need no
+# AUTOINCREMENT and ``at`` no index (migration 0008).
 pause_events = sa.Table(
     "symfonic_pause_events",
     metadata,
@@ -97,8 +98,8 @@ pause_events = sa.Table(
     sa.Column("pause_id", sa.String(64), nullable=False),
     sa.Column("session_id", sa.String(64), nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("at", Timestamp, nullable=False, index=True),
-    sqlite_autoincrement=True,
+    sa.Column("at", Timestamp, nullable=False),
+    sa.Index("ix_symfonic_pause_events_at", "at").ddl_if(dialect="postgresql"),
 )
 
 # Which URL wants which webhook event type (migration 0005); never the secret.
