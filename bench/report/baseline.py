@@ -17,13 +17,15 @@ from bench.workloads import BASELINE
 LOSS_BOUND = 0.15
 
 
-def verdict(ratio: float | None) -> str:
+def _loses(ratio: float | None) -> bool:
     """``ratio``: this tree's cycles per second ÷ the baseline's."""
+    return ratio is not None and ratio < 1 - LOSS_BOUND
+
+
+def verdict(ratio: float | None) -> str:
     if ratio is None:
         return "—"
-    if ratio >= 1 - LOSS_BOUND:
-        return f"within {LOSS_BOUND:.0%}"
-    return f"**loses {1 - ratio:.0%}**"
+    return f"**loses {1 - ratio:.0%}**" if _loses(ratio) else f"within {LOSS_BOUND:.0%}"
 
 
 def _rate(results: Results, system: str, store: str, history: int, concurrency: int) -> str:
@@ -43,7 +45,7 @@ def render_baseline(results: Results) -> list[str]:
                 ratio = results.speedup("symfonic", BASELINE, *where)
                 rounds = results.round_ratios("symfonic", BASELINE, *where)
                 cpu = results.ratio("symfonic", BASELINE, *where, "cpu_ms_per_cycle")
-                losing += ratio is not None and ratio < 1 - LOSS_BOUND
+                losing += _loses(ratio)
                 rows.append(
                     [
                         STORE_TITLES.get(store, store),

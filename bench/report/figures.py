@@ -11,11 +11,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from bench.workloads import BASELINE
+
 STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 SYSTEM_TITLES = {
     "symfonic": "symfonic",
     "symfonic+otel": "symfonic, OpenTelemetry SDK on",
-    "symfonic@baseline": "symfonic, baseline tree",
+    BASELINE: "symfonic, baseline tree",
     "langgraph": "LangGraph",
     "floor": "floor",
     "floor+model": "floor + model calls",
