@@ -41,8 +41,9 @@ from symfonic.core.messages import MessageBody
 from symfonic.core.telemetry.instruments import recording
 from symfonic.core.telemetry.store import traced
 from symfonic.core.telemetry.turns import traced_turn
+from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.loop import BoundModel, Heartbeat, Kernel, bind_tools, streams_natively
+from symfonic.kernel.loop import BoundModel, Kernel, bind_tools, streams_natively
 from symfonic.kernel.tools import ToolLike
 from symfonic.storage import open_store, store_url
 from symfonic.turns.budget import Quota
@@ -423,6 +424,4 @@ class SymfonicAgent:
         if not recording():
             return turn
         recorded = json.dumps(answer, default=str) if self.record_answers else None
-        return traced_turn(
-            turn, agent=self.name, principal=who.name, resume=True, answer=recorded
-        )
+        return traced_turn(turn, agent=self.name, principal=who.name, resume=True, answer=recorded)

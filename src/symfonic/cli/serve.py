@@ -128,7 +128,9 @@ def register(sub: Any) -> None:
     add_webhook_options(p)
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
     p.add_argument(
-        "--log-format", choices=LOG_FORMS, default="text",
+        "--log-format",
+        choices=LOG_FORMS,
+        default="text",
         help="log lines as text, or one JSON object a line with trace ids (default: text)",
     )
     p.set_defaults(run=run)

@@ -15,8 +15,6 @@ import uuid
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
-    Awaitable,
-    Callable,
     Coroutine,
     Mapping,
     Sequence,
@@ -24,7 +22,6 @@ from collections.abc import (
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-import anyio
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.ai import add_ai_message_chunks
@@ -47,6 +44,7 @@ from symfonic.core.contracts.types import (
 from symfonic.core.messages import text_of
 from symfonic.core.telemetry import calls
 from symfonic.kernel.delegates import Delegate, Delegated, DelegatedCall
+from symfonic.kernel.heartbeat import Heartbeat, Heartbeats
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.toolbox import RoundTools, UndecidedCall
 from symfonic.kernel.tools import idempotency_key
@@ -68,7 +66,6 @@ class Counters:
     tokens: int = 0
 
 
-Heartbeat = Callable[[], Awaitable[None]]
 BoundModel = Runnable[LanguageModelInput, BaseMessage]
 
 
@@ -101,39 +98,6 @@ def _merged(parts: Sequence[AIMessage]) -> AIMessage:
     if len(chunks) != len(parts):
         raise ModelError("the model streamed a whole message among its chunks")
     return add_ai_message_chunks(*chunks)
-
-
-class _Beats:
-    """``heartbeat`` every ``interval`` seconds, each timed from the end of the last.
-
-    Beats never overlap. A beat that fails ends them and its error is kept:
-    the tool it kept company is not interrupted, and the caller raises the
-    error once the tool is done, so the turn fails as it would have with the
-    beat awaited beside the tool. ``stop`` ends them without cancelling
-    anything: a beat under way finishes its write rather than being cut off
-    inside it, and most tools return long before the first beat, when waking
-    one waiting task costs far less than delivering a cancellation to it.
-    """
-
-    def __init__(self, heartbeat: Heartbeat, interval: float) -> None:
-        self._heartbeat = heartbeat
-        self._interval = interval
-        self._stopped = anyio.Event()
-        self.failure: Exception | None = None
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-    async def run(self) -> None:
-        while True:
-            with anyio.move_on_after(self._interval):
-                await self._stopped.wait()
-                return
-            try:
-                await self._heartbeat()
-            except Exception as error:
-                self.failure = error
-                return
 
 
 @dataclass
@@ -196,28 +160,13 @@ class Kernel:
         return outcome
 
     async def _beating(self, work: Coroutine[Any, Any, T]) -> T:
-        """Await ``work`` in this task while the heartbeat keeps time beside it.
-
-        The tool runs in the turn's own task, so cancelling the turn cancels
-        the tool and its beats. The tool's own error is raised as it is, not
-        wrapped in the task group's exception group.
-        """
+        """Await ``work`` in this task while the heartbeat keeps time beside it
+        (:mod:`symfonic.kernel.heartbeat`); cancelling the turn cancels the tool."""
         if self.heartbeat is None:
             return await work
-        beats = _Beats(self.heartbeat, self.heartbeat_interval)
-        failed: Exception | None = None
-        async with anyio.create_task_group() as group:
-            group.start_soon(beats.run)
-            try:
-                result = await work
-            except Exception as error:
-                failed = error
-            finally:
-                beats.stop()
-        if failed is not None:
-            raise failed
-        if beats.failure is not None:
-            raise beats.failure
+        async with Heartbeats(self.heartbeat, self.heartbeat_interval) as beats:
+            result = await work
+        beats.raise_failure()
         return result
 
     async def run(

@@ -34,8 +34,10 @@ from symfonic.storage.transactions import SqlTransactions
 _COLUMNS = "e.id AS change_id, e.state AS change_state, e.at AS change_at, " + ", ".join(
     "p." + column.strip() for column in PAUSE_COLUMNS.split(",")
 )
-_JOINED = f"SELECT {_COLUMNS} FROM symfonic_pause_events e JOIN symfonic_pauses p" \
+_JOINED = (
+    f"SELECT {_COLUMNS} FROM symfonic_pause_events e JOIN symfonic_pauses p"
     " ON p.pause_id = e.pause_id"
+)
 
 # Two subqueries, not min() and max() side by side: each is then one index probe.
 BOUNDS = Statement(

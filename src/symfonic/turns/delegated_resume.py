@@ -157,7 +157,12 @@ class _DelegateResume:
         now = host.clock()
         length = timedelta(seconds=host.claim_lease)
         claim = Claim(
-            pending.delegated_pause_id, claim_id, self._answered_by.name, answer, status, now,
+            pending.delegated_pause_id,
+            claim_id,
+            self._answered_by.name,
+            answer,
+            status,
+            now,
             now + length,
         )
         claimed = await TurnCheckpointStore(host.store).claim(claim)
@@ -168,14 +173,21 @@ class _DelegateResume:
             )
         turn = claimed.turn
         lease = ClaimLease(
-            host.store, turn.session_id, claim_id, seconds=host.claim_lease, clock=host.clock,
+            host.store,
+            turn.session_id,
+            claim_id,
+            seconds=host.claim_lease,
+            clock=host.clock,
             renewed=now,
         )
         settled = False
         try:
             delegated, settled = await self._run_on(
-                pending, ResumeOutcome(turn, answer, turn.interaction.tool_call_id, "", status),
-                claimed.history, lease, rounds_left,
+                pending,
+                ResumeOutcome(turn, answer, turn.interaction.tool_call_id, "", status),
+                claimed.history,
+                lease,
+                rounds_left,
             )
             return delegated
         finally:
@@ -217,7 +229,11 @@ class _DelegateResume:
         result: KernelResult | None = None
         try:
             resumed = resume_through(
-                kernel, outcome, context, owner=self._owner, answered_by=self._answered_by,
+                kernel,
+                outcome,
+                context,
+                owner=self._owner,
+                answered_by=self._answered_by,
                 keep=keep,
             )
             async with aclosing(resumed) as events:
@@ -236,8 +252,13 @@ class _DelegateResume:
             scope = IssuerScope(self._owner, tool.agent.name)
             await lease.outlast(
                 lambda: host.guarded.record_pause(
-                    turn.session_id, scope, event, result, turn.base_revision,
-                    supersedes=lease.claim_id, principal=runs_for,
+                    turn.session_id,
+                    scope,
+                    event,
+                    result,
+                    turn.base_revision,
+                    supersedes=lease.claim_id,
+                    principal=runs_for,
                     parent_session_id=self._caller.session_id,
                 )
             )

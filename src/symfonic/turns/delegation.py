@@ -54,8 +54,9 @@ from symfonic.core.contracts.types import (
     StopReason,
 )
 from symfonic.kernel.delegates import Delegated, DelegatedCall
+from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.loop import Heartbeat, Kernel
+from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import IssuerScope
 from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.outcomes import logger

@@ -15,8 +15,9 @@ from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, Store
+from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.loop import Heartbeat, Kernel
+from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import Quota
 from symfonic.turns.guarded import GuardedConversation
 

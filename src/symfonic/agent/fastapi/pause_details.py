@@ -36,9 +36,7 @@ def with_details(view: PauseView, checkpoint_body: Mapping[str, Any] | None) -> 
         update={
             "tool_name": call.get("name") if call is not None else None,
             "tool_args": dict(args) if isinstance(args, Mapping) else None,
-            "recent_messages": [
-                MessageView.model_validate(m) for m in messages[-RECENT_MESSAGES:]
-            ],
+            "recent_messages": [MessageView.model_validate(m) for m in messages[-RECENT_MESSAGES:]],
         }
     )
 

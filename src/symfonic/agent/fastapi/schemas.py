@@ -169,7 +169,6 @@ class MessageView(BaseModel):
     status: str | None = None
 
 
-
 # The question's fields come from PauseQuestion; the ones declared here are the
 # row's fields a caller may see. ``of`` takes each from the record by name, so a
 # field added here that the record has needs nothing more. (A model's docstring

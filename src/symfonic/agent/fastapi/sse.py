@@ -46,9 +46,7 @@ class FrameStream(EventSourceResponse):
     """An SSE response that owns ``source``: its frames go out, with keep-alive
     comments, until they end or the client leaves, and ``source`` is closed then."""
 
-    def __init__(
-        self, source: Closable, *, ping_interval: float = PING_INTERVAL
-    ) -> None:
+    def __init__(self, source: Closable, *, ping_interval: float = PING_INTERVAL) -> None:
         # The body comes from ``_frames`` in __call__, never from StreamingResponse.
         super().__init__(
             content=(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

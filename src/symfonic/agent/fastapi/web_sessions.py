@@ -77,8 +77,12 @@ class WebSessions:
         session_id = secrets.token_urlsafe(24)
         expires_at = int(now if now is not None else time.time()) + SESSION_SECONDS
         payload = ".".join(
-            [session_id, _b64(principal.name.encode()), str(expires_at),
-             _b64(self._mac(b"key:", digest))]
+            [
+                session_id,
+                _b64(principal.name.encode()),
+                str(expires_at),
+                _b64(self._mac(b"key:", digest)),
+            ]
         )
         cookie = payload + "." + _b64(self._mac(b"cookie:", payload.encode()))
         return cookie, WebSession(session_id, principal, self.csrf_token(session_id), expires_at)
@@ -112,6 +116,4 @@ class WebSessions:
         return WebSession(session_id, principal, self.csrf_token(session_id), expires_at)
 
     def csrf_matches(self, session: WebSession, sent: str | None) -> bool:
-        return sent is not None and hmac.compare_digest(
-            sent.encode(), session.csrf_token.encode()
-        )
+        return sent is not None and hmac.compare_digest(sent.encode(), session.csrf_token.encode())

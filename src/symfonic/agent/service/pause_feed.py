@@ -169,8 +169,9 @@ class PauseFeed:
                 try:
                     await self._watch()
                 except StoreUnavailable as error:
-                    logger.warning("the pause feed lost its watch; again in %gs: %s",
-                                   RETRY_DELAY, error)
+                    logger.warning(
+                        "the pause feed lost its watch; again in %gs: %s", RETRY_DELAY, error
+                    )
                     self._listening = anyio.Event()
                     for subscriber in self._subscribers:
                         subscriber.fall_behind()

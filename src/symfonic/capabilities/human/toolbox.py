@@ -73,9 +73,11 @@ class ToolBox:
         }
 
     def bindings(self) -> list[BaseTool]:
-        return [t.binding for t in self.tools.values()] + [
-            i.binding() for i in self.interactions.values()
-        ] + list(self.delegates.values())
+        return (
+            [t.binding for t in self.tools.values()]
+            + [i.binding() for i in self.interactions.values()]
+            + list(self.delegates.values())
+        )
 
     async def interaction_for(
         self, call: Mapping[str, Any], principal: Principal
@@ -93,6 +95,4 @@ class ToolBox:
             return UndecidedCall(call_id, f"error: {failed.words}, so nothing in this round ran")
         if approver is None:
             return None
-        return approval_pending(
-            name, call_id, args, self.tools[name].parameters, approver.audience
-        )
+        return approval_pending(name, call_id, args, self.tools[name].parameters, approver.audience)

@@ -179,7 +179,9 @@ class TracedStore:
 
     async def abandon_pending(self, session_id: str) -> int:
         count = await _in_span(
-            names.ABANDON, "abandon_pending", self._store.abandon_pending(session_id),
+            names.ABANDON,
+            "abandon_pending",
+            self._store.abandon_pending(session_id),
             {names.SESSION_ID: session_id},
         )
         if count:
@@ -195,12 +197,16 @@ class TracedStore:
         report = await _in_span(names.STORE_PREFIX + "sweep", "sweep", self._store.sweep(now))
         if report.expired:
             instruments.SWEEPER_ACTIONS.add(report.expired, {names.SWEEP_ACTION: "expired"})
-            logs.pause_changed("expired", "nobody answered before the pause's expiry",
-                               count=report.expired)
+            logs.pause_changed(
+                "expired", "nobody answered before the pause's expiry", count=report.expired
+            )
         if report.abandoned:
             instruments.SWEEPER_ACTIONS.add(report.abandoned, {names.SWEEP_ACTION: "abandoned"})
-            logs.pause_changed("abandoned", "the worker resuming it stopped renewing its claim",
-                               count=report.abandoned)
+            logs.pause_changed(
+                "abandoned",
+                "the worker resuming it stopped renewing its claim",
+                count=report.abandoned,
+            )
         return report
 
 
@@ -253,9 +259,13 @@ def _won(span: Span, claim: Claim, checkpoint: CheckpointRecord | None) -> None:
         waited = (claim.at - datetime.fromisoformat(str(kept["paused_at"]))).total_seconds()
         labels = {names.AGENT: str(kept.get("agent", "")), names.INTERACTION_KIND: kind or ""}
         instruments.TIME_TO_ANSWER.record(max(waited, 0.0), labels)
-    logs.pause_changed("claimed", "an answer was accepted; the turn runs on",
-                       pause_id=claim.pause_id, principal=claim.principal,
-                       session_id=None if checkpoint is None else checkpoint.session_id)
+    logs.pause_changed(
+        "claimed",
+        "an answer was accepted; the turn runs on",
+        pause_id=claim.pause_id,
+        principal=claim.principal,
+        session_id=None if checkpoint is None else checkpoint.session_id,
+    )
 
 
 def _span(
@@ -282,4 +292,3 @@ async def _in_span(
 ) -> Any:
     with _span(name, operation, attributes):
         return await _counting(call, operation)
-

@@ -80,8 +80,9 @@ def _observe(span: Span, event: Event, seen: _Outcome, resume: ResumeTrace | Non
     elif isinstance(event, TurnPausedEvent):
         seen.outcome = names.PAUSED
         # A resume's own pause id is the one it answered; the new one is the next.
-        span.set_attribute(names.PAUSE_ID if resume is None else names.NEXT_PAUSE_ID,
-                           event.pause_id)
+        span.set_attribute(
+            names.PAUSE_ID if resume is None else names.NEXT_PAUSE_ID, event.pause_id
+        )
         span.set_attribute(names.INTERACTION_KIND, event.kind.value)
     elif isinstance(event, ResponseCompleteEvent):
         seen.outcome = names.COMPLETE
@@ -108,8 +109,9 @@ async def traced_turn(
         attributes[names.SESSION_ID] = session_id
     if answer is not None:
         attributes[names.ANSWER_CONTENT] = answer
-    span = instruments.TRACER.start_span(names.RESUME if resume else names.TURN,
-                                         attributes=attributes)
+    span = instruments.TRACER.start_span(
+        names.RESUME if resume else names.TURN, attributes=attributes
+    )
     running = trace.set_span_in_context(span)
     tracked = ResumeTrace(span) if resume else None
     if tracked is not None:

@@ -96,8 +96,9 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
             f'<input type="hidden" name="csrf_token" value="{html.escape(csrf)}">'
             '<button type="submit">Sign out</button></form>'
         )
-        return _page(page, principal=html.escape(principal), csrf=html.escape(csrf),
-                     sign_out=sign_out)
+        return _page(
+            page, principal=html.escape(principal), csrf=html.escape(csrf), sign_out=sign_out
+        )
 
     @router.get("/inbox")
     async def inbox(request: Request) -> Response:
@@ -114,13 +115,16 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
             return _to_inbox(request)
         if _from_elsewhere(request):
             # Another site must not sign this browser in, even as someone else.
-            return HTMLResponse("<p>Sign in from the inbox page itself.</p>", status_code=403,
-                                headers=PAGE_HEADERS)
+            return HTMLResponse(
+                "<p>Sign in from the inbox page itself.</p>", status_code=403, headers=PAGE_HEADERS
+            )
         principal = service.authenticator.principal_of_key((await _form(request)).get("key", ""))
         if principal is None:
             await anyio.sleep(WRONG_KEY_DELAY)
-            problem = ('<p class="problem" role="alert">That key was not accepted. '
-                       "Check that you copied all of it, and try again.</p>")
+            problem = (
+                '<p class="problem" role="alert">That key was not accepted. '
+                "Check that you copied all of it, and try again.</p>"
+            )
             return _page(sign_in, 401, problem=problem)
         cookie, _ = (await service.web_sessions()).issue(principal)
         response = _to_inbox(request)
@@ -143,7 +147,9 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
             if not (await service.web_sessions()).csrf_matches(session, sent):
                 return HTMLResponse(
                     "<p>Signing out needs the page's token: go back to the inbox, reload it "
-                    "and sign out from there.</p>", status_code=403, headers=PAGE_HEADERS,
+                    "and sign out from there.</p>",
+                    status_code=403,
+                    headers=PAGE_HEADERS,
                 )
         response = _to_inbox(request)
         response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")

@@ -1,0 +1,79 @@
+"""The heartbeat beside a tool call: a beat every interval while the tool runs.
+
+A tool can run far longer than anything else in a turn and yields nothing
+meanwhile, so whoever holds a lease on the turn is called every ``interval``
+seconds until the tool returns, each beat timed from the end of the last, so
+beats never overlap.
+
+Most tools return long before the first beat. So the beats are a timer on the
+running loop, and a beat gets a task of its own only when it falls due: a call
+that ends first costs a timer armed and cancelled, where a task beside every
+call would cost a task group, a task and a cancel scope (docs/internals.md
+measures the difference).
+
+A beat that fails ends the beats and its error is kept: the tool it kept
+company is not interrupted, and :meth:`Heartbeats.raise_failure` raises the
+error once the tool is done, so the turn fails as it would have with the beat
+awaited beside the tool. Leaving the block cancels nothing: a beat under way
+finishes its write rather than being cut off inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+
+import anyio
+
+Heartbeat = Callable[[], Awaitable[None]]
+
+
+class Heartbeats:
+    """``async with Heartbeats(heartbeat, interval):`` around the work to keep company."""
+
+    def __init__(self, heartbeat: Heartbeat, interval: float) -> None:
+        self._heartbeat = heartbeat
+        self._interval = interval
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._beating: asyncio.Task[None] | None = None
+        self._stopped = False
+        self.failure: Exception | None = None
+
+    async def __aenter__(self) -> Heartbeats:
+        self._arm()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._beating is not None and not self._beating.done():
+            with anyio.CancelScope(shield=True):
+                await self._beating
+
+    def raise_failure(self) -> None:
+        """Raise the error of the beat that failed, if one did."""
+        if self.failure is not None:
+            raise self.failure
+
+    def _arm(self) -> None:
+        self._timer = self._loop.call_later(self._interval, self._due)
+
+    def _due(self) -> None:
+        self._beating = self._loop.create_task(self._beat())
+
+    async def _beat(self) -> None:
+        try:
+            await self._heartbeat()
+        except Exception as error:
+            self.failure = error
+            return
+        if not self._stopped:
+            self._arm()
