@@ -18,16 +18,14 @@ OPTIONAL_SYSTEMS = ("symfonic+otel",)
 # one: a change's before and after, interleaved configuration by configuration.
 BASELINE = "symfonic@baseline"
 
+_SYMFONIC: dict[StoreKind, str] = {
+    "sqlite": "bench.workloads.symfonic_workload:SymfonicWorkload",
+    "postgresql": "bench.workloads.symfonic_workload:SymfonicWorkload",
+}
 # system → store → "module:Class"
 _REGISTRY: dict[str, dict[StoreKind, str]] = {
-    "symfonic": {
-        "sqlite": "bench.workloads.symfonic_workload:SymfonicWorkload",
-        "postgresql": "bench.workloads.symfonic_workload:SymfonicWorkload",
-    },
-    BASELINE: {
-        "sqlite": "bench.workloads.symfonic_workload:SymfonicWorkload",
-        "postgresql": "bench.workloads.symfonic_workload:SymfonicWorkload",
-    },
+    "symfonic": _SYMFONIC,
+    BASELINE: _SYMFONIC,  # the same workload, importing the baseline's tree
     "symfonic+otel": {
         "sqlite": "bench.workloads.symfonic_otel:SymfonicOtelWorkload",
         "postgresql": "bench.workloads.symfonic_otel:SymfonicOtelWorkload",

@@ -17,12 +17,13 @@ business (see :mod:`symfonic.turns.delegation`); the kernel sees a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PendingInteraction
+from symfonic.kernel.heartbeat import Heartbeat
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class DelegatedCall:
     args: Mapping[str, Any]
     principal: Principal
     rounds_left: int
-    heartbeat: Callable[[], Awaitable[None]] | None = None
+    heartbeat: Heartbeat | None = None
 
 
 @dataclass(frozen=True)

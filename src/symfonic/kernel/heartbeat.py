@@ -39,7 +39,7 @@ class Heartbeats:
         self._timer: asyncio.TimerHandle | None = None
         self._beating: asyncio.Task[None] | None = None
         self._stopped = False
-        self.failure: Exception | None = None
+        self._failure: Exception | None = None
 
     async def __aenter__(self) -> Heartbeats:
         self._arm()
@@ -60,8 +60,8 @@ class Heartbeats:
 
     def raise_failure(self) -> None:
         """Raise the error of the beat that failed, if one did."""
-        if self.failure is not None:
-            raise self.failure
+        if self._failure is not None:
+            raise self._failure
 
     def _arm(self) -> None:
         self._timer = self._loop.call_later(self._interval, self._due)
@@ -73,7 +73,7 @@ class Heartbeats:
         try:
             await self._heartbeat()
         except Exception as error:
-            self.failure = error
+            self._failure = error
             return
         if not self._stopped:
             self._arm()
