@@ -126,6 +126,7 @@ class SymfonicAgent:
         self._store: Store | None = None
         self._guarded: GuardedConversation | None = None
         self._owns_store = False
+        self._recording = False
         self._open_lock = anyio.Lock()
         self._bound_model: BoundModel | None = None
         self._streaming = streams_natively(self.model)
@@ -155,7 +156,10 @@ class SymfonicAgent:
                 self._owns_store = True
             else:
                 store = self._store_arg
-            if recording():  # one span per transaction; see docs/observability.md
+            # Decided once: an SDK must be installed before the agent opens
+            # (docs/observability.md). Then one span per transaction.
+            self._recording = recording()
+            if self._recording:
                 store = traced(store)
             self._store = store
             self._guarded = GuardedConversation(
@@ -244,7 +248,14 @@ class SymfonicAgent:
             streaming=self._streaming,
             principal=principal or Principal("local"),
             delegates={each.name: each.bound(host or self) for each in self._delegates},
+            telemetry=(host or self).telemetry,
         )
+
+    @property
+    def telemetry(self) -> bool:
+        """Whether this agent traces and measures its turns: an SDK was recording when it
+        opened. A delegate's turns follow the agent whose store they run on."""
+        return self._recording
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:
         """What the model sees before the turn: the instructions, then the history."""
@@ -413,7 +424,7 @@ class SymfonicAgent:
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None
     ) -> AsyncGenerator[Event, None]:
         """A first turn inside its ``symfonic.turn`` span (when an SDK records)."""
-        if not recording():
+        if not self._recording:
             return turn
         return traced_turn(turn, agent=self.name, principal=who.name, session_id=session_id)
 
@@ -421,7 +432,7 @@ class SymfonicAgent:
         self, turn: AsyncGenerator[Event, None], who: Principal, answer: Any
     ) -> AsyncGenerator[Event, None]:
         """A resume inside its ``symfonic.resume`` span; the answer only if opted in."""
-        if not recording():
+        if not self._recording:
             return turn
         recorded = json.dumps(answer, default=str) if self.record_answers else None
         return traced_turn(turn, agent=self.name, principal=who.name, resume=True, answer=recorded)

@@ -110,7 +110,9 @@ class Kernel:
     ``heartbeat_interval`` seconds while a tool runs: a tool can run far longer
     than anything else in a turn and yields no events meanwhile, and whoever
     holds a lease on the turn must renew it. ``principal`` is the one whose
-    message the turn answers: approval rules decide with it.
+    message the turn answers: approval rules decide with it. ``telemetry``: whether
+    the model and tool calls are traced and measured (an SDK was recording when the
+    agent opened).
     """
 
     model: BaseChatModel
@@ -123,6 +125,7 @@ class Kernel:
     streaming: bool = True
     principal: Principal = field(default_factory=lambda: Principal("local"))
     delegates: Mapping[str, Delegate] = field(default_factory=dict)
+    telemetry: bool = False
 
     @property
     def bound(self) -> BoundModel:
@@ -134,7 +137,7 @@ class Kernel:
     async def dispatch(self, call: ToolCall) -> tuple[ToolMessage, ToolResultEvent]:
         """Run one ordinary call; an unknown tool is an error observation."""
         tool = self.toolbox.tools.get(call["name"])
-        with calls.tool_call(call["name"], str(call["id"])) as traced:
+        with calls.tool_call(call["name"], str(call["id"]), recording=self.telemetry) as traced:
             if tool is None:
                 content, ok = f"error: there is no tool named {call['name']!r}", False
             else:
@@ -154,7 +157,7 @@ class Kernel:
             rounds_left=rounds_left,
             heartbeat=self.heartbeat,
         )
-        with calls.tool_call(call["name"], str(call["id"])) as traced:
+        with calls.tool_call(call["name"], str(call["id"]), recording=self.telemetry) as traced:
             outcome = await self._beating(self.delegates[call["name"]].delegate(delegated))
             traced.observed(outcome.ok)
         return outcome
@@ -189,7 +192,7 @@ class Kernel:
                 yield self._done(StopReason.BUDGET, messages, used)
                 return
             reply: AIMessage | None = None
-            with calls.model_call(self.model) as traced:
+            with calls.model_call(self.model, recording=self.telemetry) as traced:
                 async for item in self._call_model([*context, *messages]):
                     if isinstance(item, TextDeltaEvent):
                         yield item

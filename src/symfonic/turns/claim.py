@@ -74,17 +74,26 @@ def replayable(pause: PauseRecord, answer: Answer, status: AnswerStatus) -> bool
 
 
 async def authorised_pause(
-    agent: TurnRuntime, token: str, principal: Principal, read: PauseRecord | None = None
+    agent: TurnRuntime,
+    token: str,
+    principal: Principal,
+    now: datetime,
+    read: PauseRecord | None = None,
 ) -> PauseRecord:
     """The pause the token names, if ``principal`` may answer it.
 
     ``read``: the record as the caller just read it, used only if it is the
     token's own pause; the token, not the record, decides which pause this is.
+    Failing that, the record this agent kept when it wrote the pause while it
+    is unexpired (past that, only the row can say whether it was answered in
+    time), else the row.
     """
     pause_id = agent.guarded.signer.verify(token)
     pause = read if read is not None and read.pause_id == pause_id else None
     if pause is None and pause_id is not None:
-        pause = await agent.store.get_pause(pause_id)
+        kept = agent.guarded.recent.take(pause_id)
+        fresh = kept is not None and kept.expires_at > now
+        pause = kept if fresh else await agent.store.get_pause(pause_id)
     if pause is None:
         raise PauseNotFound("the token does not name a pause")
     if pause.parent_session_id is not None:

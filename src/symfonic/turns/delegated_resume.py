@@ -37,7 +37,7 @@ from datetime import timedelta
 import anyio
 from langchain_core.messages import BaseMessage
 
-from symfonic.capabilities.human.turnstate import ResumeOutcome, TurnCheckpointStore
+from symfonic.capabilities.human.turnstate import ResumeOutcome, TurnCheckpoint, TurnCheckpointStore
 from symfonic.core.contracts.errors import (
     InteractionConfigurationError,
     ModelError,
@@ -74,7 +74,7 @@ from symfonic.turns.run_on import continue_from, kernel_resume
 Keep = Callable[[], Awaitable[None]]
 
 
-async def resume_through(
+def resume_through(
     kernel: Kernel,
     outcome: ResumeOutcome,
     history: Sequence[BaseMessage],
@@ -90,10 +90,19 @@ async def resume_through(
     """
     checkpoint = outcome.turn
     if checkpoint is None or checkpoint.interaction.delegated_pause_id is None:
-        async with aclosing(kernel_resume(kernel, outcome, history)) as events:
-            async for raw in events:
-                yield raw
-        return
+        return kernel_resume(kernel, outcome, history)
+    return _through_delegate(kernel, outcome, history, checkpoint, owner, answered_by, keep)
+
+
+async def _through_delegate(
+    kernel: Kernel,
+    outcome: ResumeOutcome,
+    history: Sequence[BaseMessage],
+    checkpoint: TurnCheckpoint,
+    owner: str,
+    answered_by: Principal,
+    keep: Keep,
+) -> AsyncGenerator[RawEvent, None]:
     pending = checkpoint.interaction
     delegate = kernel.delegates.get(pending.tool_name)
     if not isinstance(delegate, BoundDelegate):

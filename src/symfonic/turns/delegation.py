@@ -67,10 +67,14 @@ DEFAULT_DELEGATION_DEPTH = 3
 
 
 class DelegationHost(Protocol):
-    """Where a chain of delegates runs: the calling agent's store, signer and clock."""
+    """Where a chain of delegates runs: the calling agent's store, signer, clock and
+    telemetry."""
 
     claim_lease: float
     clock: Callable[[], datetime]
+
+    @property
+    def telemetry(self) -> bool: ...
 
     @property
     def store(self) -> Store: ...

@@ -23,6 +23,7 @@ from symfonic.core.contracts.types import KernelResult, PauseState, TurnPausedEv
 from symfonic.core.messages import bodies_of
 from symfonic.turns.budget import IssuerScope
 from symfonic.turns.pause_desk import PauseDesk
+from symfonic.turns.recent_pauses import RecentPauses
 
 
 class GuardedConversation:
@@ -31,6 +32,7 @@ class GuardedConversation:
         self.signer = signer
         self.pause_ttl = pause_ttl
         self.pauses = PauseDesk(store)
+        self.recent = RecentPauses()
 
     def paused_event(self, result: KernelResult, *, now: datetime) -> TurnPausedEvent:
         """The frame announcing a pause, with a freshly minted id and token."""
@@ -93,6 +95,7 @@ class GuardedConversation:
         try:
             new = NewPause(pause, checkpoint, supersedes=supersedes, run_id=run_id)
             await self.store.record_pause(new)
+            self.recent.remember(pause)
         except PauseAbandoned:
             if supersedes is None:
                 raise

@@ -53,8 +53,8 @@ async def resume_turn(
     *,
     pause: PauseRecord | None = None,
 ) -> AsyncGenerator[Event, None]:
-    pause = await authorised_pause(agent, token, principal, pause)
     now = agent.clock()
+    pause = await authorised_pause(agent, token, principal, now, pause)
     if pause.state is not PauseState.PENDING or pause.expires_at <= now:
         if replayable(pause, answer, status):
             for event in await replay(agent, pause):

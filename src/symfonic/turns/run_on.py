@@ -85,7 +85,7 @@ async def continue_from(
     """
     checkpoint = outcome.turn
     assert checkpoint is not None
-    with span(REHYDRATE):
+    with span(REHYDRATE, recording=kernel.telemetry):
         messages = rehydrate(replace(outcome, response=observation))
     for skipped in messages[len(checkpoint.messages) + 1 :]:
         call_id = str(getattr(skipped, "tool_call_id", ""))

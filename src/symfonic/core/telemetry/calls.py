@@ -60,9 +60,10 @@ class ModelCall:
 
 
 @contextmanager
-def model_call(model: object) -> Iterator[ModelCall]:
-    """A ``chat {model}`` span around one model call, and its duration measured."""
-    if not instruments.recording():
+def model_call(model: object, *, recording: bool) -> Iterator[ModelCall]:
+    """A ``chat {model}`` span around one model call, and its duration measured
+    (if ``recording``)."""
+    if not recording:
         yield ModelCall(INVALID_SPAN)
         return
     requested = model_name(model)
@@ -102,9 +103,9 @@ class ToolCall:
 
 
 @contextmanager
-def tool_call(name: str, call_id: str) -> Iterator[ToolCall]:
-    """An ``execute_tool {name}`` span, current while the tool runs."""
-    if not instruments.recording():
+def tool_call(name: str, call_id: str, *, recording: bool) -> Iterator[ToolCall]:
+    """An ``execute_tool {name}`` span, current while the tool runs (if ``recording``)."""
+    if not recording:
         yield ToolCall(INVALID_SPAN)
         return
     attributes: dict[str, AttributeValue] = {

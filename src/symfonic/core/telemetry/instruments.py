@@ -26,9 +26,9 @@ from symfonic.core.telemetry import names
 def recording() -> bool:
     """Whether an SDK is recording traces or metrics in this process.
 
-    Without one, every span and measurement would be a no-op: the turns, the
-    store and the kernel then skip their telemetry altogether, so a process
-    with no SDK pays one check per turn, per model call and per tool call.
+    Without one, every span and measurement would be a no-op. An agent asks once,
+    when it opens, and its turns, store and kernel then skip their telemetry
+    altogether (the answer reads the environment, too dear to ask on every call).
     """
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) or not (
         isinstance(metrics.get_meter_provider(), _ProxyMeterProvider)
@@ -76,10 +76,12 @@ STORE_UNAVAILABLE: Final = METER.create_counter(
 
 
 @contextmanager
-def span(name: str, attributes: Mapping[str, AttributeValue] | None = None) -> Iterator[Span]:
-    """``name``, current while the block runs. A failure sets the span's status to the
-    error's type, never its message, which may quote a driver or a provider."""
-    if not recording():
+def span(
+    name: str, attributes: Mapping[str, AttributeValue] | None = None, *, recording: bool
+) -> Iterator[Span]:
+    """``name``, current while the block runs (if ``recording``). A failure sets the span's
+    status to the error's type, never its message, which may quote a driver or a provider."""
+    if not recording:
         yield trace.INVALID_SPAN
         return
     with TRACER.start_as_current_span(

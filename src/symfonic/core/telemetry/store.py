@@ -275,7 +275,9 @@ def _span(
     gauge's background reads would otherwise start a trace of their own every few seconds."""
     if not trace.get_current_span().get_span_context().is_valid:
         return nullcontext(trace.INVALID_SPAN)
-    return instruments.span(name, {names.STORE_OPERATION: operation, **(attributes or {})})
+    attributes = {names.STORE_OPERATION: operation, **(attributes or {})}
+    # A traced store exists only in an agent that found an SDK recording.
+    return instruments.span(name, attributes, recording=True)
 
 
 async def _counting(call: Awaitable[Any], operation: str) -> Any:

@@ -1,0 +1,190 @@
+"""The record an agent keeps of the pauses it wrote: what a resume on that agent trusts it for.
+
+A resume on the agent that recorded the pause claims it without reading the row
+first; a resume on any other worker reads it once, then claims it. A kept record
+is trusted only for what never changes, so a pause answered, claimed or expired
+elsewhere meanwhile is refused or replayed exactly as if the row had been read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+import pytest
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from symfonic import (
+    PauseAlreadyAnswered,
+    PauseAlreadyClaimed,
+    PauseExpired,
+    Principal,
+    SymfonicAgent,
+)
+from symfonic.core.contracts.store import PauseRecord
+from symfonic.core.contracts.types import PauseState, TurnStartedEvent
+from symfonic.testing import ScriptedChatModel, call, reply
+from symfonic.turns.recent_pauses import RecentPauses
+
+pytestmark = pytest.mark.anyio
+
+APPROVE = {"decision": "approve"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2030, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Payments:
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def send_payment(self, amount: int) -> str:
+        """Send money."""
+        self.sent.append(amount)
+        return f"sent {amount}"
+
+
+def _agent(url: str, payments: Payments, **options: Any) -> SymfonicAgent:
+    def respond(messages: list[BaseMessage]) -> Any:
+        last = messages[-1]
+        if isinstance(last, HumanMessage):
+            return call("send_payment", {"amount": 5}, id="pay")
+        return reply(f"done: {last.content}" if isinstance(last, ToolMessage) else "done")
+
+    return SymfonicAgent(
+        model=ScriptedChatModel(respond=respond), tools=[payments.send_payment],
+        approval={"send_payment"}, store=url, **options,
+    )
+
+
+class StoreCalls:
+    """Counts the pause reads and claims a resume makes, passing each call on."""
+
+    def __init__(self, agent: SymfonicAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[str] = []
+        store = agent.store
+        for name in ("get_pause", "claim_pause"):
+            monkeypatch.setattr(store, name, self._counting(name, getattr(store, name)))
+
+    def _counting(self, name: str, method: Any) -> Any:
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return await method(*args, **kwargs)
+
+        return counted
+
+
+class Workers(NamedTuple):
+    """Two agents of the same name on one store: the one that paused, and another worker."""
+
+    here: SymfonicAgent
+    there: SymfonicAgent
+    payments: Payments
+    clock: Clock
+
+
+@pytest.fixture
+async def workers(store_url: str) -> AsyncIterator[Workers]:
+    payments, clock = Payments(), Clock()
+    async with _agent(store_url, payments, clock=clock, pause_ttl=60) as here, _agent(
+        store_url, payments, clock=clock, pause_ttl=60
+    ) as there:
+        yield Workers(here, there, payments, clock)
+
+
+RESUMES: dict[str, tuple[Any, Any, Principal, list[int]]] = {
+    "approve": (APPROVE, "resolved", Principal("alice"), [5]),
+    "cancel": (None, "cancelled", Principal("alice"), []),
+    "edit": ({"decision": "edit", "args": {"amount": 7}}, "resolved", Principal("alice"), [7]),
+    "wildcard": (APPROVE, "resolved", Principal("ops", frozenset({"*"})), [5]),
+}
+
+
+@pytest.mark.parametrize("resume", RESUMES.values(), ids=RESUMES.keys())
+async def test_the_agent_that_paused_claims_without_reading_and_another_reads_once(
+    workers: Workers, monkeypatch: pytest.MonkeyPatch, resume: tuple[Any, Any, Principal, list[int]]
+) -> None:
+    answer, status, who, sent = resume
+    for agent, reads in ((workers.here, []), (workers.there, ["get_pause"])):
+        paused = await workers.here.run("pay", principal="alice")
+        assert paused.pause is not None
+        workers.payments.sent.clear()
+        store = StoreCalls(agent, monkeypatch)
+        done = await agent.resume(paused.pause.token, answer, who, status=status)
+        assert done.status == "complete" and workers.payments.sent == sent
+        assert store.calls == [*reads, "claim_pause"]
+        monkeypatch.undo()
+        pause = await agent.store.get_pause(paused.pause.pause_id)
+        assert pause is not None and pause.state is PauseState.PUBLISHED
+        assert (pause.answered_by, pause.answer_status) == (who.name, status)
+
+
+async def test_a_pause_answered_on_another_worker_replays_or_refuses_here(
+    workers: Workers,
+) -> None:
+    paused = await workers.here.run("pay")
+    assert paused.pause is not None
+    done = await workers.there.resume(paused.pause.token, APPROVE)
+    # Here the kept record still says pending; the claim decides, then the row explains.
+    with pytest.raises(PauseAlreadyAnswered):
+        await workers.here.resume(paused.pause.token, {"decision": "reject"})
+    again = await workers.here.resume(paused.pause.token, APPROVE)
+    assert (again.status, again.answer, again.revision) == (done.status, done.answer, done.revision)
+    assert workers.payments.sent == [5]
+
+
+async def test_a_pause_being_answered_on_another_worker_is_refused_here(
+    workers: Workers,
+) -> None:
+    paused = await workers.here.run("pay")
+    assert paused.pause is not None
+    stream = workers.there.resume_stream(paused.pause.token, APPROVE)
+    assert isinstance(await anext(stream), TurnStartedEvent)
+    with pytest.raises(PauseAlreadyClaimed):
+        await workers.here.resume(paused.pause.token, APPROVE)
+    assert [event async for event in stream][-1].type == "response.complete"
+    assert workers.payments.sent == [5]
+
+
+async def test_past_its_expiry_a_kept_pause_is_read_again(workers: Workers) -> None:
+    answered = await workers.here.run("pay")
+    left = await workers.here.run("pay")
+    assert answered.pause is not None and left.pause is not None
+    # Answered in time on another worker; the identical answer, sent after the expiry
+    # to the agent that paused, is still that answer's replay.
+    done = await workers.there.resume(answered.pause.token, APPROVE)
+    workers.clock.now += timedelta(seconds=61)
+    again = await workers.here.resume(answered.pause.token, APPROVE)
+    assert (again.status, again.revision) == (done.status, done.revision)
+    # Never answered: expired, here as anywhere.
+    with pytest.raises(PauseExpired):
+        await workers.here.resume(left.pause.token, APPROVE)
+    assert workers.payments.sent == [5]
+
+
+def _record(pause_id: str) -> PauseRecord:
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    return PauseRecord(
+        pause_id=pause_id, kind="approval", query="pay?", response_schema={},
+        tool_call_id="call", interrupt_id=f"int_{pause_id}", expires_at=now,
+        session_id="s", principal="alice", agent="a", audience=None, base_revision=0,
+        state=PauseState.PENDING, created_at=now,
+    )
+
+
+def test_a_kept_record_is_taken_once_and_the_oldest_go_first() -> None:
+    kept = RecentPauses(capacity=2)
+    for pause_id in ("p1", "p2", "p3"):
+        kept.remember(_record(pause_id))
+    assert len(kept) == 2
+    assert kept.take("p1") is None
+    taken = kept.take("p2")
+    assert taken is not None and taken.pause_id == "p2"
+    assert kept.take("p2") is None
+    assert len(kept) == 1
