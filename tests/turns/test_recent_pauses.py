@@ -9,6 +9,7 @@ elsewhere meanwhile is refused or replayed exactly as if the row had been read.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -166,6 +167,33 @@ async def test_past_its_expiry_a_kept_pause_is_read_again(workers: Workers) -> N
     with pytest.raises(PauseExpired):
         await workers.here.resume(left.pause.token, APPROVE)
     assert workers.payments.sent == [5]
+
+
+async def test_the_kept_record_is_the_row_the_store_reads_back(store_url: str) -> None:
+    payments = Payments()
+
+    def twice(messages: list[BaseMessage]) -> Any:
+        paid = sum(isinstance(m, ToolMessage) for m in messages)
+        return call("send_payment", {"amount": 5}, id=f"pay{paid}") if paid < 2 else reply("ok")
+
+    agent = SymfonicAgent(
+        model=ScriptedChatModel(respond=twice), tools=[payments.send_payment],
+        approval={"send_payment"}, store=store_url,
+    )
+    async with agent:
+        first = await agent.run("pay twice", principal="alice")
+        assert first.pause is not None
+        kept = agent.guarded.recent.take(first.pause.pause_id)
+        assert kept is not None and kept == await agent.store.get_pause(first.pause.pause_id)
+        agent.guarded.recent.remember(kept)
+        # A second pause of the same turn: which pause it superseded is settled in the
+        # store's transaction, and nothing a resume checks; everything else is the row.
+        second = await agent.resume(first.pause.token, APPROVE, "alice")
+        assert second.pause is not None
+        kept = agent.guarded.recent.take(second.pause.pause_id)
+        row = await agent.store.get_pause(second.pause.pause_id)
+        assert kept is not None and row is not None and row.supersedes == first.pause.pause_id
+        assert replace(kept, supersedes=row.supersedes) == row
 
 
 def _record(pause_id: str) -> PauseRecord:

@@ -7,7 +7,9 @@ resume here takes it from memory instead of reading the row again. Only what
 never changes is trusted: whether the pause is still pending is decided by the
 claim, the one conditional statement, and a claim that loses reads the row to
 say why (or to replay the answer that won). A stale entry therefore costs a
-read, never a wrong answer.
+read, never a wrong answer. (Which pause a second pause superseded is settled
+inside the store's transaction; the kept record does not know it, and no
+resume asks.)
 
 Each entry is taken once, and the oldest go first past ``capacity``, so memory
 stays bounded whatever the number of pauses waiting for people. What the read
