@@ -14,8 +14,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import pytest
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
+from http_support import Clock
+from payments_support import APPROVE, Payments, paying_agent
 from symfonic import (
     PauseAlreadyAnswered,
     PauseAlreadyClaimed,
@@ -29,39 +31,6 @@ from symfonic.testing import ScriptedChatModel, call, reply
 from symfonic.turns.recent_pauses import RecentPauses
 
 pytestmark = pytest.mark.anyio
-
-APPROVE = {"decision": "approve"}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2030, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-class Payments:
-    def __init__(self) -> None:
-        self.sent: list[int] = []
-
-    def send_payment(self, amount: int) -> str:
-        """Send money."""
-        self.sent.append(amount)
-        return f"sent {amount}"
-
-
-def _agent(url: str, payments: Payments, **options: Any) -> SymfonicAgent:
-    def respond(messages: list[BaseMessage]) -> Any:
-        last = messages[-1]
-        if isinstance(last, HumanMessage):
-            return call("send_payment", {"amount": 5}, id="pay")
-        return reply(f"done: {last.content}" if isinstance(last, ToolMessage) else "done")
-
-    return SymfonicAgent(
-        model=ScriptedChatModel(respond=respond), tools=[payments.send_payment],
-        approval={"send_payment"}, store=url, **options,
-    )
 
 
 class StoreCalls:
@@ -93,8 +62,9 @@ class Workers(NamedTuple):
 @pytest.fixture
 async def workers(store_url: str) -> AsyncIterator[Workers]:
     payments, clock = Payments(), Clock()
-    async with _agent(store_url, payments, clock=clock, pause_ttl=60) as here, _agent(
-        store_url, payments, clock=clock, pause_ttl=60
+    options: dict[str, Any] = {"clock": clock, "pause_ttl": 60}
+    async with paying_agent(store_url, payments, **options) as here, paying_agent(
+        store_url, payments, **options
     ) as there:
         yield Workers(here, there, payments, clock)
 

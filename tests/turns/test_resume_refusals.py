@@ -9,12 +9,13 @@ identical request and refuses a different one.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, NamedTuple
 
 import pytest
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from http_support import Clock
+from payments_support import APPROVE, Payments, paying_agent
 from symfonic import (
     BudgetRefused,
     InvalidAnswer,
@@ -37,52 +38,8 @@ from symfonic.core.contracts.types import (
     ToolResultEvent,
     TurnStartedEvent,
 )
-from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    """A settable UTC clock for the agent, so nothing waits for real time."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2030, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-class Payments:
-    def __init__(self) -> None:
-        self.sent: list[int] = []
-
-    def send_payment(self, amount: int) -> str:
-        """Send money."""
-        self.sent.append(amount)
-        return f"sent {amount}"
-
-
-def _model() -> ScriptedChatModel:
-    def respond(messages: list[BaseMessage]) -> Any:
-        last = messages[-1]
-        if isinstance(last, HumanMessage):
-            return call("send_payment", {"amount": 5}, id="pay")
-        return reply(f"done: {last.content}" if isinstance(last, ToolMessage) else "done")
-
-    return ScriptedChatModel(respond=respond)
-
-
-def _agent(url: str, payments: Payments, **options: Any) -> SymfonicAgent:
-    return SymfonicAgent(
-        model=_model(), tools=[payments.send_payment], approval={"send_payment"},
-        store=url, **options,
-    )
-
-
-APPROVE = {"decision": "approve"}
 
 
 class Paid(NamedTuple):
@@ -97,7 +54,7 @@ class Paid(NamedTuple):
 @pytest.fixture
 async def paid(store_url: str) -> AsyncIterator[Paid]:
     payments = Payments()
-    async with _agent(store_url, payments) as agent:
+    async with paying_agent(store_url, payments) as agent:
         paused = await agent.run("pay")
         assert paused.pause is not None
         yield Paid(agent, payments, paused.pause, paused.session_id)
@@ -111,7 +68,7 @@ async def _state(agent: SymfonicAgent, pause_id: str) -> PauseState:
 
 async def test_an_expired_pause_refuses_with_pause_expired(store_url: str) -> None:
     clock, payments = Clock(), Payments()
-    async with _agent(store_url, payments, clock=clock, pause_ttl=60) as agent:
+    async with paying_agent(store_url, payments, clock=clock, pause_ttl=60) as agent:
         paused = await agent.run("pay")
         assert paused.pause is not None
         assert paused.pause.expires_at == clock.now + timedelta(seconds=60)
@@ -154,7 +111,7 @@ async def test_a_pause_abandoned_by_a_new_turn_refuses_with_pause_abandoned(paid
 
 async def test_a_claim_whose_lease_lapsed_is_swept_to_abandoned(store_url: str) -> None:
     clock, payments = Clock(), Payments()
-    async with _agent(store_url, payments, clock=clock, claim_lease=30) as agent:
+    async with paying_agent(store_url, payments, clock=clock, claim_lease=30) as agent:
         paused = await agent.run("pay")
         assert paused.pause is not None
         stream = agent.resume_stream(paused.pause.token, APPROVE)
@@ -182,7 +139,7 @@ async def test_a_claim_whose_lease_lapsed_is_swept_to_abandoned(store_url: str) 
 
 async def test_a_wrong_principal_is_refused_and_spends_nothing(store_url: str) -> None:
     payments = Payments()
-    async with _agent(store_url, payments) as agent:
+    async with paying_agent(store_url, payments) as agent:
         paused = await agent.run("pay", principal="alice")
         assert paused.pause is not None
         with pytest.raises(PauseForbidden) as raised:
@@ -207,7 +164,7 @@ async def test_a_wrong_principal_is_refused_and_spends_nothing(store_url: str) -
     [None, 123, "", "sfp_", "sfp_not-base64!!", "x" * 500, "sfp_" + "A" * 64],
 )
 async def test_a_token_that_does_not_verify_names_no_pause(sqlite_url: str, token: Any) -> None:
-    async with _agent(sqlite_url, Payments()) as agent:
+    async with paying_agent(sqlite_url, Payments()) as agent:
         with pytest.raises(PauseNotFound) as raised:
             await agent.resume(token, APPROVE)
         assert raised.value.status == 404
@@ -290,7 +247,7 @@ async def test_a_refused_budget_does_not_spend_the_token(store_url: str) -> None
     ticks = [0.0]
     quota = Quota(turns=1, per_seconds=60, clock=lambda: ticks[0])
     payments = Payments()
-    async with _agent(store_url, payments, quota=quota) as agent:
+    async with paying_agent(store_url, payments, quota=quota) as agent:
         paused = await agent.run("pay")
         assert paused.pause is not None
         with pytest.raises(BudgetRefused) as raised:
@@ -315,7 +272,7 @@ async def test_refusals_raise_before_the_first_event(paid: Paid) -> None:
 async def test_another_principal_is_told_the_session_does_not_exist(store_url: str) -> None:
     from symfonic import SessionNotFound
 
-    async with _agent(store_url, Payments()) as agent:
+    async with paying_agent(store_url, Payments()) as agent:
         paused = await agent.run("pay", principal="alice")
         for act in (
             agent.run("hi", paused.session_id, principal="bob"),
@@ -333,7 +290,7 @@ async def test_a_pause_record_handed_to_the_resume_never_overrides_its_token(
     store_url: str,
 ) -> None:
     payments = Payments()
-    async with _agent(store_url, payments) as agent:
+    async with paying_agent(store_url, payments) as agent:
         mine = await agent.run("pay")
         other = await agent.run("pay")
         assert mine.pause is not None and other.pause is not None
