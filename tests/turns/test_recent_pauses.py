@@ -96,6 +96,16 @@ async def test_the_agent_that_paused_claims_without_reading_and_another_reads_on
         assert (pause.answered_by, pause.answer_status) == (who.name, status)
 
 
+async def test_a_resume_handed_the_row_leaves_nothing_kept(workers: Workers) -> None:
+    # The HTTP route reads the row to find the pause's agent and hands it on.
+    paused = await workers.here.run("pay")
+    assert paused.pause is not None and len(workers.here.guarded.recent) == 1
+    row = await workers.here.store.get_pause(paused.pause.pause_id)
+    events = [e async for e in workers.here.resume_stream(paused.pause.token, APPROVE, pause=row)]
+    assert events[-1].type == "response.complete"
+    assert len(workers.here.guarded.recent) == 0
+
+
 async def test_a_pause_answered_on_another_worker_replays_or_refuses_here(
     workers: Workers,
 ) -> None:

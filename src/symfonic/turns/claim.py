@@ -86,14 +86,16 @@ async def authorised_pause(
     token's own pause; the token, not the record, decides which pause this is.
     Failing that, the record this agent kept when it wrote the pause while it
     is unexpired (past that, only the row can say whether it was answered in
-    time), else the row.
+    time), else the row. The kept record is taken either way: a pause asked
+    about once is not kept any longer.
     """
     pause_id = agent.guarded.signer.verify(token)
+    kept = None if pause_id is None else agent.guarded.recent.take(pause_id)
     pause = read if read is not None and read.pause_id == pause_id else None
+    if pause is None and kept is not None and kept.expires_at > now:
+        pause = kept
     if pause is None and pause_id is not None:
-        kept = agent.guarded.recent.take(pause_id)
-        fresh = kept is not None and kept.expires_at > now
-        pause = kept if fresh else await agent.store.get_pause(pause_id)
+        pause = await agent.store.get_pause(pause_id)
     if pause is None:
         raise PauseNotFound("the token does not name a pause")
     if pause.parent_session_id is not None:
