@@ -9,7 +9,7 @@ identical request and refuses a different one.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import pytest
@@ -230,6 +230,23 @@ async def test_replay_with_a_different_answer_is_refused(paid: Paid) -> None:
             await agent.resume(pause.token, answer, status=status)
         assert (raised.value.status, raised.value.code) == (409, "already_answered")
     assert payments.sent == [5]
+
+
+async def test_a_refusal_says_who_answered_the_pause_and_when(store_url: str) -> None:
+    clock = Clock()
+    clock.now = datetime(2026, 3, 4, 5, 6, 7, 890000, tzinfo=UTC)
+    async with paying_agent(store_url, Payments(), clock=clock) as agent:
+        paused = await agent.run("pay", principal="alice")
+        assert paused.pause is not None
+        desk = Principal("desk", frozenset({"*"}))  # may answer any pause
+        await agent.resume(paused.pause.token, APPROVE, principal=desk)
+        clock.advance(90)
+        with pytest.raises(PauseAlreadyAnswered) as raised:
+            await agent.resume(paused.pause.token, {"decision": "reject"}, principal="alice")
+    assert raised.value.message == (
+        "this pause was already answered by desk at 2026-03-04 05:06:07 UTC, "
+        "with a different answer"
+    )
 
 
 async def test_a_pause_being_answered_refuses_even_the_identical_answer(paid: Paid) -> None:

@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Awaitable
 from contextlib import suppress
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeVar
 
 import anyio
@@ -61,10 +61,21 @@ def refusal(pause: PauseRecord, now: datetime) -> RequestError:
             "this pause was abandoned and can no longer be answered", pause_id=pause.pause_id
         )
     if pause.state is PauseState.CLAIMED:
-        return PauseAlreadyClaimed("this pause is already being answered", pause_id=pause.pause_id)
+        return PauseAlreadyClaimed(
+            f"this pause is already being answered{_by_whom(pause)}", pause_id=pause.pause_id
+        )
     return PauseAlreadyAnswered(
-        "this pause was already answered with a different answer", pause_id=pause.pause_id
+        f"this pause was already answered{_by_whom(pause)}, with a different answer",
+        pause_id=pause.pause_id,
     )
+
+
+def _by_whom(pause: PauseRecord) -> str:
+    """Who answered and when, for a person who may answer the pause and so may know."""
+    who = f" by {pause.answered_by}" if pause.answered_by else ""
+    if pause.answered_at is None:
+        return who
+    return f"{who} at {pause.answered_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def replayable(pause: PauseRecord, answer: Answer, status: AnswerStatus) -> bool:
