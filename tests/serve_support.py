@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,17 @@ from http_support import free_port
 
 KEYS = "alice=alice-secret-key,carol=carol-secret-key:approver"
 ALICE = {"Authorization": "Bearer alice-secret-key"}
+
+
+# How the tests start symfonic by default: the interpreter running them.
+PYTHON_M = (sys.executable, "-m", "symfonic")
+
+
+def console_script() -> Path:
+    """The ``symfonic`` script pip installed beside this interpreter, as a user runs it."""
+    script = Path(sysconfig.get_path("scripts")) / "symfonic"
+    assert script.is_file(), f"no console script at {script}; pip install -e '.[dev]'"
+    return script
 
 
 @dataclass
@@ -37,17 +49,19 @@ def serving(
     keys: str = KEYS,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
+    program: Sequence[str | Path] = PYTHON_M,
 ) -> Iterator[Server]:
     """``symfonic serve ARGS`` on ``store`` (``None``: no ``--store``), once healthy.
 
     ``env`` replaces the inherited environment (the keys and unbuffered output
-    are added to it); ``cwd`` is where the server runs.
+    are added to it); ``cwd`` is where the server runs; ``program`` is how
+    symfonic is started (``[console_script()]``: as a user types it).
     """
     port = free_port()
     env = {**(os.environ if env is None else env), "SYMFONIC_API_KEYS": keys,
            "PYTHONUNBUFFERED": "1"}
     store_option = [] if store is None else ["--store", store]
-    command = [sys.executable, "-m", "symfonic", "serve", "--port", str(port), *store_option,
+    command = [*program, "serve", "--port", str(port), *store_option,
                "--log-level", "warning", *args]
     with log.open("wb") as sink:
         process = subprocess.Popen(

@@ -13,9 +13,13 @@ from http_support import APPROVE, JSON, frames
 from serve_support import ALICE, KEYS, serving
 from symfonic.agent.fastapi.app import create_app
 from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.service.webhooks import Webhook
 from symfonic.cli.main import main
-from symfonic.cli.serve import _startup_line, freeze_after_startup, is_loopback
+from symfonic.cli.serve import freeze_after_startup
+from symfonic.cli.serve_banner import startup_line as _startup_line
+from symfonic.cli.serve_listen import is_loopback
 from symfonic.demo import demo_agent
+from webhook_support import SECRET
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +84,10 @@ def test_startup_line_says_how_callers_are_authenticated() -> None:
     assert "http://[::1]:9000" in keyed and "hunter2" not in keyed and "app:***@db" in keyed
     assert keyed.endswith("auth: API keys for alice, carol")
     assert "secret" not in keyed
+    hooks = [Webhook("https://a.example/x?k=1", SECRET), Webhook("https://a.example/x", SECRET)]
+    hooked = _startup_line("127.0.0.1", 8000, "sqlite:///s.db", agents, Authenticator([]), False,
+                           hooks)
+    assert hooked == local + " | webhooks: https://a.example/x (every event)"
     assert [is_loopback(h) for h in ["127.0.0.1", "::1", "localhost", "0.0.0.0", "10.0.0.1"]] == [
         True, True, True, False, False
     ]

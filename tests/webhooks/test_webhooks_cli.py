@@ -46,9 +46,10 @@ def test_the_retry_schedule_is_the_documented_one_within_its_jitter() -> None:
 @pytest.mark.parametrize(
     ("secret", "says"),
     [
-        (None, "has no secret: set SYMFONIC_WEBHOOK_SECRET"),
-        ("s3cr3t-not-whsec", "does not start with whsec_"),
-        ("whsec_!!not base64!!", "is not whsec_ followed by base64"),
+        (None, "SYMFONIC_WEBHOOK_SECRET is missing"),
+        ("s3cr3t-not-whsec", "SYMFONIC_WEBHOOK_SECRET does not start with whsec_"),
+        ("whsec_!!not base64!!",
+         "SYMFONIC_WEBHOOK_SECRET is not whsec_ followed by base64 of at least 16 bytes"),
     ],
     ids=["missing", "no-prefix", "not-base64"],
 )
@@ -63,12 +64,20 @@ def test_a_missing_or_malformed_secret_is_one_line_and_exit_2(
         monkeypatch.setenv("SYMFONIC_WEBHOOK_SECRET", secret)
     store = f"sqlite:///{tmp_path / 's.db'}"
     argv = ["serve", "--store", store, "--port", str(free_port()),
-            "--webhook", "http://127.0.0.1:9/hook"]
+            "--webhook", "http://ops:hunter2@127.0.0.1:9/hook?key=abc"]
     assert main(argv) == 2
     captured = capsys.readouterr()
     [line] = captured.err.splitlines()
-    assert line.startswith("symfonic serve: ") and says in line, line
+    assert line.startswith("symfonic serve: --webhook http://127.0.0.1:9/hook needs a signing "
+                           "secret, and "), line
+    assert says in line, line
+    # A shell user's words: how to make a secret, never one to paste, never Python's.
+    assert line.endswith(
+        "; make one with: export SYMFONIC_WEBHOOK_SECRET=whsec_$(head -c 32 /dev/urandom | base64)"
+    )
+    assert "AAAA" not in line and "secret=" not in line
     assert "Traceback" not in line and "s3cr3t" not in line
+    assert "hunter2" not in line and "abc" not in line
 
 
 def _webhooks_cli(server_url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -132,5 +141,8 @@ def test_a_webhook_never_shows_its_secret_and_refuses_what_it_cannot_use() -> No
         Webhook("https://chat.example/hook", SECRET, events={"pause.made"})
     with pytest.raises(ConfigurationError, match="not an http"):
         Webhook("ftp://chat.example/hook", SECRET)
+    with pytest.raises(ConfigurationError) as missing:
+        Webhook("https://chat.example/hook", "")
+    assert "AAAA" not in str(missing.value) and "os.urandom(32)" in str(missing.value)
     with pytest.raises(ConfigurationError, match="lease must be longer"):
         WebhookSettings(timeout=10, lease=5)

@@ -10,8 +10,9 @@ Every agent served shares one store: ``--store``, else ``SYMFONIC_STORE``, else
 the store the agents' modules declare (``SymfonicAgent(store=...)``), else the
 embedded default. Agents that declare different stores are refused at start-up
 rather than silently moved onto one of them. The store is opened -- connected,
-migrated -- before the start-up line is printed, so a bad URL or a database out
-of reach is one line and exit code 2, never a banner followed by a traceback.
+migrated -- and the port bound before the start-up line is printed, so a bad
+URL, a database out of reach, or a port taken or out of range is one line and
+exit code 2, never a banner followed by a traceback.
 
 A client cannot hold connections for free: each request's headers must arrive
 within ``--header-timeout`` seconds, and past ``--max-connections`` a new
@@ -24,18 +25,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
-import ipaddress
 import os
 import resource
+import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.agent.service.host import ServiceHost
@@ -54,6 +53,9 @@ from symfonic.cli.observability import (
     install,
     log_config,
 )
+from symfonic.cli.serve_agents import DEFAULT_AGENT, load_agent, serving_store
+from symfonic.cli.serve_banner import startup_line
+from symfonic.cli.serve_listen import is_loopback, listening_socket, port_of
 from symfonic.cli.serve_webhooks import (
     WEBHOOK_SECRET,
     Served,
@@ -61,14 +63,11 @@ from symfonic.cli.serve_webhooks import (
     webhooks_of,
 )
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
-from symfonic.core.contracts.store import Store
 from symfonic.storage import DEFAULT_STORE, masked_url
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-DEFAULT_AGENT = "symfonic.demo:agent"
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 # File descriptors kept for what is not a client connection: the store, logs, imports.
 RESERVED_FILES = 64
 
@@ -82,7 +81,9 @@ def register(sub: Any) -> None:
         help=f"agents to serve, the first is the default (default: {DEFAULT_AGENT})",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
+    p.add_argument(
+        "--port", default="8000", help="port to bind, 1-65535; 0: any free port (default: 8000)"
+    )
     p.add_argument(
         "--store",
         help="store URL for every agent served (default: SYMFONIC_STORE, else the store "
@@ -177,78 +178,10 @@ def fit_file_limit(max_connections: int) -> int:
     return max(1, min(max_connections, soft - RESERVED_FILES))
 
 
-def load_agent(spec: str) -> SymfonicAgent:
-    """``module:attr`` naming an agent, or a function that returns one."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigurationError(f"{spec!r} is not MODULE:ATTR, e.g. {DEFAULT_AGENT}")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigurationError(f"cannot import {module_name!r}: {error}") from error
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise ConfigurationError(f"{module_name!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if not isinstance(target, SymfonicAgent) and callable(target):
-        target = target()
-    if not isinstance(target, SymfonicAgent):
-        raise ConfigurationError(f"{spec} is a {type(target).__name__}, not a SymfonicAgent")
-    return target
-
-
-def serving_store(override: str | None, agents: Sequence[SymfonicAgent]) -> str | Store:
-    """The one store all ``agents`` are served on.
-
-    ``override`` (``--store``), else ``SYMFONIC_STORE``, else the store the agents
-    declare; agents that declare none follow the others. Two different declared
-    stores are a configuration error: serving both agents on either would put one
-    agent's sessions where its own module says they are not.
-    """
-    chosen = override or os.environ.get("SYMFONIC_STORE")
-    if chosen:
-        return chosen
-    declared: dict[str, tuple[str | Store, list[str]]] = {}
-    for agent in agents:
-        store = agent.declared_store
-        if store is None:
-            continue
-        key = store if isinstance(store, str) else f"store object {id(store)}"
-        declared.setdefault(key, (store, []))[1].append(agent.name)
-    if len(declared) > 1:
-        which = "; ".join(
-            f"{', '.join(names)}: {_shown(store)}" for store, names in declared.values()
-        )
-        raise ConfigurationError(
-            f"the agents declare different stores ({which}) and one service serves them "
-            "on one store: pass --store or set SYMFONIC_STORE to choose it"
-        )
-    if declared:
-        return next(iter(declared.values()))[0]
-    return DEFAULT_STORE
-
-
-def _shown(store: str | Store) -> str:
-    return masked_url(store if isinstance(store, str) else store.url)
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _base_url(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return f"http://{shown}:{port}"
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         authenticator = Authenticator.from_spec(os.environ.get("SYMFONIC_API_KEYS"))
+        port = port_of(args.port)
         agents = [load_agent(spec) for spec in args.agents or [DEFAULT_AGENT]]
         retention = retention_of(args)
         webhooks, webhook_settings = webhooks_of(args, os.environ.get(WEBHOOK_SECRET))
@@ -269,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     url = store if isinstance(store, str) else store.url
     try:
         served = Served(retention, webhooks, webhook_settings)
-        return anyio.run(_serve, args, host, url, authenticator, served, telemetry)
+        return anyio.run(_serve, args, port, host, url, authenticator, served, telemetry)
     finally:
         if telemetry is not None:
             telemetry.shutdown()  # the last spans and metrics are flushed before exit
@@ -277,16 +210,18 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(
     args: argparse.Namespace,
+    port: int,
     host: ServiceHost,
     url: str,
     authenticator: Authenticator,
     served: Served,
     telemetry: Telemetry | None = None,
 ) -> int:
-    """Open the store, then say what is served, then serve, all on one event loop.
+    """Open the store and bind the port, then say what is served, then serve.
 
-    The app's lifespan finds the host already open (opening is idempotent) and
-    closes it on shutdown; the ``finally`` closes it if uvicorn never started.
+    All on one event loop. The app's lifespan finds the host already open
+    (opening is idempotent) and closes it on shutdown; the ``finally`` closes it
+    if uvicorn never started.
     """
     try:
         await host.open()
@@ -294,58 +229,77 @@ async def _serve(
         print(f"symfonic serve: {_unopened(url, error)}", file=sys.stderr)
         return 2
     try:
-        max_connections = fit_file_limit(args.max_connections)
-        print(
-            _startup_line(
-                args.host, args.port, url, list(host.agents.values()), authenticator, args.insecure
-            ),
-            flush=True,
-        )
-        if max_connections < args.max_connections:
-            print(
-                f"symfonic serve: the file limit holds {max_connections} connections, not "
-                f"{args.max_connections}; raise it (ulimit -n) for more",
-                flush=True,
-            )
-        # The server and the app are imported only when serving: every other command
-        # (demo, chat, --help) starts about a second sooner without them.
-        import uvicorn
-
-        from symfonic.agent.fastapi.app import create_app
-
-        app = create_app(
-            host,
-            api_keys=authenticator,
-            sweep_interval=args.sweep_interval,
-            retention=served.retention,
-            webhooks=served.webhooks,
-            webhook_settings=served.webhook_settings,
-        )
-        if telemetry is not None:
-            telemetry.instrument(app)
-            flush_on_shutdown(app, telemetry)
-        freeze_after_startup(app)
-        config = uvicorn.Config(
-            app,
-            host=args.host,
-            port=args.port,
-            log_level=args.log_level,
-            log_config=log_config(args.log_format, args.log_level, uvicorn.config.LOGGING_CONFIG),
-            timeout_graceful_shutdown=10,
-            server_header=False,
-            http=bounded_protocol(args.header_timeout, max_connections),
-        )
-        server = uvicorn.Server(config)
-        async with anyio.create_task_group() as counting:
-            if telemetry is not None and telemetry.metrics:
-                pending = PendingPauses()
-                pending.register()
-                counting.start_soon(pending.keep_counting, host.store)
-            await server.serve()
-            counting.cancel_scope.cancel()
-        return 0 if server.started else 1
+        try:
+            listener = listening_socket(args.host, port)
+        except ConfigurationError as error:
+            print(f"symfonic serve: {error}", file=sys.stderr)
+            return 2
+        with listener:
+            return await _serve_on(listener, args, host, url, authenticator, served, telemetry)
     finally:
         await host.aclose()
+
+
+async def _serve_on(
+    listener: socket.socket,
+    args: argparse.Namespace,
+    host: ServiceHost,
+    url: str,
+    authenticator: Authenticator,
+    served: Served,
+    telemetry: Telemetry | None,
+) -> int:
+    """Announce what is served on the bound ``listener``, then serve until shut down."""
+    port = listener.getsockname()[1]
+    agents = list(host.agents.values())
+    max_connections = fit_file_limit(args.max_connections)
+    print(
+        startup_line(args.host, port, url, agents, authenticator, args.insecure, served.webhooks),
+        flush=True,
+    )
+    if max_connections < args.max_connections:
+        print(
+            f"symfonic serve: the file limit holds {max_connections} connections, not "
+            f"{args.max_connections}; raise it (ulimit -n) for more",
+            flush=True,
+        )
+    # The server and the app are imported only when serving: every other command
+    # (demo, chat, --help) starts about a second sooner without them.
+    import uvicorn
+
+    from symfonic.agent.fastapi.app import create_app
+
+    app = create_app(
+        host,
+        api_keys=authenticator,
+        sweep_interval=args.sweep_interval,
+        retention=served.retention,
+        webhooks=served.webhooks,
+        webhook_settings=served.webhook_settings,
+    )
+    if telemetry is not None:
+        telemetry.instrument(app)
+        flush_on_shutdown(app, telemetry)
+    freeze_after_startup(app)
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=port,
+        log_level=args.log_level,
+        log_config=log_config(args.log_format, args.log_level, uvicorn.config.LOGGING_CONFIG),
+        timeout_graceful_shutdown=10,
+        server_header=False,
+        http=bounded_protocol(args.header_timeout, max_connections),
+    )
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as counting:
+        if telemetry is not None and telemetry.metrics:
+            pending = PendingPauses()
+            pending.register()
+            counting.start_soon(pending.keep_counting, host.store)
+        await server.serve(sockets=[listener])
+        counting.cancel_scope.cancel()
+    return 0 if server.started else 1
 
 
 def _unopened(url: str, error: Exception) -> str:
@@ -386,26 +340,3 @@ def freeze_after_startup(app: FastAPI) -> None:
             yield state
 
     app.router.lifespan_context = lifespan
-
-
-def _startup_line(
-    host: str,
-    port: int,
-    url: str,
-    agents: list[SymfonicAgent],
-    authenticator: Authenticator,
-    insecure: bool,
-) -> str:
-    names = ", ".join(agent.name for agent in agents)
-    if authenticator.open:
-        auth = "no API keys; every request runs as principal 'local'" + (
-            " (--insecure: NOT loopback-only)"
-            if insecure and not is_loopback(host)
-            else ", loopback only"
-        )
-    else:
-        auth = f"API keys for {', '.join(authenticator.principal_names)}"
-    return (
-        f"symfonic serve: {_base_url(host, port)} | store {masked_url(url)} | agents: {names} "
-        f"(default {agents[0].name}) | auth: {auth}"
-    )

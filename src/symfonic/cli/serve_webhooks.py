@@ -4,21 +4,32 @@ Every ``--webhook URL`` shares the one secret in ``SYMFONIC_WEBHOOK_SECRET``
 (``whsec_`` and base64) and the ``--webhook-event`` filter (default: every
 event type). The secret is read from the environment only, never from the
 command line, which other users of the machine can read; a missing or
-malformed one stops start-up with one line.
+malformed one stops start-up with one line that says how to make one. Where a
+webhook is named to a person (in that line, in the start-up line) it is its
+scheme, host and path: credentials or a query in its URL are never printed.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from symfonic.agent.retention import Retention
-from symfonic.agent.service.webhooks import RETRY_SCHEDULE, Webhook, WebhookSettings
+from symfonic.agent.service.webhooks import (
+    ALL_EVENTS,
+    RETRY_SCHEDULE,
+    Webhook,
+    WebhookSettings,
+    secret_key,
+)
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.webhooks import WebhookEventType
 
 WEBHOOK_SECRET = "SYMFONIC_WEBHOOK_SECRET"
+MAKE_SECRET = f"export {WEBHOOK_SECRET}=whsec_$(head -c 32 /dev/urandom | base64)"
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,12 @@ def webhooks_of(
         if args.webhook_event or args.webhook_include_token:
             raise ConfigurationError("--webhook-event and --webhook-include-token need --webhook")
         return [], None
+    problem = secret_key(secret)
+    if isinstance(problem, str):
+        raise ConfigurationError(
+            f"--webhook {destination(args.webhook[0])} needs a signing secret, and "
+            f"{WEBHOOK_SECRET} {problem}; make one with: {MAKE_SECRET}"
+        )
     events = args.webhook_event or None
     webhooks = [
         Webhook(url, secret or "", events=events, include_token=args.webhook_include_token)
@@ -113,3 +130,20 @@ def webhooks_of(
         inbox_url=args.inbox_url,
     )
     return webhooks, settings
+
+
+def destination(url: str) -> str:
+    """``url`` as scheme, host, port and path: a user, password, query or fragment stays out."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
+def webhooks_shown(webhooks: Sequence[Webhook]) -> str:
+    """Each destination, then the events sent to them, for the start-up line."""
+    destinations = ", ".join(dict.fromkeys(destination(hook.url) for hook in webhooks))
+    wanted = frozenset().union(*(hook.event_types for hook in webhooks))
+    if wanted == ALL_EVENTS:
+        events = "every event"
+    else:
+        events = ", ".join(event.value for event in WebhookEventType if event in wanted)
+    return f"{destinations} ({events})"

@@ -27,6 +27,7 @@ from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.webhooks import WebhookEventType
 
 SECRET_PREFIX = "whsec_"
+MIN_SECRET_BYTES = 16
 ALL_EVENTS = frozenset(WebhookEventType)
 # The events that may carry a token: those a person acts on by answering.
 TOKEN_EVENTS = frozenset({WebhookEventType.PAUSE_CREATED, WebhookEventType.PAUSE_EXPIRING})
@@ -36,23 +37,34 @@ RETRY_SCHEDULE = (5.0, 30.0, 120.0, 600.0, 1800.0, 3600.0, 10800.0, 21600.0, 432
 JITTER = 0.2
 
 
-def signer_of(secret: str | None, url: str) -> Signer:
-    """The signer for ``secret``; a missing or malformed one is a one-line error."""
+def secret_key(secret: str | None) -> bytes | str:
+    """The signing key in ``secret``, or what is wrong with it, in words."""
     if not secret:
-        raise ConfigurationError(
-            f"the webhook {url} has no secret: set SYMFONIC_WEBHOOK_SECRET (or pass "
-            "secret=) to whsec_ followed by base64, e.g. whsec_" + "A" * 43 + "="
-        )
+        return "is missing"
     if not secret.startswith(SECRET_PREFIX):
-        raise ConfigurationError(f"the webhook secret for {url} does not start with whsec_")
+        return "does not start with whsec_"
     body = secret[len(SECRET_PREFIX) :]
     try:
         key = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
     except (binascii.Error, ValueError):
         key = b""
-    if len(key) < 16:
+    if len(key) < MIN_SECRET_BYTES:
+        return f"is not whsec_ followed by base64 of at least {MIN_SECRET_BYTES} bytes"
+    return key
+
+
+def signer_of(secret: str | None, url: str) -> Signer:
+    """The signer for ``secret``; a missing or malformed one is a one-line error.
+
+    The words are a Python caller's: ``symfonic serve`` checks the secret in its
+    environment variable first and says it in a shell user's words.
+    """
+    key = secret_key(secret)
+    if isinstance(key, str):
         raise ConfigurationError(
-            f"the webhook secret for {url} is not whsec_ followed by base64 of at least 16 bytes"
+            f"the webhook secret for {url} {key}: pass Webhook(url, secret) a secret made "
+            f"of whsec_ and base64 of {MIN_SECRET_BYTES} random bytes or more, e.g. "
+            '"whsec_" + base64.b64encode(os.urandom(32)).decode()'
         )
     return Signer(key)
 
