@@ -82,6 +82,7 @@ async def test_a_client_sees_the_snapshot_then_pauses_appear_and_leave(store_url
                 assert frame.data["answered_by"] == "alice"
                 assert "pause" not in frame.data  # no token once it cannot be answered
             assert int(created.id) < int(claimed.id) < int(answered.id)
+            assert answered.data["decision"] == "approve" and "decision" not in claimed.data
 
             clock.advance(601)
             await agent.sweep()
@@ -89,6 +90,27 @@ async def test_a_client_sees_the_snapshot_then_pauses_appear_and_leave(store_url
             assert expired.event == "pause.expired"
             assert expired.data["pause_id"] == before["pause_id"]
             assert expired.data["state"] == "expired" and "answered_by" not in expired.data
+
+
+async def test_an_answered_frame_says_whether_the_call_was_rejected_edited_or_declined(
+    store_url: str,
+) -> None:
+    app = create_app(payment_agent(store_url), api_keys=KEYS, sweep_interval=0)
+    answers = [
+        ({"decision": "reject", "reason": "no"}, "resolved", "reject", None),
+        ({"decision": "edit", "args": {"amount": 3}}, "resolved", "edit", {"amount": 3}),
+        (None, "cancelled", "decline", None),
+    ]
+    async with uvicorn_serving(app) as client, following(client, ALICE) as feed:
+        await feed.next()
+        for answer, status, decision, edited in answers:
+            _, paused = await paused_turn(client, ALICE)
+            body = {"token": paused["pause_token"], "answer": answer, "status": status}
+            done = await client.post("/v1/resume", json=body, headers={**ALICE, **JSON})
+            assert done.status_code == 200, done.text
+            frame = await feed.until("pause.answered")
+            assert frame.data["decision"] == decision, frame.data
+            assert frame.data.get("edited_args") == edited
 
 
 async def test_bob_never_sees_alices_pauses(store_url: str) -> None:

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from browser_support import (
@@ -27,6 +28,7 @@ from browser_support import (
     QUICK_TTL,
     Inbox,
     ask,
+    bearer,
     pause_state,
     postgres_database,
     require_browser,
@@ -106,6 +108,13 @@ def fill_shipping(
         form.get_by_label(label).fill(value)
 
 
+def top(locator: Any) -> float:
+    """Where ``locator`` starts on the page, in pixels from the top."""
+    box = locator.bounding_box()
+    assert box is not None, locator
+    return float(box["y"])
+
+
 def expect_text(locator: Any, pattern: str, timeout: float = 10_000) -> None:
     from playwright.sync_api import expect
 
@@ -130,7 +139,7 @@ def test_alice_sees_her_pause_a_new_one_arrives_live_and_her_approval_runs_the_t
     expect(card(page, second)).to_be_visible(timeout=LIVE)
 
     mine.get_by_role("button", name="Approve").click()
-    expect_text(left(page, first), r"answered by alice")
+    expect_text(left(page, first), r"approved by you")
     expect_text(left(page, first), r"The agent finished: .*sent 12 EUR to dora")
     expect(mine).to_have_count(0)
     assert len(inbox.payments("dora")) == 1
@@ -246,7 +255,7 @@ def test_two_tabs_answer_one_pause_one_wins_and_the_other_says_it_was_answered(
     words = []
     for page in (first, second):
         outcome = left(page, pause)
-        expect_text(outcome, "answered")
+        expect_text(outcome, "by you|already answered")
         words.append(outcome.inner_text())
     won = [w for w in words if "The agent finished" in w]
     lost = [w for w in words if "already answered" in w]
@@ -284,21 +293,32 @@ def test_edit_reject_text_and_nested_form_answers(browser: Any, inbox: Inbox) ->
     editing.get_by_role("button", name="Edit").click()
     expect(editing.get_by_label("Amount", exact=True)).to_have_value("10")
     expect(editing.get_by_label("To", exact=True)).to_have_value("kim")
+    # The fields open just under the buttons, the reason box above them.
+    assert top(editing.get_by_label("Amount", exact=True)) > top(
+        editing.get_by_role("button", name="Edit", exact=True)
+    ) > top(editing.get_by_label(re.compile("Reason for rejecting")))
     editing.get_by_label("Amount", exact=True).fill("7.5")
     editing.get_by_role("button", name="Submit").click()
     expect_text(left(page, edit), "sent 7.5 EUR to kim")
+    expect_text(left(page, edit), r" — approved with changes by you\s*Changed: amount 10 → 7\.5\.")
     assert [p["amount"] for p in inbox.payments("kim")] == [7.5]
 
     rejecting = card(page, reject)
-    rejecting.get_by_label(re.compile("Reason for rejecting")).fill("wrong amount")
+    reason = rejecting.get_by_label(re.compile("Reason for rejecting"))
+    # On a phone the reason is typed before Reject is reached: it sits above the button.
+    assert top(reason) < top(rejecting.get_by_role("button", name="Reject"))
+    reason.fill("wrong amount")
     rejecting.get_by_role("button", name="Reject").click()
     expect_text(left(page, reject), "rejected this call.*wrong amount")
+    expect_text(left(page, reject), " — rejected by you")
+    assert "answered" not in left(page, reject).inner_text()
     assert inbox.payments("lea") == []
 
     answering = card(page, text)
     answering.get_by_label("Your answer").fill("teal")
     answering.get_by_role("button", name="Submit").click()
     expect_text(left(page, text), "I will use teal for the logo")
+    expect_text(left(page, text), " — answered by you")
 
     form = card(page, nested)
     fill_shipping(form, "Mia", "2", "standard", ("Elm Rd 5", "Lyon", "69001"), express=True)
@@ -314,6 +334,70 @@ def test_edit_reject_text_and_nested_form_answers(browser: Any, inbox: Inbox) ->
         "notes": ["leave at the door"],
     }
     page.context.close()
+
+
+def test_pauses_answered_elsewhere_leave_with_a_word_saying_how(
+    browser: Any, inbox: Inbox
+) -> None:
+    from playwright.sync_api import expect
+
+    rejected = ask(inbox.url, "pay quinn 30")
+    edited = ask(inbox.url, "pay rosa 40")
+    approved = ask(inbox.url, "pay sam 50")
+    page = signed_in(browser, inbox.url)
+    for pause in (rejected, edited, approved):
+        expect(card(page, pause)).to_be_visible()
+    page.wait_for_timeout(1_000)  # the feed is open
+    # Answered through the API, as a terminal client or another tab would.
+    elsewhere = [
+        (rejected, {"decision": "reject", "reason": "too much"}),
+        (edited, {"decision": "edit", "args": {"to": "rosa", "amount": 4, "currency": "EUR"}}),
+        (approved, {"decision": "approve"}),
+    ]
+    for pause, answer in elsewhere:
+        done = httpx.post(
+            f"{inbox.url}/v1/resume",
+            json={"token": pause["pause"]["token"], "answer": answer},
+            headers=bearer("alice"),
+            timeout=30,
+        )
+        assert done.status_code == 200, done.text
+    expect_text(left(page, rejected), " — rejected by you$")
+    expect_text(left(page, edited), r" — approved with changes by you\s*Changed: amount 40 → 4\.")
+    expect_text(left(page, approved), " — approved by you$")
+    assert [p["amount"] for p in inbox.payments("rosa")] == [4]
+    page.context.close()
+
+
+def test_a_link_to_a_pause_scrolls_to_it_and_marks_it_even_through_sign_in(
+    browser: Any, inbox: Inbox
+) -> None:
+    from playwright.sync_api import expect
+
+    pauses = [ask(inbox.url, f"pay tess {amount}") for amount in range(1, 7)]
+    linked = pauses[-1]["pause"]["pause_id"]
+    page = browser.new_context(viewport={"width": 390, "height": 600}).new_page()
+    page.goto(f"{inbox.url}/inbox#{linked}")
+    page.get_by_label("API key").fill("alice-secret-key")
+    page.get_by_role("button", name="Sign in").click()
+    target = card(page, pauses[-1])
+    expect(target).to_have_class(re.compile(r"\btarget\b"))
+    expect(target).to_be_focused()
+    expect(target).to_be_in_viewport()
+    expect(page.locator(".target")).to_have_count(1)
+    assert page.url.endswith(f"/inbox#{linked}")
+
+    page.goto(f"{inbox.url}/inbox#{pauses[0]['pause']['pause_id']}")
+    expect(card(page, pauses[0])).to_have_class(re.compile(r"\btarget\b"))
+    page.goto(f"{inbox.url}/inbox#no-such-pause")
+    expect_text(page.locator("#status"), "The question this link points to is not waiting for you")
+    page.context.close()
+    for pause in pauses:  # the later tests' keyboard walks through what is left waiting
+        body = {"token": pause["pause"]["token"], "answer": None, "status": "cancelled"}
+        declined = httpx.post(
+            f"{inbox.url}/v1/resume", json=body, headers=bearer("alice"), timeout=30
+        )
+        assert declined.status_code == 200, declined.text
 
 
 def test_an_answer_that_leads_to_another_question_shows_it_in_the_list(

@@ -10,13 +10,14 @@ listing would include it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from symfonic.agent.fastapi.schemas import PauseView
 from symfonic.agent.service.pause_feed import FeedChange
-from symfonic.core.contracts.types import PauseState
+from symfonic.core.contracts.store import PauseRecord
+from symfonic.core.contracts.types import InteractionKind, PauseState
 
 SNAPSHOT_EVENT = "pauses.snapshot"
 CHANGE_EVENTS = {
@@ -29,6 +30,29 @@ CHANGE_EVENTS = {
 }
 # The changes that name who answered.
 ANSWERED = frozenset({PauseState.CLAIMED, PauseState.PUBLISHED})
+
+Decision = Literal["approve", "edit", "reject", "answer", "decline"]
+
+
+def decision_of(pause: PauseRecord) -> tuple[Decision | None, dict[str, Any] | None]:
+    """How a published pause was answered, and the arguments an edit ran the call with.
+
+    A person watching the inbox is told "rejected by bob", not a bare "answered":
+    the word comes from the stored answer, which the claim wrote with the state.
+    """
+    if pause.answer_status is None:
+        return None, None
+    if pause.answer_status == "cancelled":
+        return "decline", None
+    answer = pause.answer
+    if pause.kind != InteractionKind.APPROVAL or not isinstance(answer, dict):
+        return "answer", None
+    decision = answer.get("decision")
+    if decision == "edit" and isinstance(answer.get("args"), dict):
+        return "edit", answer["args"]
+    if decision in ("approve", "reject"):
+        return decision, None
+    return "answer", None
 
 
 class PauseSnapshot(BaseModel):
@@ -49,6 +73,15 @@ class PauseChangeEvent(BaseModel):
         default=None,
         description="pause.claimed and pause.answered: the principal who answered.",
     )
+    decision: Decision | None = Field(
+        default=None,
+        description="pause.answered: how it was answered: an approval's approve, edit or "
+        "reject; answer for a question or a form; decline when the person declined to answer.",
+    )
+    edited_args: dict[str, Any] | None = Field(
+        default=None,
+        description="pause.answered with decision edit: the arguments the call ran with.",
+    )
     pause: PauseView | None = Field(
         default=None,
         description="pause.created only, while the pause can still be answered: "
@@ -59,6 +92,9 @@ class PauseChangeEvent(BaseModel):
     def data_of(cls, item: FeedChange, token: str | None) -> dict[str, Any]:
         """The frame's data: absent fields are left out, not sent as null."""
         change, pause = item.change, item.change.pause
+        decision, edited_args = (
+            decision_of(pause) if change.state is PauseState.PUBLISHED else (None, None)
+        )
         data = cls(
             pause_id=pause.pause_id,
             session_id=pause.session_id,
@@ -66,6 +102,8 @@ class PauseChangeEvent(BaseModel):
             state=change.state,
             at=change.at,
             answered_by=pause.answered_by if change.state in ANSWERED else None,
+            decision=decision,
+            edited_args=edited_args,
         ).model_dump(mode="json", exclude_none=True)
         if change.state is PauseState.PENDING and item.answerable:
             data["pause"] = PauseView.of(pause, token).model_dump(mode="json")

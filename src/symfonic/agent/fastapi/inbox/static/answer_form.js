@@ -1,7 +1,8 @@
 // The answer form of one pause, built from its response_schema.
 //
-// An approval offers Approve, Reject (with an optional reason) and Edit (the
-// gated call's arguments, prefilled and typed); a text question a text box; a
+// An approval offers an optional reason for rejecting, then Approve, Edit (the
+// gated call's arguments, prefilled and typed, opening under the buttons) and
+// Reject (sending the reason); a text question a text box; a
 // form its fields. Every kind can be declined. Nothing is sent until every
 // field is valid; `send(answer, status)` does the sending and returns a
 // sentence to show next to the form when the service refused.
@@ -72,9 +73,12 @@ export function answerForm(pause, send) {
       const text = result.value ? String(result.value).trim() : "";
       submit(text ? { decision: "reject", reason: text } : { decision: "reject" });
     }, "danger");
+    // The reason comes before the buttons, so on a phone it is typed before Reject
+    // is reached; the edited arguments open just under the Edit that opened them.
     form.append(
+      reason.element,
       buttons(button("Approve", () => submit({ decision: "approve" }), "primary"), edit, reject, decline),
-      reason.element, editor, problem);
+      editor, problem);
   } else {
     const root = resolve(schema, schema);
     const field = root.type === "string" && !root.enum

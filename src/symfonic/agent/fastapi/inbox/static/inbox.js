@@ -4,18 +4,21 @@
 // pause's tool call and recent messages); the feed GET /v1/pauses/events says
 // when to look again (a snapshot or pause.created) and when a pause left
 // (claimed, answered, expired, abandoned, superseded), which moves its card to
-// "No longer waiting" with a word saying why. Where the feed cannot be opened
-// the page asks GET /v1/pauses every few seconds instead.
+// "No longer waiting" with a word saying why, and says how it was answered
+// when the answer follows its claim. Where the feed cannot be opened the page
+// asks GET /v1/pauses every few seconds instead. A link to /inbox#<pause_id>
+// (a webhook sends one) scrolls to that pause and marks it.
 
 import { answerForm } from "./answer_form.js";
 import { el } from "./schema_fields.js";
-import { refusalSentence, leftWord } from "./words.js";
+import { changes, LeftList } from "./left_list.js";
+import { answeredWord, decisionOf, leftWord, refusalSentence } from "./words.js";
 
 const POLL_SECONDS = 5;
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const me = document.getElementById("principal").textContent;
 const listNode = document.getElementById("pauses");
-const doneNode = document.getElementById("done");
+const done = new LeftList(document.getElementById("done"), document.getElementById("done-section"));
 const statusNode = document.getElementById("status");
 const cards = new Map();
 // Pauses this page is answering: the feed and the list leave them alone until
@@ -23,6 +26,8 @@ const cards = new Map();
 const answering = new Set();
 let refreshing = null;
 let refreshAgain = false;
+// The pause a link's #fragment points to, until the page has shown it.
+let target = "";
 
 const api = (path, options = {}) => fetch(path, {
   credentials: "same-origin",
@@ -80,7 +85,7 @@ function cardFor(pause) {
   const heading = el("h3", { id: `q-${pause.pause_id}`, text: pause.query });
   const clock = el("span", { class: "expires", text: countdown(pause.expires_at) });
   const outcome = el("div", { class: "outcome", role: "status", "aria-live": "polite" });
-  const card = el("li", { class: "card", "data-pause-id": pause.pause_id },
+  const card = el("li", { class: "card", "data-pause-id": pause.pause_id, tabindex: "-1" },
     el("article", { "aria-labelledby": `q-${pause.pause_id}` },
       el("p", { class: "meta" },
         el("span", { class: `kind kind-${pause.kind}`, text: kindWord(pause.kind) }),
@@ -111,19 +116,38 @@ function add(pause) {
   updateCount();
 }
 
-// The pause leaves the waiting list; `word` says why, `detail` may add the outcome.
-function leave(pauseId, word, detail, own = false) {
+// The pause leaves the waiting list, or its word there changes; `word` says
+// why, `details` may add the outcome. `own`: what this page's answer learned.
+function leave(pauseId, word, details = [], { own = false, outcome = "" } = {}) {
   if (answering.has(pauseId) && !own) return;
   const entry = cards.get(pauseId);
-  if (!entry) return;
-  cards.delete(pauseId);
-  entry.card.remove();
-  updateCount();
-  const item = el("li", { class: "left", "data-pause-id": pauseId },
-    el("p", {}, el("strong", { text: entry.pause.query }), " — ", el("span", { class: "word", text: word })));
-  if (detail) item.append(detail);
-  doneNode.prepend(item);
-  document.getElementById("done-section").hidden = false;
+  if (entry) {
+    cards.delete(pauseId);
+    entry.card.remove();
+    updateCount();
+    done.add(entry.pause);
+  }
+  done.say(pauseId, word, details, { own, outcome });
+}
+
+function showTarget() {
+  if (!target) return;
+  const node = cards.has(target) ? cards.get(target).card : done.node(target);
+  target = "";
+  if (!node) {
+    say("The question this link points to is not waiting for you: it was answered, "
+      + "expired or is not yours to answer.");
+    return;
+  }
+  document.querySelectorAll(".target").forEach((other) => other.classList.remove("target"));
+  node.classList.add("target");
+  node.focus({ preventScroll: true });
+  node.scrollIntoView({ block: "center" });
+}
+
+function followLink() {
+  target = decodeURIComponent(window.location.hash.slice(1));
+  if (!refreshing) showTarget();
 }
 
 async function refresh() {
@@ -147,6 +171,7 @@ async function refresh() {
       updateCount();
       say("");
     } while (refreshAgain);
+    showTarget();
   })();
   try { await refreshing; } finally { refreshing = null; }
 }
@@ -175,21 +200,24 @@ async function send(pause, answer, status) {
   if (!response.ok) {
     const sentence = await refusalSentence(response);
     if ([404, 409, 410].includes(response.status)) {
-      leave(pause.pause_id, sentence, null, true);
+      leave(pause.pause_id, sentence, [], { own: true, outcome: "refused" });
       return null;
     }
     return sentence;
   }
   const outcome = await response.json();
-  const verb = status === "cancelled" ? "declined by you" : `answered by ${me}`;
+  const decision = decisionOf(pause, answer, status);
+  const edited = decision === "edit" ? changes(pause.tool_args, answer.args) : null;
+  const own = { own: true, outcome: decision };
+  const word = answeredWord(decision, "you");
   if (outcome.status === "complete") {
-    leave(pause.pause_id, verb, el("p", { class: "result" }, "The agent finished: ", el("q", { text: outcome.answer || "" })), true);
+    leave(pause.pause_id, word, [edited, el("p", { class: "result" }, "The agent finished: ", el("q", { text: outcome.answer || "" }))], own);
   } else if (outcome.status === "paused") {
-    leave(pause.pause_id, verb, el("p", { class: "result", text: `The agent has another question: ${outcome.pause.query}` }), true);
+    leave(pause.pause_id, word, [edited, el("p", { class: "result", text: `The agent has another question: ${outcome.pause.query}` })], own);
     refresh();
   } else {
-    leave(pause.pause_id, verb, el("p", { class: "result failed",
-      text: `The agent could not finish: ${(outcome.error && outcome.error.message) || "the turn failed"}.` }), true);
+    leave(pause.pause_id, word, [edited, el("p", { class: "result failed",
+      text: `The agent could not finish: ${(outcome.error && outcome.error.message) || "the turn failed"}.` })], own);
   }
   if (entry) {
     say("Answer sent.");
@@ -201,7 +229,7 @@ async function send(pause, answer, status) {
 function tick() {
   for (const [id, entry] of [...cards]) {
     const text = countdown(entry.pause.expires_at);
-    if (text === "expired") leave(id, "expired before anyone answered");
+    if (text === "expired") leave(id, "expired before anyone answered", [], { outcome: "expired" });
     else entry.clock.textContent = text;
   }
 }
@@ -214,7 +242,10 @@ function follow() {
   for (const name of ["claimed", "answered", "expired", "abandoned", "superseded"]) {
     feed.addEventListener(`pause.${name}`, (event) => {
       const data = JSON.parse(event.data);
-      leave(data.pause_id, leftWord(name, data.answered_by, me));
+      const before = done.pause(data.pause_id) || (cards.get(data.pause_id) || {}).pause;
+      const edited = data.edited_args && before ? changes(before.tool_args, data.edited_args) : null;
+      leave(data.pause_id, leftWord(name, data.answered_by, me, data.decision), [edited],
+        { outcome: data.decision || name });
     });
   }
   feed.addEventListener("error", () => {
@@ -227,6 +258,8 @@ function poll() {
   setInterval(refresh, POLL_SECONDS * 1000);
 }
 
+window.addEventListener("hashchange", followLink);
+target = decodeURIComponent(window.location.hash.slice(1));
 refresh();
 follow();
 setInterval(tick, 1000);

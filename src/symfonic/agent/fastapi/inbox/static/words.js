@@ -46,11 +46,36 @@ export async function refusalSentence(response) {
     || `The service refused the answer (${response.status}${message ? `: ${message}` : ""}).`;
 }
 
-export function leftWord(event, answeredBy, me) {
-  const who = answeredBy ? (answeredBy === me ? "you" : answeredBy) : "someone";
+// How a pause was answered, in the words of the list: "rejected by bob".
+const ANSWERED = {
+  approve: "approved",
+  edit: "approved with changes",
+  reject: "rejected",
+  decline: "declined",
+  answer: "answered",
+};
+
+export function whoWord(principal, me) {
+  return principal ? (principal === me ? "you" : principal) : "someone";
+}
+
+// The decision an answer this page sends carries, as the feed names it.
+export function decisionOf(pause, answer, status) {
+  if (status === "cancelled") return "decline";
+  const decision = answer && answer.decision;
+  if (pause.kind === "approval" && ["approve", "edit", "reject"].includes(decision)) return decision;
+  return "answer";
+}
+
+export function answeredWord(decision, who) {
+  return `${ANSWERED[decision] || "answered"} by ${who}`;
+}
+
+export function leftWord(event, answeredBy, me, decision) {
+  const who = whoWord(answeredBy, me);
   switch (event) {
     case "claimed": return `being answered by ${who}`;
-    case "answered": return `answered by ${who}`;
+    case "answered": return answeredWord(decision, who);
     case "expired": return "expired before anyone answered";
     case "abandoned": return "abandoned: it can no longer be answered";
     case "superseded": return "superseded by a newer question";
