@@ -15,7 +15,8 @@ People answer their pauses in the web inbox at ``/inbox``
 The API documentation (``/docs``, ``/redoc``) is served with the Swagger UI and
 ReDoc assets that ``fastapi-offline`` ships, from the app itself: a service on a
 network without internet access still shows its docs, and a browser opening
-them asks no third party for anything (Swagger UI's online validator is off).
+them asks no third party for anything (Swagger UI's online validator is off;
+ReDoc's page forbids its badge's image from a CDN, :mod:`.redoc`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from symfonic.agent.fastapi import openapi
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.fastapi.inbox import install_inbox
 from symfonic.agent.fastapi.limits import BodyLimit
+from symfonic.agent.fastapi.redoc import install_redoc
 from symfonic.agent.fastapi.routes_pause_feed import pause_feed_router
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
@@ -125,7 +127,9 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         swagger_ui_parameters={"validatorUrl": None},
+        redoc_url=None,
     )
+    install_redoc(app)
     app.add_middleware(BodyLimit, max_body_size=max_body_size)
     app.state.symfonic = service
     app.state.pause_feed = feed
