@@ -60,6 +60,10 @@ from symfonic.turns.start import OnPendingPause, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
 DEFAULT_CLAIM_LEASE = 120.0
+# How long a first turn's run marker holds its session. Only a worker that dies
+# mid-turn leaves a marker to run out (one whose clear met an outage is cleared by
+# the next sweep): long enough for any turn's model calls and tools to finish.
+DEFAULT_RUN_LEASE = 600.0
 
 
 def _utcnow() -> datetime:
@@ -94,14 +98,17 @@ class SymfonicAgent:
         limits: Limits | None = None,
         pause_ttl: float = DEFAULT_PAUSE_TTL,
         claim_lease: float = DEFAULT_CLAIM_LEASE,
+        run_lease: float = DEFAULT_RUN_LEASE,
         quota: Quota | None = None,
         clock: Callable[[], datetime] = _utcnow,
         record_answers: bool = False,
         delegates: Iterable[SymfonicAgent | DelegateTool] = (),
         max_delegation_depth: int = DEFAULT_DELEGATION_DEPTH,
     ) -> None:
-        if pause_ttl <= 0 or claim_lease <= 0:
-            raise ConfigurationError("pause_ttl and claim_lease must be positive seconds")
+        if pause_ttl <= 0 or claim_lease <= 0 or run_lease <= 0:
+            raise ConfigurationError(
+                "pause_ttl, claim_lease and run_lease must be positive seconds"
+            )
         self.name = name
         self.model = resolve_model(model)
         self.instructions = instructions
@@ -119,6 +126,7 @@ class SymfonicAgent:
         self.limits = limits or Limits()
         self.pause_ttl = float(pause_ttl)
         self.claim_lease = float(claim_lease)
+        self.run_lease = float(run_lease)
         self.quota = quota
         self.clock = clock
         self.record_answers = record_answers

@@ -62,7 +62,6 @@ from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.outcomes import logger
 from symfonic.turns.pause_desk import answer_of_result
 
-RUN_LEASE = timedelta(minutes=10)
 DEFAULT_DELEGATION_DEPTH = 3
 
 
@@ -71,6 +70,7 @@ class DelegationHost(Protocol):
     telemetry."""
 
     claim_lease: float
+    run_lease: float
     clock: Callable[[], datetime]
 
     @property
@@ -215,7 +215,8 @@ class BoundDelegate:
         session_id, owner = await self._child_session(call)
         run_id = uuid.uuid4().hex
         now = self.host.clock()
-        request = RunRequest(session_id, run_id, now=now, lease_until=now + RUN_LEASE)
+        lease_until = now + timedelta(seconds=self.host.run_lease)
+        request = RunRequest(session_id, run_id, now=now, lease_until=lease_until)
         if await self.host.store.begin_run(request) is None:
             raise SessionNotFound("the delegate's new session could not be started")
         ended = False

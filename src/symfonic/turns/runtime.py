@@ -28,6 +28,7 @@ class TurnRuntime(Protocol):
     name: str
     limits: Limits
     claim_lease: float
+    run_lease: float
     quota: Quota | None
     clock: Callable[[], datetime]
 

@@ -44,7 +44,6 @@ from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
 
 OnPendingPause = Literal["reject", "abandon"]
-RUN_LEASE = timedelta(minutes=10)
 
 
 async def owned_session(agent: TurnRuntime, session_id: str, principal: Principal) -> SessionRecord:
@@ -104,7 +103,7 @@ async def first_turn(
         session_id,
         run_id,
         now=now,
-        lease_until=now + RUN_LEASE,
+        lease_until=now + timedelta(seconds=agent.run_lease),
         principal=None if "*" in principal.scopes else principal.name,
         base_revision=base_revision,
         refuse_pending=on_pending_pause == "reject",
