@@ -140,7 +140,9 @@ async def end_run(
 ) -> None:
     """Clear this run's marker (only this run's); retried like every cleanup.
 
-    A turn that failed also owes ``turn.failed``, in the same transaction.
+    A turn that failed also owes ``turn.failed``, in the same transaction. A
+    clear that still fails is the store's to retry at its next sweep
+    (:mod:`symfonic.storage.unended_runs`).
     """
     params = {"session_id": session_id, "run_id": run_id}
     if failure is None:

@@ -23,8 +23,10 @@ level would turn those losers into serialisation failures instead of a clean
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
+from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
@@ -53,10 +55,15 @@ from symfonic.core.contracts.webhooks import (
 from symfonic.core.messages import MessageBody
 from symfonic.storage import pause_reads, pause_writes, retention, runs, webhooks
 from symfonic.storage.pause_changes import PauseChangeRecord
+from symfonic.storage.unended_runs import UnendedRuns
 
 
 class SqlStore(PauseChangeRecord):
     """A ``Store`` in SQL; adapters supply how transactions run."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self._unended = UnendedRuns()
 
     # sessions and first turns
 
@@ -70,12 +77,21 @@ class SqlStore(PauseChangeRecord):
         return await runs.history(self, session_id, up_to_revision)
 
     async def begin_run(self, request: RunRequest) -> RunStart | None:
-        return await runs.begin_run(self, request)
+        try:
+            return await runs.begin_run(self, request)
+        except StoreUnavailable:
+            # The marker may have been set with only the reply lost.
+            self._unended.owe(request.session_id, request.run_id)
+            raise
 
     async def end_run(
         self, session_id: str, run_id: str, failure: FailedTurn | None = None
     ) -> None:
-        await runs.end_run(self, session_id, run_id, failure)
+        try:
+            await runs.end_run(self, session_id, run_id, failure)
+        except StoreUnavailable:
+            self._unended.owe(session_id, run_id, failure)
+            raise
 
     async def publish_turn(self, publish: TurnPublish) -> int:
         return await runs.publish_turn(self, publish)
@@ -103,7 +119,9 @@ class SqlStore(PauseChangeRecord):
         return await pause_writes.abandon_pending(self, session_id)
 
     async def sweep(self, now: datetime) -> SweepReport:
-        return await pause_writes.sweep(self, now)
+        ended = await self._unended.clear(self)
+        report = await pause_writes.sweep(self, now)
+        return replace(report, runs_ended=ended)
 
     # reading pauses
 

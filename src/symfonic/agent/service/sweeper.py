@@ -1,5 +1,7 @@
 """The background sweep: pending pauses past their expiry, claims past their lease,
-and, with a retention, finished sessions idle for longer than it keeps them.
+the run markers of this worker's turns that failed while the store was away
+(:mod:`symfonic.storage.unended_runs`), and, with a retention, finished sessions
+idle for longer than it keeps them.
 
 A worker that dies mid-resume cannot abandon its own claim; its lease simply
 stops being renewed. Some live worker has to notice, and every worker running
@@ -45,6 +47,8 @@ async def _sweep_once(
     host: ServiceHost, retention: Retention | None, expiring_lead: float | None
 ) -> None:
     report = await host.sweep(expiring_lead)
+    if report.runs_ended:
+        logger.info("cleared %d run markers of turns that failed in an outage", report.runs_ended)
     if report.expired or report.abandoned:
         logger.info(
             "swept %d expired pauses and %d lapsed claims", report.expired, report.abandoned

@@ -197,6 +197,8 @@ class PruneBatch:
 class SweepReport:
     expired: int
     abandoned: int
+    # Run markers of turns that failed while the store was away, cleared now.
+    runs_ended: int = 0
 
 
 @dataclass(frozen=True)
@@ -339,7 +341,11 @@ class Store(Protocol):
         ...
 
     async def sweep(self, now: datetime) -> SweepReport:
-        """Expire stale pending pauses and abandon claims whose lease ran out."""
+        """Expire stale pending pauses and abandon claims whose lease ran out.
+
+        First, clear the run markers of this worker's turns that ended while the
+        store was out of reach (their clear failed), so their sessions take turns.
+        """
         ...
 
     # the record of pause changes (the live feed's source)
