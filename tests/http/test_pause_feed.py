@@ -65,6 +65,8 @@ async def test_a_client_sees_the_snapshot_then_pauses_appear_and_leave(store_url
             assert snapshot.data["pauses"][0]["token"] == before["pause_token"]
             position = int(snapshot.id)
 
+            # Listed after the first: a listing orders by creation time (then id).
+            clock.advance(1)
             _, paused = await paused_turn(client, ALICE)
             created = await feed.next()
             assert created.event == "pause.created"

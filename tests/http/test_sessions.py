@@ -26,6 +26,8 @@ from symfonic.core.contracts.types import PauseState
 from symfonic.testing import reply
 
 pytestmark = pytest.mark.anyio
+# An empty listing: no page, nothing in all, no next page.
+NO_PAUSES = {"pauses": [], "total": 0, "next_cursor": None}
 
 
 async def test_create_session_is_201_and_idle(sqlite_url: str) -> None:
@@ -110,7 +112,7 @@ async def test_other_principals_get_404_for_a_session(store_url: str) -> None:
         )
         assert refused.status_code == 403
         assert (await pause_row(agent, paused["pause_id"])).state is PauseState.PENDING
-        assert (await client.get("/v1/pauses", headers=auth("bob"))).json() == {"pauses": []}
+        assert (await client.get("/v1/pauses", headers=auth("bob"))).json() == NO_PAUSES
 
 
 async def test_pauses_listing_filters_by_state(sqlite_url: str) -> None:
@@ -125,7 +127,7 @@ async def test_pauses_listing_filters_by_state(sqlite_url: str) -> None:
             paused["expires_at"]
         )
         await approved(client, paused["pause_token"])
-        assert (await client.get("/v1/pauses")).json() == {"pauses": []}
+        assert (await client.get("/v1/pauses")).json() == NO_PAUSES
         published = (await client.get("/v1/pauses?state=published")).json()["pauses"]
         assert [(p["pause_id"], p["answered_by"], p["token"]) for p in published] == [
             (paused["pause_id"], "local", None)

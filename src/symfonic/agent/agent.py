@@ -28,6 +28,7 @@ from symfonic.capabilities.human.toolbox import Approval, ToolBox
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import (
+    PausePosition,
     PauseQuery,
     PauseRecord,
     PruneReport,
@@ -64,6 +65,8 @@ DEFAULT_CLAIM_LEASE = 120.0
 # mid-turn leaves a marker to run out (one whose clear met an outage is cleared by
 # the next sweep): long enough for any turn's model calls and tools to finish.
 DEFAULT_RUN_LEASE = 600.0
+# How many pauses one read of ``pauses()`` takes from the store.
+PAGE = 500
 
 
 def _utcnow() -> datetime:
@@ -312,16 +315,25 @@ class SymfonicAgent:
     async def pauses(
         self, principal: Principal | str = "local", state: PauseState = PauseState.PENDING
     ) -> list[PauseRecord]:
-        """The pauses this principal may answer."""
+        """Every pause this principal may answer, oldest first, read a page at a time.
+
+        A pending pause past its expiry is left out, whether or not the sweeper
+        has marked it yet: it cannot be answered, and offering it would only
+        invite a 410.
+        """
         await self.open()
         who = Principal.of(principal)
-        listed = await self.store.list_pauses(PauseQuery(state, who.name, who.scopes))
-        if state is not PauseState.PENDING:
-            return listed
-        # Past its expiry a pending pause cannot be answered, whether or not the
-        # sweeper has marked it yet; offering it would only invite a 410.
-        now = self.clock()
-        return [pause for pause in listed if pause.expires_at > now]
+        unexpired = self.clock() if state is PauseState.PENDING else None
+        listed: list[PauseRecord] = []
+        while True:
+            after = PausePosition.of(listed[-1]) if listed else None
+            query = PauseQuery(
+                state, who.name, who.scopes, limit=PAGE, after=after, unexpired_at=unexpired
+            )
+            page = await self.store.list_pauses(query)
+            listed += page
+            if len(page) < PAGE:
+                return listed
 
     def token_for(self, pause: PauseRecord) -> str:
         return self.guarded.signer.mint(pause.pause_id)

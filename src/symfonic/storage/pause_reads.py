@@ -1,4 +1,4 @@
-"""Reading pauses: by id, by claim, a session's open one and its trail, a principal's inbox.
+"""Reading pauses: by id, by claim, a session's open one and its trail.
 
 Each read is one statement. None of them decides anything another worker could
 race for: a decision is always the conditional write of
@@ -7,9 +7,7 @@ race for: a decision is always the conditional write of
 
 from __future__ import annotations
 
-from typing import Any
-
-from symfonic.core.contracts.store import CheckpointRecord, PauseQuery, PauseRecord
+from symfonic.core.contracts.store import CheckpointRecord, PauseRecord
 from symfonic.storage.rows import CHECKPOINT_COLUMNS, PAUSE_COLUMNS, checkpoint_of, pause_of
 from symfonic.storage.statements import Params, Statement, first
 from symfonic.storage.transactions import SqlTransactions
@@ -63,28 +61,3 @@ async def open_pause(store: SqlTransactions, session_id: str) -> PauseRecord | N
 
 async def session_pauses(store: SqlTransactions, session_id: str) -> list[PauseRecord]:
     return await _all(store, SESSION_PAUSES, {"session_id": session_id})
-
-
-async def list_pauses(store: SqlTransactions, query: PauseQuery) -> list[PauseRecord]:
-    """Pauses in the query's state that its principal may answer, oldest first.
-
-    A delegate's own pause is never listed: its parent's pause stands for it.
-    Without the ``*`` scope, those are the principal's own pauses addressed to
-    no audience, and those addressed to one of its scopes.
-    """
-    params: dict[str, Any] = {"state": query.state.value, "limit": query.limit}
-    # A delegate's own pause is answered through its parent's, never listed.
-    where = "state = :state AND parent_session_id IS NULL"
-    if "*" not in query.scopes:
-        mine = "(audience IS NULL AND principal = :principal)"
-        params["principal"] = query.principal
-        names = [f"scope_{i}" for i in range(len(query.scopes))]
-        params.update(zip(names, sorted(query.scopes), strict=True))
-        if names:
-            mine += f" OR audience IN ({', '.join(':' + n for n in names)})"
-        where += f" AND ({mine})"
-    listing = Statement(
-        f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE {where}"
-        " ORDER BY created_at LIMIT :limit"
-    )
-    return await _all(store, listing, params)

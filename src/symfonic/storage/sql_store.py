@@ -3,7 +3,8 @@
 Each method is one transition or read, written once in the module that owns it:
 sessions and first turns (:mod:`symfonic.storage.runs`), a pause's transitions
 (:mod:`symfonic.storage.pause_writes`), reads of pauses
-(:mod:`symfonic.storage.pause_reads`), retention
+(:mod:`symfonic.storage.pause_reads`), a principal's pauses a page at a time
+(:mod:`symfonic.storage.pause_listing`), retention
 (:mod:`symfonic.storage.retention`), the webhook outbox
 (:mod:`symfonic.storage.webhooks`). Where the databases differ, the two forms
 stand side by side there, chosen by the adapter's
@@ -53,7 +54,7 @@ from symfonic.core.contracts.webhooks import (
     WebhookEventType,
 )
 from symfonic.core.messages import MessageBody
-from symfonic.storage import pause_reads, pause_writes, retention, runs, webhooks
+from symfonic.storage import pause_listing, pause_reads, pause_writes, retention, runs, webhooks
 from symfonic.storage.pause_changes import PauseChangeRecord
 from symfonic.storage.unended_runs import UnendedRuns
 
@@ -141,7 +142,10 @@ class SqlStore(PauseChangeRecord):
         return await pause_reads.session_pauses(self, session_id)
 
     async def list_pauses(self, query: PauseQuery) -> list[PauseRecord]:
-        return await pause_reads.list_pauses(self, query)
+        return await pause_listing.list_pauses(self, query)
+
+    async def count_pauses(self, query: PauseQuery) -> int:
+        return await pause_listing.count_pauses(self, query)
 
     # retention
 

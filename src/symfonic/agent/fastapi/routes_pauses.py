@@ -1,7 +1,10 @@
 """``GET /v1/pauses`` and ``GET /v1/health``: what a caller may answer; whether we serve.
 
 A listing shows only the pauses this principal may answer (its own unaddressed
-pauses, and those addressed to one of its scopes), each pending one with its
+pauses, and those addressed to one of its scopes), a page at a time, oldest
+first, with how many there are in all and a cursor for the next page
+(:mod:`~symfonic.agent.service.pause_listing`,
+:mod:`~symfonic.agent.fastapi.pause_cursor`); each pending one comes with its
 token so the caller can answer it; with ``details=true`` also the tool call it
 gates and the last messages of its turn
 (:mod:`~symfonic.agent.fastapi.pause_details`), which cost a read per pause and
@@ -15,16 +18,29 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Depends, Query
 
+from symfonic.agent.fastapi.pause_cursor import decode_cursor, encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
 from symfonic.agent.fastapi.schemas import Health, PauseList, PauseQuery, PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.pause_listing import MAX_LIMIT, PauseFilters, pause_page
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PauseState
 
 HEALTH_TIMEOUT = 3.0
+
+LISTING_RESPONSES = documented(400, 401, 422, 503)
+LISTING_RESPONSES[400] = {
+    **LISTING_RESPONSES[400],
+    "description": "`invalid_cursor`: a `cursor` no listing handed out, or one altered.",
+}
+LISTING_RESPONSES[422] = {
+    **LISTING_RESPONSES[422],
+    "description": "A parameter out of range (`invalid_request`), e.g. `limit` above "
+    f"{MAX_LIMIT} or an unknown `kind`.",
+}
 
 
 def pauses_router(service: HttpService) -> APIRouter:
@@ -35,27 +51,29 @@ def pauses_router(service: HttpService) -> APIRouter:
     @router.get(
         "/pauses",
         response_model=PauseList,
-        responses=documented(401, 422, 503),
+        responses=LISTING_RESPONSES,
         tags=["pauses"],
-        summary="The pauses the caller may answer",
+        summary="The pauses the caller may answer, a page at a time",
     )
     async def list_pauses(
         principal: Caller,
         host: Host,
         query: Annotated[PauseQuery, Query()],
     ) -> PauseList:
-        state = query.state
+        after = None if query.cursor is None else decode_cursor(query.cursor)
+        filters = PauseFilters(query.state, query.agent, query.kind, query.audience, query.q)
+        page = await pause_page(host, principal, filters, limit=query.limit, after=after)
         agent = host.agent(None)
         now = agent.clock()
         views = []
-        for pause in await agent.pauses(principal, state):
-            if pause.agent not in host.agents:
-                continue
+        for pause in page.pauses:
             answerable = pause.state is PauseState.PENDING and pause.expires_at > now
-            if state is PauseState.PENDING and not answerable:
-                continue
             views.append(PauseView.of(pause, agent.token_for(pause) if answerable else None))
-        return PauseList(pauses=await detailed(host.store, views) if query.details else views)
+        return PauseList(
+            pauses=await detailed(host.store, views) if query.details else views,
+            total=page.total,
+            next_cursor=None if page.next is None else encode_cursor(page.next),
+        )
 
     @router.get(
         "/health",

@@ -27,9 +27,12 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
+from symfonic.agent.fastapi.pause_cursor import MAX_CURSOR_CHARS
 from symfonic.agent.http.errors import ErrorDetail
+from symfonic.agent.service.pause_listing import DEFAULT_LIMIT, MAX_LIMIT
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import (
+    InteractionKind,
     PauseInfo,
     PauseQuestion,
     PauseState,
@@ -39,6 +42,7 @@ from symfonic.core.contracts.types import (
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_JSON_DEPTH = 64
+MAX_SEARCH_CHARS = 200
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -135,6 +139,30 @@ class ResumeRequest(_Body):
 
 class PauseQuery(_Body):
     state: PauseState = Field(default=PauseState.PENDING, description="Which pauses to list.")
+    limit: int = Field(
+        default=DEFAULT_LIMIT,
+        ge=1,
+        le=MAX_LIMIT,
+        description=f"At most this many pauses on the page (1 to {MAX_LIMIT}).",
+    )
+    cursor: str | None = Field(
+        default=None,
+        max_length=MAX_CURSOR_CHARS,
+        description="The `next_cursor` of the previous page: list the pauses after it.",
+    )
+    agent: Annotated[str | None, Field(pattern=NAME_PATTERN)] = Field(
+        default=None, description="Only this agent's pauses."
+    )
+    kind: InteractionKind | None = Field(default=None, description="Only pauses of this kind.")
+    audience: Annotated[str | None, Field(pattern=NAME_PATTERN)] = Field(
+        default=None, description="Only pauses addressed to this scope (one the caller holds)."
+    )
+    q: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SEARCH_CHARS,
+        description="Only pauses whose question contains this text (ignoring case).",
+    )
     details: bool = Field(
         default=False,
         description="Also give each answerable pause its `tool_name`, `tool_args` and "
@@ -212,7 +240,13 @@ class PauseView(BaseModel, PauseQuestion, frozen=True):
 
 
 class PauseList(BaseModel):
+    """One page of the pauses the caller may answer, oldest first."""
+
     pauses: list[PauseView]
+    total: int = Field(description="How many pauses match, on every page together.")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page."
+    )
 
 
 SessionStatus = Literal["idle", "running", "paused"]

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from symfonic.core.contracts.types import (
     Answer,
     AnswerStatus,
+    InteractionKind,
     PauseQuestion,
     PauseState,
 )
@@ -173,14 +174,42 @@ class ResumePublish:
     answer: str
 
 
+@dataclass(frozen=True, order=True)
+class PausePosition:
+    """Where a pause stands in a listing's order: by ``created_at``, then ``pause_id``.
+
+    The order is total (ids are unique), so a page that starts after a position
+    neither repeats nor skips a pause, however many are created meanwhile.
+    """
+
+    created_at: datetime
+    pause_id: str
+
+    @classmethod
+    def of(cls, pause: PauseRecord) -> PausePosition:
+        return cls(pause.created_at, pause.pause_id)
+
+
 @dataclass(frozen=True)
 class PauseQuery:
-    """Pauses in ``state`` that ``principal`` (with ``scopes``) may answer, at most ``limit``."""
+    """Pauses in ``state`` that ``principal`` (with ``scopes``) may answer, at most ``limit``.
+
+    The optional fields narrow it: only pauses after ``after`` in the listing's
+    order (a page's start; :meth:`Store.count_pauses` ignores it), of one of
+    ``agents``, of ``kind``, addressed to ``audience``, whose question contains
+    ``text`` (ignoring case), or that expire after ``unexpired_at``.
+    """
 
     state: PauseState
     principal: str
     scopes: frozenset[str]
     limit: int = 100
+    after: PausePosition | None = None
+    agents: frozenset[str] | None = None
+    kind: InteractionKind | None = None
+    audience: str | None = None
+    text: str | None = None
+    unexpired_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -337,7 +366,12 @@ class Store(Protocol):
         ...
 
     async def list_pauses(self, query: PauseQuery) -> list[PauseRecord]:
-        """The pauses the query's principal may answer, oldest first."""
+        """The pauses the query's principal may answer, oldest first (by
+        :class:`PausePosition`), starting after ``query.after``, at most ``query.limit``."""
+        ...
+
+    async def count_pauses(self, query: PauseQuery) -> int:
+        """How many pauses :meth:`list_pauses` would give with no ``after`` and no limit."""
         ...
 
     async def sweep(self, now: datetime) -> SweepReport:

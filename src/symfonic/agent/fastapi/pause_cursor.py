@@ -1,0 +1,66 @@
+"""A listing's cursor: where the next page starts, as an opaque string.
+
+A cursor holds the position of the last pause a page listed (its creation
+time and id, both of which that page already showed the caller), so it
+reveals nothing the caller did not see and needs no secret. What comes back
+is read strictly: a well-formed base64url text of exactly an aware timestamp
+and an id of the store's alphabet, else the request is refused with
+``invalid_cursor`` before the store is asked. The store only ever binds the
+two values as parameters; a cursor cannot name a pause the caller may not
+answer, since the listing's own conditions still apply after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from datetime import datetime
+
+from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.store import PausePosition
+
+MAX_CURSOR_CHARS = 200
+_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_SEPARATOR = "|"
+
+
+class InvalidCursor(RequestError):
+    """A cursor this service did not hand out, or one altered since."""
+
+    code = "invalid_cursor"
+    status = 400
+
+
+def encode_cursor(position: PausePosition) -> str:
+    text = f"{position.created_at.isoformat()}{_SEPARATOR}{position.pause_id}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _position(text: str) -> PausePosition | None:
+    at, separator, pause_id = text.partition(_SEPARATOR)
+    if not separator or not _ID.fullmatch(pause_id):
+        return None
+    try:
+        created_at = datetime.fromisoformat(at)
+    except ValueError:
+        return None
+    return None if created_at.tzinfo is None else PausePosition(created_at, pause_id)
+
+
+def decode_cursor(cursor: str) -> PausePosition:
+    """The position ``cursor`` names; raises :class:`InvalidCursor` for anything else."""
+    refusal = InvalidCursor(
+        "this cursor is not one a listing handed out; "
+        "start again without a cursor and follow each page's next_cursor"
+    )
+    if len(cursor) > MAX_CURSOR_CHARS or not re.fullmatch(r"[A-Za-z0-9_-]+", cursor):
+        raise refusal
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        position = _position(raw.decode("ascii"))
+    except (binascii.Error, UnicodeDecodeError, ValueError) as error:
+        raise refusal from error
+    if position is None:
+        raise refusal
+    return position
