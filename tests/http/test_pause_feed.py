@@ -45,6 +45,14 @@ async def listed(client: httpx.AsyncClient, headers: dict[str, str]) -> list[dic
     return pauses
 
 
+async def first_page(client: httpx.AsyncClient, headers: dict[str, str]) -> dict[str, Any]:
+    """The whole body of the listing's first page: its pauses, total and next cursor."""
+    response = await client.get("/v1/pauses", headers=headers)
+    assert response.status_code == 200
+    body: dict[str, Any] = response.json()
+    return body
+
+
 async def resume(client: httpx.AsyncClient, token: str, headers: dict[str, str]) -> None:
     body = {"token": token, "answer": APPROVE}
     done = await client.post("/v1/resume", json=body, headers={**headers, **JSON})
@@ -60,7 +68,7 @@ async def test_a_client_sees_the_snapshot_then_pauses_appear_and_leave(store_url
         async with following(client, ALICE) as feed:
             snapshot = await feed.next()
             assert snapshot.event == "pauses.snapshot"
-            assert snapshot.data == {"pauses": await listed(client, ALICE)}
+            assert snapshot.data == await first_page(client, ALICE)
             assert [p["pause_id"] for p in snapshot.data["pauses"]] == [before["pause_id"]]
             assert snapshot.data["pauses"][0]["token"] == before["pause_token"]
             position = int(snapshot.id)
@@ -120,7 +128,7 @@ async def test_bob_never_sees_alices_pauses(store_url: str) -> None:
     async with uvicorn_serving(app) as client:
         _, alices_first = await paused_turn(client, ALICE)
         async with following(client, BOB) as bobs:
-            assert (await bobs.next()).data == {"pauses": []}
+            assert (await bobs.next()).data == {"pauses": [], "total": 0, "next_cursor": None}
             _, alices = await paused_turn(client, ALICE)
             await resume(client, alices["pause_token"], ALICE)
             _, his = await paused_turn(client, BOB)
@@ -135,9 +143,11 @@ async def test_bob_never_sees_alices_pauses(store_url: str) -> None:
 async def test_an_addressed_pause_reaches_only_principals_with_the_scope(store_url: str) -> None:
     approvals = payment_agent(store_url, approval={"pay": "approver"}, name="approvals")
     app = create_app([payment_agent(store_url), approvals], api_keys=KEYS, sweep_interval=0)
-    async with uvicorn_serving(app) as client, following(client, CAROL) as carols, following(
-        client, ALICE
-    ) as alices:
+    async with (
+        uvicorn_serving(app) as client,
+        following(client, CAROL) as carols,
+        following(client, ALICE) as alices,
+    ):
         await carols.next(), await alices.next()
         created = await client.post("/v1/sessions", json={"agent": "approvals"}, headers=ALICE)
         session_id = created.json()["session_id"]
@@ -185,7 +195,7 @@ async def test_a_reconnect_with_last_event_id_misses_nothing(store_url: str) -> 
             async with following(client, ALICE, **{"Last-Event-ID": unknown}) as feed:
                 snapshot = await feed.next()
                 assert snapshot.event == "pauses.snapshot"
-                assert snapshot.data == {"pauses": await listed(client, ALICE)}
+                assert snapshot.data == await first_page(client, ALICE)
 
 
 async def test_a_client_that_leaves_leaves_nothing_behind(store_url: str) -> None:
@@ -245,7 +255,7 @@ async def test_a_subscriber_that_falls_behind_gets_a_fresh_snapshot(sqlite_url: 
             subscription = await feed.subscribe(Principal("alice"), None)
             items = aiter(subscription)
             first = await anext(items)
-            assert first.position == 0 and first.pauses == []  # type: ignore[union-attr]
+            assert first.position == 0 and first.page.pauses == []  # type: ignore[union-attr]
             for _ in range(5):  # more changes than its queue holds, unread
                 session_id = await agent.create_session("alice")
                 await agent.run("pay", session_id, "alice")
@@ -255,7 +265,7 @@ async def test_a_subscriber_that_falls_behind_gets_a_fresh_snapshot(sqlite_url: 
 
             await within_a_second(fell_behind)
             fresh = await anext(items)
-            assert len(fresh.pauses) == 5  # type: ignore[union-attr]
+            assert len(fresh.page.pauses) == fresh.page.total == 5  # type: ignore[union-attr]
             await subscription.aclose()
             assert feed.subscribers == 0
             tasks.cancel_scope.cancel()

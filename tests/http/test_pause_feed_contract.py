@@ -4,23 +4,51 @@ The document declares ``GET /v1/pauses/events`` as a ``text/event-stream`` with
 one item schema per frame type; the frames a real feed sends (a snapshot, a
 creation with its pause, a claim, an answer) are validated against the schemas
 the document names, so a client generated from it reads what the feed sends.
+The snapshot is the listing's first page with its ``total`` and ``next_cursor``:
+however many pauses wait, it holds one page, and the listing's cursor reaches
+the rest.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
+from bulk_pauses import bulk_pauses
 from feed_support import FEED, following
-from http_support import APPROVE, JSON, KEYS, auth, paused_turn, payment_agent, uvicorn_serving
+from http_support import (
+    APPROVE,
+    JSON,
+    KEYS,
+    Frame,
+    auth,
+    paused_turn,
+    payment_agent,
+    uvicorn_serving,
+)
 from symfonic.agent.fastapi.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ALICE = auth("alice")
+
+
+def _fits(document: dict[str, Any], frame: Frame) -> None:
+    """``frame`` fits the stream item schema the document gives its event type."""
+    operation = document["paths"][FEED]["get"]
+    stream = operation["responses"]["200"]["content"]["text/event-stream"]
+    item = {"event": frame.event, "data": json.dumps(frame.data), "id": frame.id}
+    [fits] = [
+        alternative
+        for alternative in stream["itemSchema"]["oneOf"]
+        if frame.event in alternative["properties"]["event"]["enum"]
+    ]
+    _validator(document, fits).validate(item)
+    _validator(document, fits["properties"]["data"]["contentSchema"]).validate(frame.data)
 
 
 def _validator(document: dict[str, Any], schema: dict[str, Any]) -> Draft202012Validator:
@@ -47,7 +75,10 @@ async def test_every_frame_fits_the_documented_stream(sqlite_url: str) -> None:
             frames += [await feed.next(), await feed.next()]
 
         assert [f.event for f in frames] == [
-            "pauses.snapshot", "pause.created", "pause.claimed", "pause.answered"
+            "pauses.snapshot",
+            "pause.created",
+            "pause.claimed",
+            "pause.answered",
         ]
         for frame in frames:
             item = {"event": frame.event, "data": json.dumps(frame.data), "id": frame.id}
@@ -59,3 +90,39 @@ async def test_every_frame_fits_the_documented_stream(sqlite_url: str) -> None:
             _validator(document, fits).validate(item)
             data_schema = fits["properties"]["data"]["contentSchema"]
             _validator(document, data_schema).validate(frame.data)
+
+
+async def test_the_snapshot_is_the_first_page_and_the_listing_pages_the_rest(
+    sqlite_url: str,
+) -> None:
+    agent = payment_agent(sqlite_url)
+    app = create_app(agent, api_keys=KEYS, sweep_interval=0)
+    async with uvicorn_serving(app) as client:
+        document = (await client.get("/openapi.json")).json()
+        made = await bulk_pauses(
+            agent.store,
+            [f"refund {i}?" for i in range(130)],
+            start=datetime.now(UTC),
+            principal="alice",
+        )
+        async with following(client, ALICE) as feed:
+            snapshot = await feed.next()
+            _, paused = await paused_turn(client, ALICE)
+            created = await feed.until("pause.created")
+
+        seen = [p["pause_id"] for p in snapshot.data["pauses"]]
+        cursor = snapshot.data["next_cursor"]
+        while cursor is not None:
+            page = await client.get("/v1/pauses", params={"cursor": cursor}, headers=ALICE)
+            assert page.status_code == 200, page.text
+            seen += [p["pause_id"] for p in page.json()["pauses"]]
+            cursor = page.json()["next_cursor"]
+
+    _fits(document, snapshot)
+    assert snapshot.event == "pauses.snapshot"
+    assert len(snapshot.data["pauses"]) == 50 and snapshot.data["total"] == 130
+    assert all(p["token"] for p in snapshot.data["pauses"])
+    # The pages after the snapshot reach every pause it counted, and the one
+    # created since, which also came as its own frame.
+    assert seen == [p.pause_id for p in made] + [paused["pause_id"]]
+    assert created.data["pause_id"] == paused["pause_id"]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from symfonic.agent.fastapi.schemas import PauseView
+from symfonic.agent.fastapi.schemas import PauseList, PauseView
 from symfonic.agent.service.pause_feed import FeedChange
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState
@@ -55,10 +55,9 @@ def decision_of(pause: PauseRecord) -> tuple[Decision | None, dict[str, Any] | N
     return "answer", None
 
 
-class PauseSnapshot(BaseModel):
-    """``pauses.snapshot``: what the caller may answer now, as ``GET /v1/pauses`` lists it."""
-
-    pauses: list[PauseView]
+class PauseSnapshot(PauseList):
+    """``pauses.snapshot``: the first page of what the caller may answer now, as
+    ``GET /v1/pauses`` lists it; pass `next_cursor` to that listing for the rest."""
 
 
 class PauseChangeEvent(BaseModel):

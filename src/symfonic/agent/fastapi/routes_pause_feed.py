@@ -1,7 +1,8 @@
 """``GET /v1/pauses/events``: the pauses a caller may answer, live, as Server-Sent Events.
 
-The frames are fixed by the feed's contract: a ``pauses.snapshot`` (the items
-``GET /v1/pauses`` lists, tokens included), or, after a ``Last-Event-ID`` the
+The frames are fixed by the feed's contract: a ``pauses.snapshot`` (the first
+page ``GET /v1/pauses`` lists, tokens included, with its ``total`` and
+``next_cursor`` for the pages after it), or, after a ``Last-Event-ID`` the
 store can replay from, the changes since; then one frame per change of a pause
 the caller may answer. ``id:`` is the store's change position. The waiting,
 filtering and replay are the service host's (:mod:`symfonic.agent.service.pause_feed`);
@@ -25,6 +26,7 @@ from symfonic.agent.fastapi.feed_schemas import (
     PauseChangeEvent,
     PauseSnapshot,
 )
+from symfonic.agent.fastapi.pause_cursor import encode_cursor
 from symfonic.agent.fastapi.schemas import PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.sse import PING_INTERVAL, FrameStream
@@ -43,7 +45,8 @@ from symfonic.core.contracts.principal import Principal
 logger = logging.getLogger("symfonic.http")
 
 STREAM_DESCRIPTION = (
-    "The pauses the caller may answer, live: first a `pauses.snapshot` (or, with a "
+    "The pauses the caller may answer, live: first a `pauses.snapshot`, the first page "
+    "of `GET /v1/pauses` with its `total` and `next_cursor` (or, with a "
     "`Last-Event-ID` the store can still replay from, the changes after it), then one "
     "frame per change. `id:` is the store's change position; a `: keep-alive` comment "
     "goes out every 15 s. The stream stays open until the client leaves."
@@ -129,8 +132,12 @@ class PauseFeedStream(FrameStream):
             token = signer.token_for(change.pause) if item.answerable else None
             data = PauseChangeEvent.data_of(item, token)
             return _frame(CHANGE_EVENTS[change.state], data, change.position)
-        views = [PauseView.of(pause, signer.token_for(pause)) for pause in item.pauses]
-        snapshot = PauseSnapshot(pauses=views).model_dump(mode="json")
+        page = item.page
+        snapshot = PauseSnapshot(
+            pauses=[PauseView.of(pause, signer.token_for(pause)) for pause in page.pauses],
+            total=page.total,
+            next_cursor=None if page.next is None else encode_cursor(page.next),
+        ).model_dump(mode="json")
         return _frame(SNAPSHOT_EVENT, snapshot, item.position)
 
 

@@ -1,7 +1,9 @@
 """The live pause feed of one worker: one watch of the store, many subscribers.
 
 Each subscriber is one principal's view: a snapshot of the pauses it may answer
-(or, after a position it already has, the changes it missed), then every change
+(their first page and how many there are, the listing of
+:mod:`~symfonic.agent.service.pause_listing`; or, after a position it already
+has, the changes it missed), then every change
 of a pause it may answer, in the order the store committed them. "May answer"
 is :meth:`Principal.may_answer` on the pause's row, the rule ``list_pauses``
 applies, and only pauses of agents this host serves are shown.
@@ -32,9 +34,10 @@ import anyio
 import anyio.abc
 
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.pause_listing import PausePage, pause_page
 from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import PauseChange, PauseRecord
+from symfonic.core.contracts.store import PauseChange
 from symfonic.core.contracts.types import PauseState
 
 logger = logging.getLogger("symfonic.http")
@@ -57,10 +60,11 @@ class FeedUnavailable(RequestError):
 
 @dataclass(frozen=True)
 class FeedSnapshot:
-    """The pauses a principal may answer now (pending, unexpired), at ``position``."""
+    """The first page of the pauses a principal may answer now (pending, unexpired),
+    at ``position``: a client asks ``GET /v1/pauses`` for the pages after it."""
 
     position: int
-    pauses: list[PauseRecord]
+    page: PausePage
 
 
 @dataclass(frozen=True)
@@ -278,8 +282,7 @@ class PauseFeed:
         return FeedChange(change, answerable)
 
     async def _snapshot(self, principal: Principal) -> FeedSnapshot:
-        # The position first: a change after it may already show in the list,
+        # The position first: a change after it may already show in the page,
         # and is sent again after the snapshot, which a client applies harmlessly.
         position = await self._host.store.pause_change_position()
-        pauses = await self._host.agent(None).pauses(principal, PauseState.PENDING)
-        return FeedSnapshot(position, [p for p in pauses if p.agent in self._host.agents])
+        return FeedSnapshot(position, await pause_page(self._host, principal))
