@@ -4,13 +4,16 @@ Each store-backed test runs once on SQLite and once on the real PostgreSQL
 named by ``SYMFONIC_TEST_POSTGRES_URL`` (default: the local server). Where that
 server cannot be reached the PostgreSQL half is skipped and the run says so at
 the end, with how to run it; with ``SYMFONIC_REQUIRE_POSTGRES=1`` (CI) an
-unreachable server fails the run instead.
+unreachable server fails the run instead. Each PostgreSQL test makes its own
+database, named ``SYMFONIC_TEST_DATABASE_PREFIX`` (default ``symfonic_t_``)
+followed by a random suffix.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,8 +24,12 @@ POSTGRES_URL = os.environ.get(
     "SYMFONIC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REQUIRE_POSTGRES = os.environ.get("SYMFONIC_REQUIRE_POSTGRES") == "1"
+SKIPPED_FOR_POSTGRES = "PostgreSQL not reachable at"
+DEFAULT_DATABASE_PREFIX = "symfonic_t_"
+# A database name is at most 63 bytes; the random suffix takes 12 of them.
+_PREFIX = re.compile(r"[a-z_][a-z0-9_]{0,50}")
 
-_postgres_state: dict[str, object] = {"checked": False, "error": None, "skipped": 0}
+_postgres_state: dict[str, object] = {"checked": False, "error": None}
 
 
 def _admin_dsn() -> str:
@@ -56,15 +63,26 @@ def require_postgres() -> None:
         pytest.fail(
             f"SYMFONIC_REQUIRE_POSTGRES=1 but PostgreSQL at {POSTGRES_URL} is unreachable: {error}"
         )
-    _postgres_state["skipped"] = int(_postgres_state["skipped"]) + 1  # type: ignore[call-overload]
-    pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}")
+    pytest.skip(f"{SKIPPED_FOR_POSTGRES} {POSTGRES_URL}")
+
+
+def database_prefix() -> str:
+    """How the suite's databases are named: ``SYMFONIC_TEST_DATABASE_PREFIX``, checked."""
+    prefix = os.environ.get("SYMFONIC_TEST_DATABASE_PREFIX", DEFAULT_DATABASE_PREFIX)
+    if not _PREFIX.fullmatch(prefix):
+        pytest.fail(
+            f"SYMFONIC_TEST_DATABASE_PREFIX={prefix!r} cannot start a database name: use "
+            "lower-case letters, digits and underscores, not starting with a digit, "
+            "at most 51 characters"
+        )
+    return prefix
 
 
 def fresh_postgres_database() -> tuple[str, str]:
     """Create an empty database for one test; returns (url, name)."""
     import asyncpg
 
-    name = f"symfonic_t_{uuid.uuid4().hex[:12]}"
+    name = f"{database_prefix()}{uuid.uuid4().hex[:12]}"
 
     async def create() -> None:
         conn = await asyncpg.connect(_admin_dsn())
@@ -129,8 +147,16 @@ async def store(store_url: str) -> AsyncIterator[object]:
         yield opened
 
 
+def _skipped_for_postgres(report: pytest.TestReport) -> bool:
+    longrepr = report.longrepr
+    return isinstance(longrepr, tuple) and SKIPPED_FOR_POSTGRES in str(longrepr[2])
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    skipped = int(_postgres_state["skipped"])  # type: ignore[call-overload]
+    # Counted from pytest's own record of skips, so a module-scoped fixture that
+    # skips once counts every test it skipped, exactly as pytest's summary does.
+    reports = terminalreporter.stats.get("skipped", [])
+    skipped = sum(1 for report in reports if _skipped_for_postgres(report))
     if skipped:
         terminalreporter.write_line(
             f"PostgreSQL was not reachable at {POSTGRES_URL} "
