@@ -12,7 +12,7 @@ the rest.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -102,7 +102,8 @@ async def test_the_snapshot_is_the_first_page_and_the_listing_pages_the_rest(
         made = await bulk_pauses(
             agent.store,
             [f"refund {i}?" for i in range(130)],
-            start=datetime.now(UTC),
+            # Made an hour ago, so the pause created while following comes after them.
+            start=datetime.now(UTC) - timedelta(hours=1),
             principal="alice",
         )
         async with following(client, ALICE) as feed:

@@ -21,7 +21,7 @@ from symfonic.core.contracts.types import InteractionKind
 
 pytestmark = pytest.mark.anyio
 
-START = datetime.now(UTC)
+START = datetime.now(UTC) - timedelta(hours=1)
 CAROL = auth("carol")  # holds the scope ``approver``
 
 
