@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
+from bulk_pauses import bulk_pauses
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
 from symfonic.cli.chat import converse
@@ -79,6 +81,18 @@ async def test_pauses_lists_then_answers_each_pending_pause(
         # "s" declines: a cancelled answer is still an answer, and the turn goes on.
         assert len(published) == 2 and pending == []
         assert sorted(p.answer_status for p in published) == ["cancelled", "resolved"]
+
+
+async def test_pauses_lists_every_pending_pause_page_after_page(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running(sqlite_url) as (client, agent):
+        start = datetime.now(UTC) - timedelta(hours=1)
+        questions = [f"Which colour for room {i}?" for i in range(620)]
+        await bulk_pauses(agent.store, questions, start=start, principal="local", agent=agent.name)
+        assert await review(client, Terminal(), answer=False) == 620
+    listing = capsys.readouterr().out
+    assert "620. [input] Which colour for room 619?" in listing
 
 
 def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:

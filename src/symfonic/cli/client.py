@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+# The largest page the listing gives: fewest requests to read every pause.
+PAGE_LIMIT = 500
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,19 @@ class Client:
         return result
 
     async def pending_pauses(self) -> list[dict[str, Any]]:
-        result = await self._json("GET", "/v1/pauses", params={"state": "pending"})
-        pauses = result["pauses"] if isinstance(result, dict) else result
-        return list(pauses)
+        """Every pending pause the caller may answer, oldest first, a page at a time.
+
+        The listing hands out pages; following each page's ``next_cursor`` until
+        it is null reaches them all, however many wait.
+        """
+        pauses: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"state": "pending", "limit": PAGE_LIMIT}
+        while True:
+            page = await self._json("GET", "/v1/pauses", params=params)
+            pauses += page["pauses"]
+            if page.get("next_cursor") is None:
+                return pauses
+            params["cursor"] = page["next_cursor"]
 
     async def webhook_deliveries(
         self, states: list[str] | None = None, limit: int = 50
