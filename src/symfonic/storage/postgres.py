@@ -18,6 +18,21 @@ to the next turn, and one the server dropped while idle (terminated backend,
 restart) is replaced at the next checkout, so a restart costs the turns that
 were in flight, not the worker.
 
+A connection goes back only once its operation has ended. A turn cancelled
+mid-statement (a client that went away, a deadline) leaves the statement
+running on the server, holding its locks, until the server hears of the
+cancellation; so the connection is closed gracefully, which waits (shielded,
+at most ``RETIRE_TIMEOUT``) for the server to end the statement, and only then
+is its place in the pool free. Dropping it at once would let the pool open
+more server connections than ``pool_size`` while the old ones still work.
+
+One failure is retried, once, on another connection: the driver refusing the
+first statement on a connection that read the server's farewell while idle in
+the pool (a restart's ``terminating connection`` arrives before the connection
+closes), which it reports as "cannot switch to state N; another operation is in
+progress". The refusal comes before anything is executed, so nothing this
+attempt did can have committed.
+
 Before the pool opens, one query reads the schema's revision; only a database
 that is not at head is migrated (see :mod:`symfonic.storage.migrate`), under an
 advisory lock, on a connection of its own.
@@ -26,9 +41,11 @@ advisory lock, on a connection of its own.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, TypeVar
+
+import anyio
 
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
 from symfonic.storage.pg_notifications import PostgresNotifications
@@ -48,6 +65,10 @@ DEFAULT_POOL_TIMEOUT = 10.0
 # asyncpg waits 60 s for a new connection by default; a server that is out of
 # reach should fail the turn about as quickly as an exhausted pool does.
 CONNECT_TIMEOUT = 10.0
+# How long a connection whose operation was cancelled may take to end it on the
+# server and close; past this it is dropped (the server ends the statement when
+# it next notices the connection is gone).
+RETIRE_TIMEOUT = 5.0
 ISOLATION = "read_committed"
 
 
@@ -117,12 +138,28 @@ class PostgresStore(PostgresNotifications, SqlStore):
         return connection
 
     async def _run_transaction(self, body: Body[T]) -> T:
-        async with self._connection() as connection, connection.transaction(isolation=ISOLATION):
-            return await body(_Statements(connection))
+        async def in_transaction(connection: asyncpg.Connection) -> T:
+            async with connection.transaction(isolation=ISOLATION):
+                return await body(_Statements(connection))
+
+        return await self._on_connection(in_transaction)
 
     async def _run_statement(self, body: Body[T], *, write: bool) -> T:
-        async with self._connection() as connection:
+        async def alone(connection: asyncpg.Connection) -> T:
             return await body(_Statements(connection))
+
+        return await self._on_connection(alone)
+
+    async def _on_connection(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """``work`` on a pooled connection; again on another if the first refused it unsent."""
+        try:
+            async with self._connection() as connection:
+                return await work(connection)
+        except Exception as error:
+            if not _refused_unsent(error):
+                raise
+        async with self._connection() as connection:
+            return await work(connection)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
@@ -132,7 +169,8 @@ class PostgresStore(PostgresNotifications, SqlStore):
         connection clean. Anything else came from the driver or the server, and a
         connection that saw it -- dropped mid-statement, interrupted, confused
         about which operation is in progress -- is closed rather than handed to
-        the next turn; the pool opens a fresh one.
+        the next turn, once its operation has ended on the server; the pool
+        opens a fresh one.
         """
         pool = self._pool
         if pool is None:
@@ -140,8 +178,12 @@ class PostgresStore(PostgresNotifications, SqlStore):
         connection = await pool.acquire()
         try:
             yield connection
-        except BaseException as error:
-            pool.release(connection, discard=not isinstance(error, SymfonicError))
+        except SymfonicError:
+            pool.release(connection)
+            raise
+        except BaseException:
+            await _retire(connection)
+            pool.release(connection, discard=True)
             raise
         pool.release(connection)
 
@@ -149,6 +191,36 @@ class PostgresStore(PostgresNotifications, SqlStore):
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
+
+
+async def _retire(connection: asyncpg.Connection) -> None:
+    """Close a connection once the server has ended its operation, if that comes soon.
+
+    asyncpg's graceful close first waits for a cancelled statement to be
+    acknowledged by the server (it sent the cancel request when the task was
+    cancelled), then says goodbye. Shielded, because the caller is usually
+    being cancelled itself.
+    """
+    with anyio.CancelScope(shield=True), anyio.move_on_after(RETIRE_TIMEOUT), suppress(Exception):
+        await connection.close(timeout=RETIRE_TIMEOUT)
+
+
+def _refused_unsent(error: BaseException) -> bool:
+    """Whether asyncpg refused a statement before executing it: its protocol was not idle.
+
+    That happens on a connection that read an error while idle in the pool (the
+    server's farewell before a restart) and has not yet seen the close that
+    follows. Its message is the only mark it has ("cannot switch to state 12;
+    another operation (2) is in progress"). Inside a transaction, the rollback
+    that follows fails on the closed connection, and the refusal is its context.
+    """
+    import asyncpg
+
+    return any(
+        isinstance(each, asyncpg.InternalClientError)
+        and str(each).startswith("cannot switch to state")
+        for each in (error, error.__context__)
+    )
 
 
 class _Statements:
