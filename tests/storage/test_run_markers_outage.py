@@ -33,7 +33,7 @@ SESSIONS = 24
 OUTAGE = 15.0  # seconds the server stays stopped
 SWEEP = 2.0  # seconds between each worker's sweeps
 STEP = 0.3  # seconds a turn's tool takes: most turns are mid-way when the server stops
-SLACK = 1.5  # a sweep's own time, and the first turns' reconnects
+SLACK = 3.0  # a sweep's own time, and the first turns' reconnects, on a loaded machine
 
 
 @pytest.fixture
