@@ -151,19 +151,33 @@ def _refusal_table() -> dict[str, int]:
 
 
 def test_every_refusal_the_service_makes_is_in_the_readme_table_with_its_status() -> None:
-    from symfonic.agent.fastapi import auth
-    from symfonic.agent.http import errors
+    from starlette.exceptions import HTTPException
+
+    from symfonic.agent.fastapi import app, auth  # noqa: F401  (every route's errors)
+    from symfonic.agent.http import errors, json_body
+    from symfonic.cli import connections
     from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 
     def subclasses(cls: type[RequestError]) -> list[type[RequestError]]:
         return [c for sub in cls.__subclasses__() for c in (sub, *subclasses(sub))]
 
+    def answered(response: Any) -> tuple[str, int]:
+        return json.loads(response.body)["error"]["code"], response.status_code
+
     made = {cls.code: cls.status for cls in subclasses(RequestError)}
     made[auth.Unauthenticated.code] = 401
     made[StoreUnavailable.code] = StoreUnavailable.status
     made.update({code: status for status, code in errors._CODES.items()})
+    made.update(json_body.REFUSALS)
+    made.update([answered(errors._http(None, HTTPException(status))) for status in (404, 405)])  # type: ignore[arg-type]
+    made.update([answered(errors._unexpected(None, RuntimeError("the test's own")))])  # type: ignore[arg-type]
+    for refusal in (connections.TOO_SLOW, connections.TOO_MANY):
+        head, _, body = refusal.partition(b"\r\n\r\n")
+        made[json.loads(body)["error"]["code"]] = int(head.split()[1])
     listed = _refusal_table()
     assert {code: listed.get(code) for code in made} == made
+    # and the table names nothing the service never sends
+    assert set(listed) == set(made), set(listed) - set(made)
 
 
 def test_the_delegation_example_pauses_once_then_completes_both(

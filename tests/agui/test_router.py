@@ -160,17 +160,13 @@ async def test_a_body_that_is_not_run_agent_input_is_422(client: AguiClient) -> 
         response = await client.http.post("/v1/agui", json=body, headers=auth)
         assert response.status_code == 422
         assert response.json()["error"]["code"] == "invalid_request"
-    response = await client.http.post(
-        "/v1/agui", content=b"{not json", headers={**auth, "Content-Type": "application/json"}
-    )
-    assert response.status_code == 422
 
 
 async def test_a_body_that_cannot_be_read_is_400_as_documented(client: AguiClient) -> None:
     auth = {"Authorization": "Bearer alice-key", "Content-Type": "application/json"}
     document = (await client.http.get("/openapi.json")).json()
     declared = document["paths"]["/v1/agui"]["post"]["responses"]
-    for body in (b"[" * 10_000, b"\xff"):
+    for body in (b"[" * 10_000, b"\xff", b"{not json"):
         response = await client.http.post("/v1/agui", content=body, headers=auth)
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "bad_request"

@@ -150,7 +150,7 @@ async def test_health_is_503_when_the_store_does_not_answer() -> None:
 @pytest.mark.parametrize(
     ("method", "path", "body", "status"),
     [
-        ("POST", "/v1/sessions", b"{not json", 422),
+        ("POST", "/v1/sessions", b"{not json", 400),
         ("POST", "/v1/sessions", b'{"metadata": 3}', 422),
         ("POST", "/v1/sessions", b'{"surprise": true}', 422),
         ("POST", "/v1/resume", b'{"token": "t", "answer": NaN}', 422),
@@ -173,6 +173,62 @@ async def test_malformed_requests_get_the_error_shape(
         assert response.status_code == status, response.text
         error = response.json()["error"]
         assert set(error) == {"code", "message"}
+
+
+SENT_AS_JSON = {"Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "said"),
+    [
+        ("/v1/sessions", b'{"agent": ', "ends before the JSON value does (a value was expected)"),
+        ("/v1/sessions", b'{\n  "metadata": {"a": 1}\n  "agent": "x"}',
+         "at line 3, column 3, a ',' was expected"),
+        ("/v1/sessions", b"{not json", "at line 1, column 2, a name in double quotes was expected"),
+        ("/v1/resume", b'{"token": "t"} {}', "at line 1, column 16, more follows the end"),
+        ("/v1/sessions/s/turns", b"{'message': 'hi'}", "at line 1, column 2, a name in double"),
+    ],
+)
+async def test_malformed_json_is_400_bad_request_saying_where_it_broke(
+    sqlite_url: str, path: str, body: bytes, said: str
+) -> None:
+    async with serve(payment_agent(sqlite_url)) as client:
+        response = await client.post(path, content=body, headers=SENT_AS_JSON)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "bad_request"
+    assert error["message"].startswith("the body is not valid JSON: ") and said in error["message"]
+
+
+@pytest.mark.parametrize("content_type", [None, "application/x-www-form-urlencoded", "text/plain"])
+async def test_a_json_body_without_its_content_type_is_refused_saying_which_header_to_send(
+    sqlite_url: str, content_type: str | None
+) -> None:
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    async with serve(payment_agent(sqlite_url)) as client:
+        response = await client.post("/v1/sessions", content=b"{}", headers=headers)
+        fine = await client.post(
+            "/v1/sessions", content=b"{}", headers={"Content-Type": "application/json"}
+        )
+    assert response.status_code == 415, response.text
+    error = response.json()["error"]
+    assert error["code"] == "unsupported_media_type"
+    assert "the body must be JSON, sent with Content-Type: application/json" in error["message"]
+    assert (content_type or "sent none") in error["message"]
+    assert fine.status_code == 201, fine.text
+
+
+async def test_an_unreadable_body_is_400_in_words(sqlite_url: str) -> None:
+    async with serve(payment_agent(sqlite_url)) as client:
+        response = await client.post(
+            "/v1/sessions", content=b"\xff", headers={"Content-Type": "application/json"}
+        )
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "bad_request",
+        "message": "the body could not be read as JSON: "
+        "it is not UTF-8 text, or it nests too deeply",
+    }
 
 
 async def test_a_chunked_body_over_the_cap_is_413(sqlite_url: str) -> None:
@@ -200,7 +256,10 @@ async def test_openapi_documents_every_body_and_error(sqlite_url: str) -> None:
         "$ref": "#/components/schemas/TurnOutcome"
     }
     resume = paths["/v1/resume"]["post"]
-    assert {"401", "403", "404", "409", "410", "422", "429"} <= set(resume["responses"])
+    assert {"400", "401", "403", "404", "409", "410", "415", "422", "429"} <= set(
+        resume["responses"]
+    )
+    assert {"400", "415"} <= set(turn["responses"])
     for operation in (turn, resume):
         for status, response in operation["responses"].items():
             if status != "200":

@@ -75,7 +75,7 @@ def agui_router(
                 "A refused run is a stream of one `RUN_ERROR`.",
                 "content": {"text/event-stream": {"itemSchema": EVENT_FRAME}},
             },
-            **documented(400, 401, 413, 422, 503),
+            **documented(400, 401, 413, 415, 422, 503),
         },
     )
     async def run(run_input: RunAgentInput, caller: Caller, opened: Host) -> RunEventStream:

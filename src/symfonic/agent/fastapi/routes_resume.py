@@ -34,7 +34,7 @@ def resume_router(service: HttpService) -> APIRouter:
                 "`Accept: application/json`. An identical repeat of a resume that already "
                 "completed returns its outcome again without running anything."
             ),
-            **documented(400, 401, 403, 404, 409, 410, 413, 422, 429, 503),
+            **documented(400, 401, 403, 404, 409, 410, 413, 415, 422, 429, 503),
         },
         summary="Answer a pause and run its turn on",
     )

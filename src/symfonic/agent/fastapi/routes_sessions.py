@@ -41,7 +41,7 @@ def sessions_router(service: HttpService) -> APIRouter:
         "",
         status_code=201,
         response_model=SessionCreated,
-        responses=documented(400, 401, 404, 413, 422, 503),
+        responses=documented(400, 401, 404, 413, 415, 422, 503),
         summary="Create a session owned by the caller",
     )
     async def create_session(
@@ -102,7 +102,7 @@ def sessions_router(service: HttpService) -> APIRouter:
                 "`Accept: application/json`. The stream ends with exactly one of "
                 "`turn.paused`, `response.complete` or `error`."
             ),
-            **documented(400, 401, 404, 409, 413, 422, 429, 503),
+            **documented(400, 401, 404, 409, 413, 415, 422, 429, 503),
         },
         summary="Run a turn: a user message to an answer, a pause, or an error",
     )

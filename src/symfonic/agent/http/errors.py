@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from symfonic.agent.http.json_body import body_refusal
 from symfonic.core.contracts.errors import (
     BudgetRefused,
     RequestError,
@@ -48,6 +49,12 @@ MAX_VALIDATION_ERRORS = 5
 STORE_RETRY_AFTER = 2
 # Codes named after the current RFC 9110 phrase where Python's is older.
 _CODES = {413: "content_too_large", 422: "invalid_request"}
+# FastAPI's words for a body it could not even decode (not UTF-8, or nested past
+# Python's recursion limit), and ours.
+_UNREADABLE = "There was an error parsing the body"
+_UNREADABLE_SAID = (
+    "the body could not be read as JSON: it is not UTF-8 text, or it nests too deeply"
+)
 
 
 def error_response(
@@ -81,11 +88,15 @@ def _store_unavailable(_: Request, error: Exception) -> JSONResponse:
 
 def _where(location: Any) -> str:
     parts = [str(p) for p in location if p not in ("body", "query", "path", "header")]
-    return ".".join(parts) or "the request"
+    whole = "the body" if tuple(location)[:1] == ("body",) else "the request"
+    return ".".join(parts) or whole
 
 
-def _validation(_: Request, error: Exception) -> JSONResponse:
+async def _validation(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
+    refused = await body_refusal(request, error.errors())
+    if refused is not None:
+        return error_response(*refused)
     problems = [
         f"{_where(item.get('loc', ()))}: {item.get('msg', 'invalid')}"
         for item in error.errors()[:MAX_VALIDATION_ERRORS]
@@ -101,6 +112,8 @@ def _http(_: Request, error: Exception) -> JSONResponse:
         phrase = "error"
     code = _CODES.get(error.status_code) or phrase.lower().replace(" ", "_").replace("-", "_")
     message = error.detail if isinstance(error.detail, str) else phrase
+    if error.status_code == 400 and message == _UNREADABLE:
+        message = _UNREADABLE_SAID
     return error_response(error.status_code, code, message, error.headers)
 
 
@@ -122,7 +135,7 @@ def install(app: FastAPI) -> None:
 
 
 _WHEN = {
-    400: "The body could not be read (not JSON, or nested too deeply).",
+    400: "The body could not be read as JSON (`bad_request`; the message says where it broke).",
     401: "Missing or unknown API key.",
     403: "This principal may not answer this pause.",
     404: "Unknown session or agent, or a token that does not verify or names no pause.",
@@ -131,6 +144,7 @@ _WHEN = {
     "`base_revision` does not match.",
     410: "The pause expired or was abandoned.",
     413: "The body is larger than the service accepts.",
+    415: "The body was sent without `Content-Type: application/json` (`unsupported_media_type`).",
     422: "Malformed body, or an answer that fails the pause's `response_schema` "
     "(the token is not spent).",
     429: "Budget refused before the claim (the token is not spent); see `Retry-After`.",
