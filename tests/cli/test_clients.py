@@ -14,7 +14,7 @@ from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
 from symfonic.cli.chat import converse
 from symfonic.cli.client import Client
-from symfonic.cli.pauses import review
+from symfonic.cli.pauses import Reviewed, review
 from symfonic.cli.terminal import Terminal
 from symfonic.core.contracts.types import PauseState
 from symfonic.demo import demo_agent
@@ -72,10 +72,10 @@ async def test_pauses_lists_then_answers_each_pending_pause(
         for name in ("alice", "bob"):
             result = await agent.run(f"Pay {name} 5 EUR")
             assert result.status == "paused"
-        assert await review(client, Terminal(), answer=False) == 2
+        assert (await review(client, Terminal(), answer=False)).listed == 2
         listing = capsys.readouterr().out
         assert listing.count("[approval]") == 2 and "sfp_" not in listing  # no token shown
-        assert await review(client, Terminal(), answer=True, ask=typed("a", "s")) == 2
+        assert await review(client, Terminal(), answer=True, ask=typed("a", "s")) == Reviewed(2, 0)
         published = await agent.pauses("local", PauseState.PUBLISHED)
         pending = await agent.pauses("local", PauseState.PENDING)
         # "s" declines: a cancelled answer is still an answer, and the turn goes on.
@@ -90,7 +90,7 @@ async def test_pauses_lists_every_pending_pause_page_after_page(
         start = datetime.now(UTC) - timedelta(hours=1)
         questions = [f"Which colour for room {i}?" for i in range(620)]
         await bulk_pauses(agent.store, questions, start=start, principal="local", agent=agent.name)
-        assert await review(client, Terminal(), answer=False) == 620
+        assert (await review(client, Terminal(), answer=False)).listed == 620
     listing = capsys.readouterr().out
     assert "620. [input] Which colour for room 619?" in listing
 

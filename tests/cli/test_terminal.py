@@ -17,21 +17,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pexpect
 import pytest
 
 from http_support import free_port
 from symfonic.cli.environment import READS
 from symfonic.cli.main import main
 from symfonic.cli.terminal import fill
+from terminal_support import COLOUR, IBAN, KEY, WIDTH, Screen, client_env
 
 pytestmark = pytest.mark.slow
 
-KEY = "alice-terminal-key"
-IBAN = "DE89 3704 0044 0532 0130 00"
-WIDTH = 80
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
-_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.fixture(scope="module")
@@ -62,62 +57,10 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process.wait(timeout=15)
 
 
-def _env(key: str | None = KEY, **extra: str) -> dict[str, str]:
-    drop = {"NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "SYMFONIC_API_KEY", "TTY_COMPATIBLE"}
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env["TERM"] = "xterm-256color"
-    if key is not None:
-        env["SYMFONIC_API_KEY"] = key
-    return {**env, **extra}
-
-
-class Screen:
-    """A client in a pty: type lines, wait for text to appear, read what was shown."""
-
-    def __init__(self, *args: str, env: dict[str, str]) -> None:
-        self.child = pexpect.spawn(sys.executable, ["-m", "symfonic", *args], env=env,
-                                   encoding="utf-8", dimensions=(24, WIDTH), timeout=30)
-        self.raw = ""
-        self._seen = 0
-
-    @property
-    def text(self) -> str:
-        return _CONTROL.sub("", self.raw)
-
-    def _read(self, timeout: float) -> bool:
-        try:
-            self.raw += self.child.read_nonblocking(65536, timeout=timeout)
-            return True
-        except pexpect.TIMEOUT:
-            return True
-        except pexpect.EOF:
-            return False
-
-    def wait_for(self, wanted: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while (found := self.text.find(wanted, self._seen)) < 0:
-            if not self._read(0.2) or time.monotonic() > deadline:
-                raise AssertionError(f"never saw {wanted!r}; the screen shows:\n{self.text}")
-        self._seen = found + len(wanted)
-
-    def type(self, *lines: str) -> None:
-        for line in lines:
-            self.child.sendline(line)
-
-    def end(self) -> int:
-        """Ctrl-D, then the exit status once the client has gone."""
-        if self.child.isalive():
-            self.child.sendeof()
-        while self._read(0.5):
-            pass
-        self.child.close()
-        return int(self.child.exitstatus if self.child.exitstatus is not None else -1)
-
-
 def test_chat_pays_after_approval_with_colour_a_thinking_indicator_and_whole_values(
     service: str,
 ) -> None:
-    chat = Screen("chat", "--url", service, env=_env())
+    chat = Screen("chat", "--url", service, env=client_env())
     chat.wait_for("you: ")
     chat.type("Pay alice 42 EUR")
     chat.wait_for("? Approve send_payment(")
@@ -126,7 +69,7 @@ def test_chat_pays_after_approval_with_colour_a_thinking_indicator_and_whole_val
     chat.wait_for("assistant: Done. payment")
     chat.wait_for("you: ")
     assert chat.end() == 0
-    assert _COLOUR.search(chat.raw), "no colour on a colour terminal"
+    assert COLOUR.search(chat.raw), "no colour on a colour terminal"
     assert "thinking…" in chat.text
     lines = chat.text.splitlines()
     assert max(len(line) for line in lines) <= WIDTH  # the terminal never wraps for us
@@ -134,10 +77,8 @@ def test_chat_pays_after_approval_with_colour_a_thinking_indicator_and_whole_val
     assert "Traceback" not in chat.text
 
 
-def test_chat_explains_a_refused_edit_and_asks_again_from_the_last_arguments(
-    service: str,
-) -> None:
-    chat = Screen("chat", "--url", service, env=_env())
+def test_chat_checks_each_edited_field_as_it_is_entered(service: str) -> None:
+    chat = Screen("chat", "--url", service, env=client_env())
     chat.wait_for("you: ")
     chat.type("Pay alice 42 EUR")
     chat.wait_for("abandon? ")
@@ -146,23 +87,23 @@ def test_chat_explains_a_refused_edit_and_asks_again_from_the_last_arguments(
     chat.type("")
     chat.wait_for("amount [42.0]: ")
     chat.type("lots")
+    # Said at once, before the next field, and asked again from the value it had.
+    chat.wait_for("not accepted: amount must be a number. Type it again.")
+    chat.wait_for("amount [42.0]: ")
+    chat.type("7")
     chat.wait_for("currency [EUR]: ")
     chat.type("")
-    chat.wait_for("not accepted: amount must be a number. Try again.")
-    chat.wait_for("? Approve send_payment(")
-    chat.wait_for("abandon? ")
-    chat.type("e", "")
-    chat.wait_for('amount [lots]: ')
-    chat.type("7", "")
     chat.wait_for("assistant: Done. payment")
     chat.wait_for("sent: 7 EUR to")
     chat.wait_for(IBAN)
     chat.wait_for("you: ")
     assert chat.end() == 0
+    assert "amount [lots]" not in chat.text
+    assert "currency [EUR]" in chat.text.split("amount [42.0]: 7", 1)[1]
 
 
 def test_chat_abandons_a_pause_when_the_person_leaves_it(service: str) -> None:
-    chat = Screen("chat", "--url", service, env=_env())
+    chat = Screen("chat", "--url", service, env=client_env())
     chat.wait_for("you: ")
     chat.type("Pay bob 3 EUR")
     chat.wait_for("abandon? ")
@@ -191,7 +132,7 @@ def test_chat_abandons_a_pause_when_the_person_leaves_it(service: str) -> None:
 def test_a_missing_or_wrong_key_is_one_plain_line(
     service: str, command: str, key: str | None, said: str
 ) -> None:
-    client = Screen(command, "--url", service, env=_env(key))
+    client = Screen(command, "--url", service, env=client_env(key))
     assert client.end() == 1
     assert client.text.strip().splitlines() == [
         f"symfonic {command}: the service at {service} {said}"
@@ -202,7 +143,7 @@ def test_a_missing_or_wrong_key_is_one_plain_line(
 @pytest.mark.parametrize("command", ["chat", "pauses"])
 def test_a_service_that_is_not_running_is_one_plain_line(command: str) -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    client = Screen(command, "--url", url, env=_env())
+    client = Screen(command, "--url", url, env=client_env())
     assert client.end() == 1
     assert client.text.strip().splitlines() == [
         f"symfonic {command}: cannot reach a symfonic service at {url}; start one with "
@@ -211,7 +152,7 @@ def test_a_service_that_is_not_running_is_one_plain_line(command: str) -> None:
 
 
 def test_an_unknown_agent_is_one_plain_line(service: str) -> None:
-    chat = Screen("chat", "--url", service, "--agent", "nope", env=_env())
+    chat = Screen("chat", "--url", service, "--agent", "nope", env=client_env())
     assert chat.end() == 1
     assert chat.text.strip().splitlines() == [
         "symfonic chat: no agent named 'nope'; this service hosts assistant; "
@@ -224,7 +165,7 @@ def test_pauses_shows_a_declined_answer_as_declined(service: str) -> None:
         session = api.post("/v1/sessions", json={}).json()["session_id"]
         api.post(f"/v1/sessions/{session}/turns", json={"message": "Pay bob 9 EUR"})
         pending = api.get("/v1/pauses", params={"state": "pending"}).json()["pauses"]
-    pauses = Screen("pauses", "--url", service, env=_env())
+    pauses = Screen("pauses", "--url", service, env=client_env())
     for _ in pending:
         pauses.wait_for("[d]ecline? ")
         pauses.type("d")
@@ -234,20 +175,20 @@ def test_pauses_shows_a_declined_answer_as_declined(service: str) -> None:
 
 
 def test_no_color_in_a_terminal_prints_no_colour(service: str) -> None:
-    chat = Screen("chat", "--url", service, env=_env(NO_COLOR="1"))
+    chat = Screen("chat", "--url", service, env=client_env(NO_COLOR="1"))
     chat.wait_for("you: ")
     chat.type("Pay alice 1 EUR")
     chat.wait_for("abandon? ")
     chat.type("r", "not now")
     chat.wait_for("assistant: I did not send the payment.")
     assert chat.end() == 0
-    assert not _COLOUR.search(chat.raw)
+    assert not COLOUR.search(chat.raw)
 
 
 def test_off_a_terminal_the_output_is_the_plain_transcript(service: str) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "symfonic", "chat", "--url", service],
-        input="Pay alice 1 EUR\na\n", capture_output=True, text=True, env=_env(), timeout=60,
+        input="Pay alice 1 EUR\na\n", capture_output=True, text=True, env=client_env(), timeout=60,
         check=False,
     )
     assert out.returncode == 0, out.stderr

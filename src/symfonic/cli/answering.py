@@ -3,7 +3,8 @@
 Both terminal clients answer the same way. An answer the service refuses as
 invalid (422) is explained in words and the question asked again, an edit
 starting from what the person last sent; any other refusal is said in one line
-and ends the attempt. A declined pause is shown as declined.
+and ends the attempt. A declined pause is shown as declined. Ctrl-C while the
+question is asked sends nothing: the pause is left waiting, and said to be.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any, Literal
 from symfonic.cli.client import ApiError, Client, Frame
 from symfonic.cli.prompts import Ask, answer_for
 from symfonic.cli.render import TurnView
+from symfonic.cli.terminal import Interrupted
+
+STILL_WAITING = "the pause is still waiting, nothing was answered"
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,10 @@ async def answer_pause(
     """Ask the person about ``pause`` and resume it with ``token`` once the answer is accepted."""
     term = view.terminal
     while True:
-        reply = answer_for(pause, ask, term, current=current, may_abandon=may_abandon)
+        try:
+            reply = answer_for(pause, ask, term, current=current, may_abandon=may_abandon)
+        except Interrupted:
+            raise Interrupted(STILL_WAITING) from None
         if reply.action == "abandon":
             return Answered("abandoned")
         if reply.action == "cancelled":

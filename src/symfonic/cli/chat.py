@@ -4,7 +4,8 @@ A pause never strands the session. An answer the service refuses (422) is
 explained and the question asked again, with an edit starting from what the
 person last sent. The person may instead leave a pause, and their next message
 abandons it (``on_pending_pause=abandon``); a message sent while the session
-still waits is offered the same choice rather than a bare 409.
+still waits is offered the same choice rather than a bare 409. Ctrl-C at any
+prompt ends the chat saying what it left undone (exit code 130).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client, Frame
 from symfonic.cli.prompts import Ask
 from symfonic.cli.render import TurnView
-from symfonic.cli.terminal import Terminal, failed
+from symfonic.cli.terminal import Interrupted, Terminal, failed
 
 
 def register(sub: Any) -> None:
@@ -62,7 +63,10 @@ class Chat:
 
     def _abandon_wanted(self) -> bool:
         self.term.line("this session is still waiting for an answer to a pause.", "yellow")
-        choice = self.ask("  abandon that pause and send your message? [y/N] ")
+        try:
+            choice = self.ask("  abandon that pause and send your message? [y/N] ")
+        except Interrupted:
+            raise Interrupted("nothing was sent, and the pause is still waiting") from None
         return choice.strip().lower() in {"y", "yes"}
 
     async def _answer(self, view: TurnView, last: Frame | None) -> None:
@@ -95,12 +99,19 @@ async def converse(
     await chat.start(agent)
     while True:
         try:
-            message = chat.ask("you: ").strip()
+            message = _said(chat.ask)
             if message:
                 await chat.say(message)
         except EOFError:
             term.blank()
             return
+
+
+def _said(ask: Ask) -> str:
+    try:
+        return ask("you: ").strip()
+    except Interrupted:
+        raise Interrupted("nothing was sent") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,4 +127,6 @@ def run(args: argparse.Namespace) -> int:
     except (ApiError, httpx.HTTPError) as error:
         term.quiet()
         return failed("chat", client.explain(error))
+    except Interrupted as stop:
+        return term.interrupted("chat", stop)
     return 0

@@ -160,4 +160,6 @@ class Client:
             return f"{error.message}; name one of them with --agent"
         if error.status == 503:
             return f"the service at {url} cannot reach its store right now; try again shortly"
+        if error.code in ("already_answered", "already_claimed"):
+            return f"{error.message}; yours was not used"
         return f"the service refused: {error.message}"

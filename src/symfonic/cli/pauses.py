@@ -1,11 +1,16 @@
 """``symfonic pauses``: list the pauses you may answer, and answer them one by one.
 
 Each pause is answered as in ``symfonic chat`` (:mod:`symfonic.cli.answering`).
+A pause the service refuses to take an answer for (answered elsewhere, expired)
+is said in one line and the next one asked; the command then exits 1, so a
+script sees that not every answer was taken. Ctrl-C at a prompt leaves that
+pause waiting, says so and exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -15,7 +20,7 @@ from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client
 from symfonic.cli.prompts import Ask
 from symfonic.cli.render import TurnView
-from symfonic.cli.terminal import Terminal, failed
+from symfonic.cli.terminal import Interrupted, Terminal, failed
 
 
 def register(sub: Any) -> None:
@@ -25,12 +30,22 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-async def review(client: Client, term: Terminal, *, answer: bool, ask: Ask | None = None) -> int:
-    """List the pending pauses, then (if ``answer``) answer each; how many there were."""
+@dataclass(frozen=True)
+class Reviewed:
+    """How many pauses were listed, and how many of the answers the service refused."""
+
+    listed: int
+    refused: int = 0
+
+
+async def review(
+    client: Client, term: Terminal, *, answer: bool, ask: Ask | None = None
+) -> Reviewed:
+    """List the pending pauses, then (if ``answer``) answer each."""
     pending = await client.pending_pauses()
     if not pending:
         term.line("no pending pauses")
-        return 0
+        return Reviewed(0)
     for i, pause in enumerate(pending, 1):
         # A delegate's question is answered through its caller's pause: name the delegate.
         asker = f", asked by {pause['sub_agent']}" if pause.get("sub_agent") else ""
@@ -40,27 +55,32 @@ async def review(client: Client, term: Terminal, *, answer: bool, ask: Ask | Non
             label=f"{i}. [{pause['kind']}] ",
             label_style="bold",
         )
+    refused = 0
     if answer:
         for pause in pending:
-            await answer_pause(
+            answered = await answer_pause(
                 client, TurnView(term), ask or term.ask, pause, pause["token"], current={}
             )
-    return len(pending)
+            refused += answered.outcome == "refused"
+    return Reviewed(len(pending), refused)
 
 
 def run(args: argparse.Namespace) -> int:
     term = Terminal()
     client = Client(args.url)
 
-    async def main() -> None:
+    async def main() -> Reviewed:
         async with client:
-            await review(client, term, answer=not args.list)
+            return await review(client, term, answer=not args.list)
 
     try:
-        anyio.run(main)
+        reviewed = anyio.run(main)
     except (ApiError, httpx.HTTPError) as error:
         term.quiet()
         return failed("pauses", client.explain(error))
     except EOFError:
         term.blank()
-    return 0
+        return 0
+    except Interrupted as stop:
+        return term.interrupted("pauses", stop)
+    return 1 if reviewed.refused else 0

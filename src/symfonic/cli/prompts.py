@@ -6,7 +6,10 @@ to send, a decline (sent as ``status: cancelled``; the turn goes on), or, where
 the caller offers it, leaving the pause to be abandoned by the next message.
 
 An edit starts from the call's current arguments: each is shown and kept on
-Enter, so the person types only what they mean to change.
+Enter, so the person types only what they mean to change. Each field is checked
+against the pause's schema as it is entered, and asked again with the reason in
+words, the value it had before still the one Enter keeps; a mistake in the
+first field is not found only after the last, nor offered back as the default.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from symfonic.capabilities.human.schema_words import problems
 from symfonic.cli.render import shown
 from symfonic.cli.terminal import Terminal
 
@@ -54,20 +58,45 @@ def _parse(raw: str, schema: dict[str, Any]) -> Any:
         return raw  # the service says, in words, what this field must be
 
 
+def field_problems(response_schema: dict[str, Any], args: dict[str, Any], name: str) -> list[str]:
+    """What is wrong with ``args[name]`` in an edit, in words; empty when it fits.
+
+    The whole edit is checked against the whole schema (its references resolve
+    there) and only what concerns this field is kept.
+    """
+    answer = {"decision": "edit", "args": args}
+    return [
+        problem.words(skip=1)
+        for problem in problems(response_schema, answer)
+        if problem.path[:2] == ("args", name)
+    ]
+
+
+def _edited_field(
+    response_schema: dict[str, Any], args: dict[str, Any], name: str, ask: Ask, term: Terminal
+) -> dict[str, Any]:
+    """``args`` with ``name`` as the person types it, asked until it fits the schema."""
+    field = edit_schema(response_schema).get("properties", {}).get(name, {})
+    while True:
+        now = f" [{shown(args[name])}]" if name in args else ""
+        raw = ask(f"    {name}{now}: ").strip()
+        edited = {**args, name: _parse(raw, field)} if raw else args
+        said = field_problems(response_schema, edited, name)
+        if not said:
+            return edited
+        term.line(f"{'; '.join(said)}. Type it again.", "yellow", label="not accepted: ", indent=4)
+
+
 def edited_args(
     response_schema: dict[str, Any], current: dict[str, Any], ask: Ask, term: Terminal
 ) -> dict[str, Any]:
     """The arguments after the person has changed the ones they mean to; Enter keeps one."""
-    schema = edit_schema(response_schema)
-    properties: dict[str, Any] = schema.get("properties", {})
+    properties: dict[str, Any] = edit_schema(response_schema).get("properties", {})
     names = [*current, *(name for name in properties if name not in current)]
     term.line("Enter keeps a value; type a new one to change it.", "dim", indent=2)
     args = dict(current)
     for name in names:
-        now = f" [{shown(current[name])}]" if name in current else ""
-        raw = ask(f"    {name}{now}: ").strip()
-        if raw:
-            args[name] = _parse(raw, properties.get(name, {}))
+        args = _edited_field(response_schema, args, name, ask, term)
     return args
 
 

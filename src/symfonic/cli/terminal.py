@@ -8,14 +8,24 @@ transcript and nothing else.
 Lines are wrapped here, at spaces, never inside a value: a JSON string or an
 IBAN (``DE89 3704 0044 0532 0130 00``) is one unit, so a person can read and
 copy it whole. Streamed text is wrapped the same way as it arrives.
+
+Ctrl-C at a prompt raises :class:`Interrupted` at once. The prompts are read on
+the event loop's thread, where asyncio's own Ctrl-C handling would only cancel
+the command once the blocking read returned: the interrupt would be lost, the
+next line typed swallowed, and the command would stop without a word. While a
+prompt waits, Ctrl-C therefore interrupts the read itself.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 from rich.console import Console
@@ -49,6 +59,27 @@ def fill(text: str, width: int, indent: int = 0, first: str = "") -> list[str]:
         break_on_hyphens=False,
     ) or [first.rstrip()]
     return [line.replace(_HELD, " ") for line in lines]
+
+
+class Interrupted(Exception):
+    """Ctrl-C at a prompt; ``left`` says, in words, what was left as it was."""
+
+    def __init__(self, left: str = "") -> None:
+        super().__init__(left)
+        self.left = left
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C raises ``KeyboardInterrupt`` in the blocking read, not after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def plain_wanted(environ: dict[str, str] | None = None) -> bool:
@@ -103,10 +134,23 @@ class Terminal:
         self.console.print()
 
     def ask(self, prompt: str) -> str:
-        """Read one line after ``prompt``; raises ``EOFError`` on Ctrl-D."""
+        """One line typed after ``prompt``; ``EOFError`` on Ctrl-D, ``Interrupted`` on Ctrl-C."""
         self.quiet()
         self.end_text()
-        return self.console.input(Text(prompt, style="bold"))
+        try:
+            with _interruptible():
+                return self.console.input(Text(prompt, style="bold"))
+        except KeyboardInterrupt:
+            raise Interrupted from None
+
+    def interrupted(self, command: str, stop: Interrupted) -> int:
+        """End the prompt's line, say what was left as it was; the exit code 130 (Ctrl-C)."""
+        self.quiet()
+        self.end_text()
+        self.console.print()
+        left = f"; {stop.left}" if stop.left else ""
+        print(f"symfonic {command}: interrupted{left}.", file=sys.stderr, flush=True)
+        return 130
 
     # -- the indicator -------------------------------------------------------
 
