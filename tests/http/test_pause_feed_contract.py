@@ -19,7 +19,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from bulk_pauses import bulk_pauses
-from feed_support import FEED, following
+from feed_support import FEED, FeedReader, following
 from http_support import (
     APPROVE,
     JSON,
@@ -127,3 +127,30 @@ async def test_the_snapshot_is_the_first_page_and_the_listing_pages_the_rest(
     # created since, which also came as its own frame.
     assert seen == [p.pause_id for p in made] + [paused["pause_id"]]
     assert created.data["pause_id"] == paused["pause_id"]
+
+
+async def test_with_details_the_snapshot_and_each_creation_carry_the_gated_call(
+    sqlite_url: str,
+) -> None:
+    app = create_app(payment_agent(sqlite_url), api_keys=KEYS, sweep_interval=0)
+    async with uvicorn_serving(app) as client:
+        document = (await client.get("/openapi.json")).json()
+        await paused_turn(client, ALICE)
+        params = {"details": "true"}
+        async with client.stream("GET", FEED, params=params, headers=ALICE) as response:
+            feed = FeedReader(response)
+            snapshot = await feed.next()
+            _, paused = await paused_turn(client, ALICE)
+            created = await feed.until("pause.created")
+        async with following(client, ALICE) as plain:
+            undetailed = await plain.next()
+
+    for frame in (snapshot, created):
+        _fits(document, frame)
+    [first] = snapshot.data["pauses"]
+    assert (first["tool_name"], first["tool_args"]) == ("pay", {"amount": 5})
+    assert first["recent_messages"][0]["content"] == "pay 5"
+    assert created.data["pause"]["tool_name"] == "pay"
+    assert created.data["pause"]["pause_id"] == paused["pause_id"]
+    # Without asking, a frame costs no checkpoint read and carries none of it.
+    assert all(p["tool_name"] is None for p in undetailed.data["pauses"])

@@ -84,12 +84,18 @@ class PauseChangeEvent(BaseModel):
     pause: PauseView | None = Field(
         default=None,
         description="pause.created only, while the pause can still be answered: "
-        "the GET /v1/pauses item, token included.",
+        "the GET /v1/pauses item, token included (and its details with `details=true`).",
     )
 
     @classmethod
-    def data_of(cls, item: FeedChange, token: str | None) -> dict[str, Any]:
-        """The frame's data: absent fields are left out, not sent as null."""
+    def data_of(
+        cls, item: FeedChange, token: str | None, view: PauseView | None = None
+    ) -> dict[str, Any]:
+        """The frame's data: absent fields are left out, not sent as null.
+
+        ``view``: the created pause as the listing shows it (with its details when
+        the subscriber asked for them); by default, the pause with ``token``.
+        """
         change, pause = item.change, item.change.pause
         decision, edited_args = (
             decision_of(pause) if change.state is PauseState.PUBLISHED else (None, None)
@@ -105,5 +111,5 @@ class PauseChangeEvent(BaseModel):
             edited_args=edited_args,
         ).model_dump(mode="json", exclude_none=True)
         if change.state is PauseState.PENDING and item.answerable:
-            data["pause"] = PauseView.of(pause, token).model_dump(mode="json")
+            data["pause"] = (view or PauseView.of(pause, token)).model_dump(mode="json")
         return data

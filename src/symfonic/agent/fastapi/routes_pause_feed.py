@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Depends, Header, Query
 from fastapi.sse import format_sse_event
 from starlette.responses import Response
 
@@ -27,6 +27,7 @@ from symfonic.agent.fastapi.feed_schemas import (
     PauseSnapshot,
 )
 from symfonic.agent.fastapi.pause_cursor import encode_cursor
+from symfonic.agent.fastapi.pause_details import detailed
 from symfonic.agent.fastapi.schemas import PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.sse import PING_INTERVAL, FrameStream
@@ -104,37 +105,49 @@ def feed_responses() -> dict[int | str, dict[str, Any]]:
 
 
 class PauseFeedStream(FrameStream):
-    """One subscription as an SSE response; the client leaving closes it."""
+    """One subscription as an SSE response; the client leaving closes it.
+
+    With ``details``, each pause a frame carries has its gated call and recent
+    messages, as ``GET /v1/pauses?details=true`` gives them: one checkpoint read
+    per pause sent, paid only by subscribers that ask (the inbox).
+    """
 
     def __init__(
         self,
         subscription: FeedSubscription,
         host: ServiceHost,
         *,
+        details: bool = False,
         ping_interval: float = PING_INTERVAL,
     ) -> None:
         super().__init__(subscription, ping_interval=ping_interval)
         self._subscription = subscription
         self._host = host
+        self._details = details
 
     async def _frames(self) -> AsyncGenerator[bytes, None]:
         try:
             async for item in self._subscription:
-                yield self._encode(item)
+                yield await self._encode(item)
         except (StoreUnavailable, FeedUnavailable) as error:
             # The stream ends; the client reconnects with its Last-Event-ID.
             logger.warning("a pause feed ended, the store could not be read: %s", error)
 
-    def _encode(self, item: FeedItem) -> bytes:
+    async def _views(self, views: list[PauseView]) -> list[PauseView]:
+        return await detailed(self._host.store, views) if self._details else views
+
+    async def _encode(self, item: FeedItem) -> bytes:
         signer = self._host.agent(None)
         if isinstance(item, FeedChange):
             change = item.change
             token = signer.token_for(change.pause) if item.answerable else None
-            data = PauseChangeEvent.data_of(item, token)
+            [view] = await self._views([PauseView.of(change.pause, token)])
+            data = PauseChangeEvent.data_of(item, token, view)
             return _frame(CHANGE_EVENTS[change.state], data, change.position)
         page = item.page
+        views = [PauseView.of(pause, signer.token_for(pause)) for pause in page.pauses]
         snapshot = PauseSnapshot(
-            pauses=[PauseView.of(pause, signer.token_for(pause)) for pause in page.pauses],
+            pauses=await self._views(views),
             total=page.total,
             next_cursor=None if page.next is None else encode_cursor(page.next),
         ).model_dump(mode="json")
@@ -160,8 +173,16 @@ def pause_feed_router(service: HttpService, feed: PauseFeed) -> APIRouter:
             str | None,
             Header(description="The last `id:` received: resume the feed after it."),
         ] = None,
+        details: Annotated[
+            bool,
+            Query(
+                description="Give each pause in a snapshot or `pause.created` its "
+                "`tool_name`, `tool_args` and `recent_messages`, as the listing's "
+                "`details=true` does (one read per pause)."
+            ),
+        ] = False,
     ) -> Response:
         subscription = await feed.subscribe(principal, _position(last_event_id))
-        return PauseFeedStream(subscription, host)
+        return PauseFeedStream(subscription, host, details=details)
 
     return router

@@ -96,8 +96,16 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
             f'<input type="hidden" name="csrf_token" value="{html.escape(csrf)}">'
             '<button type="submit">Sign out</button></form>'
         )
+        agent_options = "".join(
+            f'<option value="{html.escape(name)}">{html.escape(name)}</option>'
+            for name in service.host.agents
+        )
         return _page(
-            page, principal=html.escape(principal), csrf=html.escape(csrf), sign_out=sign_out
+            page,
+            principal=html.escape(principal),
+            csrf=html.escape(csrf),
+            sign_out=sign_out,
+            agent_options=agent_options,
         )
 
     @router.get("/inbox")

@@ -1,17 +1,21 @@
 // The inbox page: the pauses waiting for this person, kept live, and their answers.
 //
-// The list is a map pause_id -> card. GET /v1/pauses fills it (with each
-// pause's tool call and recent messages); the feed GET /v1/pauses/events says
-// when to look again (a snapshot or pause.created) and when a pause left
-// (claimed, answered, expired, abandoned, superseded), which moves its card to
-// "No longer waiting" with a word saying why, and says how it was answered
-// when the answer follows its claim. Where the feed cannot be opened the page
-// asks GET /v1/pauses every few seconds instead. A link to /inbox#<pause_id>
-// (a webhook sends one) scrolls to that pause and marks it.
+// The list shows a page at a time, oldest first, with how many wait in all;
+// more pages load as the person scrolls to the end (or presses Load more), and
+// the search box and the agent and kind filters ask the listing again. The feed
+// GET /v1/pauses/events?details=true starts with the first page (a snapshot)
+// and then says what changed: a pause.created is placed among the cards where a
+// page would list it (never by asking for the list again), and a pause that
+// left (claimed, answered, expired, abandoned, superseded) moves to "No longer
+// waiting" with a word saying why, and how it was answered when the answer
+// follows its claim. Where the feed cannot be opened the page asks the listing
+// every few seconds instead. A link to /inbox#<pause_id> (a webhook sends one)
+// scrolls to that pause and marks it.
 
 import { answerForm } from "./answer_form.js";
 import { el } from "./schema_fields.js";
 import { changes, LeftList } from "./left_list.js";
+import { counted, Filters, MAX_PAGE, placeOf, orderKey } from "./listing.js";
 import { answeredWord, decisionOf, leftWord, refusalSentence } from "./words.js";
 
 const POLL_SECONDS = 5;
@@ -20,12 +24,24 @@ const me = document.getElementById("principal").textContent;
 const listNode = document.getElementById("pauses");
 const done = new LeftList(document.getElementById("done"), document.getElementById("done-section"));
 const statusNode = document.getElementById("status");
+const moreButton = document.getElementById("more");
+const filters = new Filters(document.getElementById("filters"));
+// Every card, by pause id, and in the listing's order.
 const cards = new Map();
+let ordered = [];
+// How many wait in all (the listing's total, kept by the feed), and where the
+// next page starts (null: every page is shown).
+let total = 0;
+let cursor = null;
+// Each new listing (first page, new filters) outdates the answers to the last.
+let generation = 0;
+let loadingMore = false;
+// Pauses that left while the page was open: a page read before they left
+// must not bring them back.
+const gone = new Set();
 // Pauses this page is answering: the feed and the list leave them alone until
 // the answer's own outcome arrives.
 const answering = new Set();
-let refreshing = null;
-let refreshAgain = false;
 // The pause a link's #fragment points to, until the page has shown it.
 let target = "";
 
@@ -103,17 +119,96 @@ function cardFor(pause) {
 }
 
 function updateCount() {
-  const n = cards.size;
-  document.getElementById("count").textContent = n ? `(${n})` : "";
-  document.getElementById("empty").hidden = n > 0;
+  document.getElementById("count").textContent = `: ${counted(Math.max(total, cards.size))}`;
+  const empty = document.getElementById("empty");
+  empty.hidden = cards.size > 0;
+  empty.textContent = filters.any() ? "Nothing waiting for you matches these filters."
+    : "Nothing is waiting for you. New questions appear here as agents ask them.";
+  moreButton.hidden = !cursor;
+  moreButton.textContent = `Load more (${counted(Math.max(0, total - cards.size))} more)`;
 }
 
+// A card for `pause`, where the listing's order puts it; false if it has one,
+// cannot be answered, or already left.
 function add(pause) {
-  if (cards.has(pause.pause_id) || !pause.token) return;
-  const entry = cardFor(pause);
+  if (cards.has(pause.pause_id) || !pause.token || gone.has(pause.pause_id)) return false;
+  const entry = { ...cardFor(pause), key: orderKey(pause) };
+  const at = placeOf(ordered, entry.key);
+  listNode.insertBefore(entry.card, at < ordered.length ? ordered[at].card : null);
+  ordered.splice(at, 0, entry);
   cards.set(pause.pause_id, entry);
-  listNode.append(entry.card);
+  return true;
+}
+
+function remove(pauseId) {
+  const entry = cards.get(pauseId);
+  cards.delete(pauseId);
+  ordered = ordered.filter((other) => other !== entry);
+  entry.card.remove();
+}
+
+function clear() {
+  cards.clear();
+  ordered = [];
+  listNode.replaceChildren();
+}
+
+// Shows a listing's page: the first replaces the list, a later one extends it.
+function showPage(page, { first }) {
+  if (first) clear();
+  page.pauses.forEach(add);
+  total = page.total;
+  cursor = page.next_cursor;
   updateCount();
+  say("");
+  if (first) showTarget();
+}
+
+async function listed(url) {
+  let response;
+  try {
+    response = await api(url);
+  } catch {
+    say("The inbox cannot reach the service; it will try again.");
+    return null;
+  }
+  if (response.status === 401) { window.location.reload(); return null; }
+  if (!response.ok) { say(await refusalSentence(response)); return null; }
+  return response.json();
+}
+
+async function loadFirst() {
+  const mine = ++generation;
+  const page = await listed(filters.url());
+  if (page && mine === generation) showPage(page, { first: true });
+}
+
+async function loadMore() {
+  if (!cursor || loadingMore) return;
+  loadingMore = true;
+  const mine = generation;
+  try {
+    const page = await listed(filters.url(cursor));
+    if (page && mine === generation) showPage(page, { first: false });
+  } finally {
+    loadingMore = false;
+  }
+}
+
+// Without the feed: the pages shown are read again, and what is gone from them leaves.
+async function reread() {
+  if (answering.size) return;
+  const mine = ++generation;
+  const page = await listed(filters.url(null, Math.min(MAX_PAGE, Math.max(ordered.length, 50))));
+  if (!page || mine !== generation) return;
+  const seen = new Set(page.pauses.map((p) => p.pause_id));
+  const last = page.pauses.length ? orderKey(page.pauses[page.pauses.length - 1]) : "";
+  for (const entry of [...ordered]) {
+    if (!seen.has(entry.pause.pause_id) && (!page.next_cursor || entry.key <= last)) {
+      leave(entry.pause.pause_id, "no longer waiting");
+    }
+  }
+  showPage(page, { first: false });
 }
 
 // The pause leaves the waiting list, or its word there changes; `word` says
@@ -121,12 +216,16 @@ function add(pause) {
 function leave(pauseId, word, details = [], { own = false, outcome = "" } = {}) {
   if (answering.has(pauseId) && !own) return;
   const entry = cards.get(pauseId);
+  if (!gone.has(pauseId)) {
+    gone.add(pauseId);
+    // One not on screen counts only when no filter hides which pauses it may be.
+    if (entry || !filters.any()) total = Math.max(0, total - 1);
+  }
   if (entry) {
-    cards.delete(pauseId);
-    entry.card.remove();
-    updateCount();
+    remove(pauseId);
     done.add(entry.pause);
   }
+  updateCount();
   done.say(pauseId, word, details, { own, outcome });
 }
 
@@ -147,33 +246,7 @@ function showTarget() {
 
 function followLink() {
   target = decodeURIComponent(window.location.hash.slice(1));
-  if (!refreshing) showTarget();
-}
-
-async function refresh() {
-  if (refreshing) { refreshAgain = true; return refreshing; }
-  refreshing = (async () => {
-    do {
-      refreshAgain = false;
-      let response;
-      try {
-        response = await api("v1/pauses?state=pending&details=true");
-      } catch {
-        say("The inbox cannot reach the service; it will try again.");
-        return;
-      }
-      if (response.status === 401) { window.location.reload(); return; }
-      if (!response.ok) { say(await refusalSentence(response)); return; }
-      const { pauses } = await response.json();
-      const seen = new Set(pauses.map((p) => p.pause_id));
-      for (const id of [...cards.keys()]) if (!seen.has(id)) leave(id, "no longer waiting");
-      pauses.forEach(add);
-      updateCount();
-      say("");
-    } while (refreshAgain);
-    showTarget();
-  })();
-  try { await refreshing; } finally { refreshing = null; }
+  showTarget();
 }
 
 async function answer_(pause, answer, status) {
@@ -213,8 +286,8 @@ async function send(pause, answer, status) {
   if (outcome.status === "complete") {
     leave(pause.pause_id, word, [edited, el("p", { class: "result" }, "The agent finished: ", el("q", { text: outcome.answer || "" }))], own);
   } else if (outcome.status === "paused") {
+    // The next question comes as the feed's pause.created (or the next poll).
     leave(pause.pause_id, word, [edited, el("p", { class: "result", text: `The agent has another question: ${outcome.pause.query}` })], own);
-    refresh();
   } else {
     leave(pause.pause_id, word, [edited, el("p", { class: "result failed",
       text: `The agent could not finish: ${(outcome.error && outcome.error.message) || "the turn failed"}.` })], own);
@@ -234,11 +307,23 @@ function tick() {
   }
 }
 
+function created(pause) {
+  if (!pause || !filters.matches(pause) || !add(pause)) return;
+  total += 1;
+  updateCount();
+}
+
 function follow() {
   if (!("EventSource" in window)) return poll();
-  const feed = new EventSource("v1/pauses/events");
-  feed.addEventListener("pauses.snapshot", () => refresh());
-  feed.addEventListener("pause.created", () => refresh());
+  const feed = new EventSource("v1/pauses/events?details=true");
+  // The first page as the feed starts (or starts again after falling behind):
+  // with filters set, the listing is asked for their first page instead.
+  feed.addEventListener("pauses.snapshot", (event) => {
+    if (filters.any()) { loadFirst(); return; }
+    generation += 1;
+    showPage(JSON.parse(event.data), { first: true });
+  });
+  feed.addEventListener("pause.created", (event) => created(JSON.parse(event.data).pause));
   for (const name of ["claimed", "answered", "expired", "abandoned", "superseded"]) {
     feed.addEventListener(`pause.${name}`, (event) => {
       const data = JSON.parse(event.data);
@@ -255,11 +340,25 @@ function follow() {
 }
 
 function poll() {
-  setInterval(refresh, POLL_SECONDS * 1000);
+  loadFirst();
+  setInterval(reread, POLL_SECONDS * 1000);
 }
+
+let typing = null;
+document.getElementById("filters").addEventListener("submit", (event) => event.preventDefault());
+document.getElementById("search").addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(loadFirst, 250);
+});
+for (const id of ["agent-filter", "kind-filter"]) {
+  document.getElementById(id).addEventListener("change", loadFirst);
+}
+moreButton.addEventListener("click", loadMore);
+// The next page loads as the end of the list comes into view.
+new IntersectionObserver((seen) => { if (seen.some((e) => e.isIntersecting)) loadMore(); },
+  { rootMargin: "600px 0px" }).observe(moreButton);
 
 window.addEventListener("hashchange", followLink);
 target = decodeURIComponent(window.location.hash.slice(1));
-refresh();
 follow();
 setInterval(tick, 1000);
