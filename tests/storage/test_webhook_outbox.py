@@ -128,7 +128,7 @@ async def test_a_lease_is_exclusive_and_only_its_holder_settles(store: Store, ot
     assert not await store.settle_delivery(settle)
     assert await other.settle_delivery(DeliverySettlement(
         again.delivery.id, "b", DeliveryState.DELIVERED, later, later, 200))
-    assert not await store.deliveries_due([URL], later + 10 * HOUR)
+    assert await store.due_destinations([URL], later + 10 * HOUR) == []
 
 
 async def test_retention_deletes_old_delivered_deliveries_and_the_trigger_survives_the_trim(

@@ -116,6 +116,10 @@ class Client:
         result = await self._json("GET", "/v1/webhooks/deliveries", params=params)
         return list(result["deliveries"])
 
+    async def webhook_destinations(self) -> list[dict[str, Any]]:
+        result = await self._json("GET", "/v1/webhooks/destinations")
+        return list(result["destinations"])
+
     async def resend_delivery(self, delivery_id: int) -> dict[str, Any]:
         result: dict[str, Any] = await self._json(
             "POST", f"/v1/webhooks/deliveries/{delivery_id}/resend"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from symfonic.agent.retention import Retention
+from symfonic.agent.retention import Retention, parse_age
 from symfonic.agent.service.webhooks import (
     ALL_EVENTS,
     RETRY_SCHEDULE,
@@ -85,6 +85,13 @@ def add_webhook_options(p: Any) -> None:
         + "); a delivery fails after one attempt more than the list is long",
     )
     p.add_argument(
+        "--webhook-failed-ttl",
+        default="7d",
+        metavar="AGE",
+        help="delete a delivery that failed after its last attempt once it is this old "
+        "(30d, 12h, 90m; default: 7d)",
+    )
+    p.add_argument(
         "--webhook-expiring-lead",
         type=float,
         default=WebhookSettings.expiring_lead,
@@ -128,6 +135,7 @@ def webhooks_of(
         retry_schedule=schedule,
         expiring_lead=args.webhook_expiring_lead,
         inbox_url=args.inbox_url,
+        failed_ttl=parse_age(args.webhook_failed_ttl).total_seconds(),
     )
     return webhooks, settings
 

@@ -1,9 +1,12 @@
 """``symfonic webhooks``: what the service owes its webhooks, and sending one again.
 
-``symfonic webhooks`` lists the deliveries that still need attention (failed,
-then pending), newest first; ``--state delivered`` and friends choose others.
-``symfonic webhooks resend ID`` puts one back in the outbox with its attempts at
-0 and the same ``webhook-id``. Both need a key with the ``operator`` scope.
+``symfonic webhooks`` lists what needs attention: first each destination whose
+circuit is open or half-open (why, and when it is tried again), then the
+deliveries that are failed or pending, newest first (``--state delivered`` and
+friends choose others). ``symfonic webhooks destinations`` shows every
+destination's circuit. ``symfonic webhooks resend ID`` puts one back in the
+outbox with its attempts at 0 and the same ``webhook-id``. All need a key with
+the ``operator`` scope.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "action",
         nargs="?",
-        choices=("list", "resend"),
+        choices=("list", "resend", "destinations"),
         default="list",
-        help="list (the default), or resend ID",
+        help="list (the default), resend ID, or destinations (every URL's circuit)",
     )
     p.add_argument("id", nargs="?", type=int, help="the delivery to resend")
     p.add_argument("--url", default=DEFAULT_URL, help=f"service URL (default {DEFAULT_URL})")
@@ -65,7 +68,15 @@ def describe(delivery: dict[str, Any]) -> str:
     return f"{delivery['type']} for {about} to {delivery['url']}: {how}"
 
 
+async def _destinations(client: Client, term: Terminal, *, every: bool) -> None:
+    """Each destination's circuit in words; without ``every``, only those not closed."""
+    for destination in await client.webhook_destinations():
+        if every or destination["state"] != "closed":
+            term.line(destination["summary"], label=f"{destination['url']}: ", label_style="bold")
+
+
 async def _list(client: Client, term: Terminal, states: list[str] | None, limit: int) -> None:
+    await _destinations(client, term, every=False)
     deliveries = await client.webhook_deliveries(states, limit)
     shown = " or ".join(states or ["failed", "pending"])
     if not deliveries:
@@ -89,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
                     f"delivery #{delivery['id']} ({delivery['type']} to "
                     f"{delivery['url']}) will be sent again"
                 )
+            elif args.action == "destinations":
+                await _destinations(client, term, every=True)
             else:
                 await _list(client, term, args.state, args.limit)
 

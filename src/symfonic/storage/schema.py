@@ -137,5 +137,21 @@ webhook_deliveries = sa.Table(
     sa.Column("delivered_at", Timestamp, nullable=True),
     sa.UniqueConstraint("url", "message_id"),
     sa.Index("ix_symfonic_webhook_deliveries_due", "state", "next_attempt_at"),
+    # Leasing per destination, earliest due first (migration 0009).
+    sa.Index("ix_symfonic_webhook_deliveries_destination", "url", "state", "next_attempt_at", "id"),
     sqlite_autoincrement=True,
+)
+
+# Each destination's circuit, shared by every worker (migration 0009).
+webhook_destinations = sa.Table(
+    "symfonic_webhook_destinations",
+    metadata,
+    sa.Column("url", sa.String(2000), primary_key=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("failures", sa.Integer, nullable=False),
+    sa.Column("opens", sa.Integer, nullable=False),
+    sa.Column("retry_at", Timestamp, nullable=True),
+    sa.Column("changed_at", Timestamp, nullable=False),
+    sa.Column("last_error", sa.String(500), nullable=True),
+    sa.Column("version", sa.Integer, nullable=False),
 )

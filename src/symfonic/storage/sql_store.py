@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.store import (
@@ -49,12 +49,21 @@ from symfonic.core.contracts.webhooks import (
     DeliveryLease,
     DeliveryQuery,
     DeliverySettlement,
+    Destination,
     FailedTurn,
     WebhookDelivery,
     WebhookEventType,
 )
 from symfonic.core.messages import MessageBody
-from symfonic.storage import pause_listing, pause_reads, pause_writes, retention, runs, webhooks
+from symfonic.storage import (
+    pause_listing,
+    pause_reads,
+    pause_writes,
+    retention,
+    runs,
+    webhook_destinations,
+    webhooks,
+)
 from symfonic.storage.pause_changes import PauseChangeRecord
 from symfonic.storage.unended_runs import UnendedRuns
 
@@ -155,19 +164,31 @@ class SqlStore(PauseChangeRecord):
     # the webhook outbox
 
     async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:
-        await webhooks.register(self, url, events)
+        await webhooks.register(self, url, events, datetime.now(UTC))
 
     async def announce_expiring(self, now: datetime, lead_seconds: float) -> int:
         return await webhooks.announce_expiring(self, now, lead_seconds)
 
-    async def deliveries_due(self, urls: Sequence[str], now: datetime) -> bool:
-        return await webhooks.deliveries_due(self, urls, now)
+    async def due_destinations(self, urls: Sequence[str], now: datetime) -> list[Destination]:
+        return await webhook_destinations.due(self, urls, now)
 
     async def lease_deliveries(self, lease: DeliveryLease) -> list[LeasedDelivery]:
         return await webhooks.lease(self, lease)
 
     async def settle_delivery(self, settlement: DeliverySettlement) -> bool:
         return await webhooks.settle(self, settlement)
+
+    async def settle_deliveries(self, settlements: Sequence[DeliverySettlement]) -> list[bool]:
+        return await webhooks.settle_many(self, settlements)
+
+    async def prune_failed_deliveries(self, before: datetime, limit: int) -> int:
+        return await webhooks.prune_failed(self, before, limit)
+
+    async def webhook_destinations(self, urls: Sequence[str] | None = None) -> list[Destination]:
+        return await webhook_destinations.read(self, urls)
+
+    async def swap_destination(self, expected: Destination, new: Destination) -> bool:
+        return await webhook_destinations.swap(self, expected, new)
 
     async def list_deliveries(self, query: DeliveryQuery) -> list[WebhookDelivery]:
         return await webhooks.list_deliveries(self, query)

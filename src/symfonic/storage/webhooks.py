@@ -11,12 +11,18 @@ change of state are owed here, each in the transaction that decides it:
   NOTHING`` on ``(url, message_id)``: whichever worker's pass comes first owes
   it, every later one finds it owed.
 
-Sending is shared between workers by leases. One statement takes a batch of due
-deliveries (on PostgreSQL ``WITH picked AS MATERIALIZED (SELECT … FOR UPDATE SKIP
-LOCKED) UPDATE … FROM picked``; SQLite serialises writers) and stamps them with this worker's lease,
+Sending is shared between workers by leases, one destination (URL) at a time,
+so a URL that hangs never holds rows of another. One statement takes a batch of
+one URL's due deliveries, earliest due first (on PostgreSQL ``WITH picked AS
+MATERIALIZED (SELECT … FOR UPDATE SKIP LOCKED) UPDATE … FROM picked``; SQLite
+serialises writers) and stamps them with this worker's lease,
 which outlasts a request's timeout: no two workers send one delivery at once,
 and one that dies mid-send leaves it to another once the lease lapses. An
-attempt is settled only under the lease that sent it.
+attempt is settled only under the lease that sent it; many attempts' ends are
+written in one transaction.
+
+Deliveries that failed are deleted after a while (:func:`prune_failed`), in
+short batches, so a receiver that is gone for good does not grow the outbox.
 
 On PostgreSQL, taking a lease and settling an attempt commit without waiting for
 the disk (``synchronous_commit`` off for that statement only): a server crash
@@ -108,6 +114,13 @@ SETTLE = {
     Dialect.SQLITE: Statement(_SETTLE),
     Dialect.POSTGRESQL: Statement(f"{UNSYNCED} {_SETTLE} RETURNING {UNSYNCED_COLUMN}"),
 }
+# A closed circuit for a URL a worker registers, unless it has one
+# (see :mod:`symfonic.storage.webhook_destinations`).
+ADD_DESTINATION = Statement(
+    "INSERT INTO symfonic_webhook_destinations (url, state, failures, opens, retry_at,"
+    " changed_at, last_error, version) VALUES (:url, 'closed', 0, 0, NULL, :now, NULL, 0)"
+    " ON CONFLICT (url) DO NOTHING"
+)
 RESEND = Statement(
     "UPDATE symfonic_webhook_deliveries SET state = 'pending', attempts = 0,"
     " next_attempt_at = :now, delivered_at = NULL, lease_id = NULL, leased_until = NULL"
@@ -122,28 +135,32 @@ def _listed(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     return ", ".join(f":{name}" for name in names), names
 
 
-def _due(urls: str) -> str:
+def due_condition(urls: str) -> str:
     return (
-        "state = 'pending' AND next_attempt_at <= :now"
-        f" AND (leased_until IS NULL OR leased_until < :now) AND url IN ({urls})"
+        f"url IN ({urls}) AND state = 'pending' AND next_attempt_at <= :now"
+        " AND (leased_until IS NULL OR leased_until < :now)"
     )
 
 
-@cache
-def _is_due(count: int) -> Statement:
-    urls, _ = _listed("u", range(count))
-    return Statement(f"SELECT id FROM symfonic_webhook_deliveries WHERE {_due(urls)} LIMIT 1")
+_FAILED_BEFORE = (
+    "SELECT id FROM symfonic_webhook_deliveries WHERE state = 'failed'"
+    " AND next_attempt_at < :before ORDER BY id LIMIT :limit"
+)
+PRUNE_FAILED = Statement(
+    f"DELETE FROM symfonic_webhook_deliveries WHERE id IN ({_FAILED_BEFORE}) AND state = 'failed'"
+)
 
 
 @cache
 def _lease(dialect: Dialect, count: int) -> Statement:
     urls, _ = _listed("u", range(count))
-    due = _due(urls)
+    due = due_condition(urls)
     taken = "lease_id = :lease_id, leased_until = :until, attempts = attempts + 1"
     if dialect is Dialect.SQLITE:
         return Statement(
             f"UPDATE symfonic_webhook_deliveries SET {taken} WHERE id IN"
-            f" (SELECT id FROM symfonic_webhook_deliveries WHERE {due} ORDER BY id LIMIT :limit)"
+            f" (SELECT id FROM symfonic_webhook_deliveries WHERE {due}"
+            " ORDER BY next_attempt_at, id LIMIT :limit)"
             f" RETURNING {DELIVERY_COLUMNS}"
         )
     # PostgreSQL may run an ``IN (SELECT … LIMIT)`` more than once and take more than
@@ -153,7 +170,7 @@ def _lease(dialect: Dialect, count: int) -> Statement:
     )
     return Statement(
         f"{UNSYNCED}, picked AS MATERIALIZED (SELECT id FROM symfonic_webhook_deliveries"
-        f" WHERE {due} ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED)"
+        f" WHERE {due} ORDER BY next_attempt_at, id LIMIT :limit FOR UPDATE SKIP LOCKED)"
         f" UPDATE symfonic_webhook_deliveries SET {taken} FROM picked"
         f" WHERE symfonic_webhook_deliveries.id = picked.id"
         f" RETURNING {returned}, {UNSYNCED_COLUMN}"
@@ -182,10 +199,13 @@ def delivery_of(row: Row) -> WebhookDelivery:
     )
 
 
-async def register(store: SqlTransactions, url: str, events: Sequence[WebhookEventType]) -> None:
+async def register(
+    store: SqlTransactions, url: str, events: Sequence[WebhookEventType], now: datetime
+) -> None:
     async def replace(connection: Connection) -> None:
         await connection.count(FORGET_SUBSCRIPTIONS, {"url": url})
         await connection.each(SUBSCRIBE, [{"url": url, "event_type": e.value} for e in events])
+        await connection.count(ADD_DESTINATION, {"url": url, "now": now})
 
     await store.transaction(replace)
 
@@ -209,13 +229,6 @@ async def owe_failed_turn(connection: Connection, failure: FailedTurn) -> None:
 async def announce_expiring(store: SqlTransactions, now: datetime, lead_seconds: float) -> int:
     params = {"now": now, "horizon": now + timedelta(seconds=lead_seconds)}
     return await store.write_count(OWE_EXPIRING[store.dialect], params)
-
-
-async def deliveries_due(store: SqlTransactions, urls: Sequence[str], now: datetime) -> bool:
-    if not urls:
-        return False
-    _, names = _listed("u", urls)
-    return bool(await store.read_rows(_is_due(len(urls)), {"now": now, **names}))
 
 
 async def lease(store: SqlTransactions, taking: DeliveryLease) -> list[LeasedDelivery]:
@@ -242,9 +255,9 @@ async def lease(store: SqlTransactions, taking: DeliveryLease) -> list[LeasedDel
     return [LeasedDelivery(d, pauses.get(d.pause_id or "")) for d in deliveries]
 
 
-async def settle(store: SqlTransactions, settlement: DeliverySettlement) -> bool:
+def _settle_params(settlement: DeliverySettlement) -> Params:
     delivered = settlement.state is DeliveryState.DELIVERED
-    params = {
+    return {
         "id": settlement.id,
         "lease_id": settlement.lease_id,
         "state": settlement.state.value,
@@ -253,7 +266,29 @@ async def settle(store: SqlTransactions, settlement: DeliverySettlement) -> bool
         "error": None if settlement.error is None else settlement.error[:500],
         "delivered_at": settlement.at if delivered else None,
     }
-    return await store.write_count(SETTLE[store.dialect], params) == 1
+
+
+async def settle(store: SqlTransactions, settlement: DeliverySettlement) -> bool:
+    return await store.write_count(SETTLE[store.dialect], _settle_params(settlement)) == 1
+
+
+async def settle_many(
+    store: SqlTransactions, settlements: Sequence[DeliverySettlement]
+) -> list[bool]:
+    """Each settlement under its own lease, all in one transaction (one commit, not many)."""
+    statement = SETTLE[store.dialect]
+
+    async def each(connection: Connection) -> list[bool]:
+        return [
+            await connection.count(statement, _settle_params(settlement)) == 1
+            for settlement in settlements
+        ]
+
+    return await store.transaction(each) if settlements else []
+
+
+async def prune_failed(store: SqlTransactions, before: datetime, limit: int) -> int:
+    return await store.write_count(PRUNE_FAILED, {"before": before, "limit": limit})
 
 
 async def list_deliveries(store: SqlTransactions, query: DeliveryQuery) -> list[WebhookDelivery]:

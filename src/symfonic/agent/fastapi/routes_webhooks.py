@@ -1,4 +1,4 @@
-"""``/v1/webhooks/deliveries``: the outbox, for an operator.
+"""``/v1/webhooks/deliveries`` and ``/v1/webhooks/destinations``: the outbox, for an operator.
 
 An operator sees what was owed to which URL and how its delivery went, newest
 first, and sends a failed (or delivered) one again: back to ``pending`` with
@@ -6,6 +6,8 @@ its attempts at 0 and the same ``webhook-id``, so a receiver that already has
 it dedupes it. Only a principal with the ``operator`` scope (or the wildcard
 the keyless ``local`` principal has) may do either; a delivery's URL and error
 say where the service sends its events, which is not every caller's business.
+Each destination's circuit (closed, open, half-open) is shown with why and
+until when, in words as well as fields.
 """
 
 from datetime import datetime
@@ -17,11 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.webhook_circuit import describe
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import WILDCARD, Principal
 from symfonic.core.contracts.webhooks import (
+    CircuitState,
     DeliveryQuery,
     DeliveryState,
+    Destination,
     WebhookDelivery,
     WebhookEventType,
 )
@@ -82,6 +87,36 @@ class DeliveryList(BaseModel):
     deliveries: list[DeliveryView]
 
 
+class DestinationView(BaseModel):
+    """One URL's circuit, as every worker follows it."""
+
+    url: str
+    state: CircuitState = Field(
+        description="closed: sent to; open: left alone until retry_at; half-open: one probe out"
+    )
+    failures: int = Field(description="failed attempts since the last that delivered")
+    retry_at: datetime | None = Field(description="when an open circuit is tried again")
+    changed_at: datetime = Field(description="when the circuit last changed state")
+    last_error: str | None = Field(description="why the last failed attempt failed, in words")
+    summary: str = Field(description="all of it in one sentence")
+
+    @classmethod
+    def of(cls, circuit: Destination) -> "DestinationView":
+        return cls(
+            url=circuit.url,
+            state=circuit.state,
+            failures=circuit.failures,
+            retry_at=circuit.retry_at,
+            changed_at=circuit.changed_at,
+            last_error=circuit.last_error,
+            summary=describe(circuit),
+        )
+
+
+class DestinationList(BaseModel):
+    destinations: list[DestinationView]
+
+
 class DeliveryFilter(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -124,6 +159,17 @@ def webhooks_router(service: HttpService) -> APIRouter:
             DeliveryQuery(states=states, type=query.type, url=query.url, limit=query.limit)
         )
         return DeliveryList(deliveries=[DeliveryView.of(delivery) for delivery in found])
+
+    @router.get(
+        "/destinations",
+        response_model=DestinationList,
+        responses=errors,
+        summary="Each webhook URL's circuit (an operator's)",
+    )
+    async def list_destinations(principal: Caller, host: Host) -> DestinationList:
+        _operator(principal)
+        found = await host.store.webhook_destinations()
+        return DestinationList(destinations=[DestinationView.of(each) for each in found])
 
     resend_errors = documented(401, 403, 404, 422, 503)
     resend_errors[403]["description"] = errors[403]["description"]

@@ -1,19 +1,23 @@
 """Sending the webhook outbox: one dispatcher per worker, never on a turn's path.
 
-The dispatcher looks at the outbox every ``poll_interval`` (one indexed read),
-and, when a delivery to one of its URLs is due, leases a batch of them with one
-statement (:meth:`Store.lease_deliveries`) -- as many as it has free senders --
-and sends each from its own task over one ``httpx.AsyncClient``: a request
-timeout, no redirects followed (a 3xx is a failure), at most ``concurrency``
-requests in flight. A turn or a resume never waits for any of this: they only
-wrote a row, in their own transaction.
+The dispatcher looks at the outbox every ``poll_interval`` (one indexed probe
+per URL), and leases due deliveries one destination at a time, as many as that
+destination has free senders: at most ``per_destination`` requests in flight
+to one URL and ``concurrency`` in all. Each delivery is sent from its own task
+over one ``httpx.AsyncClient``, so the senders grow with the backlog up to
+those bounds, and a destination that hangs or fails holds only its own
+senders and its own rows. After repeated failures its circuit opens
+(:mod:`symfonic.agent.service.webhook_circuit`) and nothing is sent to it until
+one probe, after a backoff, says it answers again. A turn or a resume never
+waits for any of this: they only wrote a row, in their own transaction.
 
-Each attempt is settled under the lease that sent it: a 2xx delivers it;
-anything else schedules the next attempt (``retry_schedule``, ±``jitter``) or,
-after the last one, leaves it ``failed`` for an operator to see and resend. A
-worker that dies mid-send settles nothing; its lease lapses and another worker
-sends the delivery again, with the same ``webhook-id``. Delivery is therefore
-at least once, and a receiver dedupes on ``webhook-id``.
+Each attempt is settled under the lease that sent it, many in one transaction:
+a 2xx delivers it; anything else schedules the next attempt
+(``retry_schedule``, ±``jitter``) or, after the last one, leaves it ``failed``
+for an operator to see and resend until ``failed_ttl`` has passed. A worker
+that dies mid-send settles nothing; its lease lapses and another worker sends
+the delivery again, with the same ``webhook-id``. Delivery is therefore at
+least once, and a receiver dedupes on ``webhook-id``.
 """
 
 from __future__ import annotations
@@ -21,30 +25,48 @@ from __future__ import annotations
 import logging
 import random
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import anyio
 import anyio.abc
 import httpx
 
+from symfonic.agent.service import webhook_circuit as circuits
 from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.webhook_payloads import body_of
-from symfonic.agent.service.webhooks import TOKEN_EVENTS, Webhook, WebhookSettings
+from symfonic.agent.service.webhook_attempt import GONE, attempt
+from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.store import LeasedDelivery
-from symfonic.core.contracts.types import PauseState
 from symfonic.core.contracts.webhooks import (
+    CircuitState,
     DeliveryLease,
     DeliverySettlement,
     DeliveryState,
+    Destination,
     WebhookEventType,
 )
 
 logger = logging.getLogger("symfonic.webhooks")
 
-# Why a pause event cannot be sent at all: no later attempt could send it either.
-GONE = "its pause was deleted before it could be sent"
+# Failed deliveries deleted per statement, and how often the dispatcher looks for them.
+PRUNE_BATCH = 500
+PRUNE_EVERY = timedelta(minutes=1)
+PRUNE_ROUNDS = 20
+# Tries of one circuit's compare-and-swap before leaving it to the next outcomes.
+SWAP_TRIES = 3
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """An attempt that ended, waiting to be settled."""
+
+    leased: LeasedDelivery
+    lease_id: str
+    status: int | None
+    error: str | None
 
 
 class WebhookDispatcher:
@@ -67,8 +89,12 @@ class WebhookDispatcher:
             self.webhooks[webhook.url] = webhook
         self._transport = transport
         self._urls = sorted(self.webhooks)
-        self._in_flight = 0
+        self._in_flight: Counter[str] = Counter()
+        self._ended: list[_Ended] = []
         self._wake = anyio.Event()
+        self._ended_event = anyio.Event()
+        self._circuits: dict[str, Destination] = {}
+        self._pruned_at: datetime | None = None
 
     @property
     def wants_expiring(self) -> bool:
@@ -90,19 +116,24 @@ class WebhookDispatcher:
         """Register, then send what is due until cancelled."""
         await self.register()
         settings = self.settings
-        timeout = httpx.Timeout(settings.timeout)
+        size = settings.concurrency
         async with (
             httpx.AsyncClient(
-                timeout=timeout, follow_redirects=False, transport=self._transport
+                timeout=httpx.Timeout(settings.timeout),
+                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                follow_redirects=False,
+                transport=self._transport,
             ) as client,
             anyio.create_task_group() as senders,
         ):
+            senders.start_soon(self._settle_until_cancelled)
             task_status.started()
             failing = False
             while True:
                 # Replaced before the look, so a sender that finishes during it wakes the wait.
                 self._wake = anyio.Event()
                 try:
+                    await self._prune_failed()
                     await self._lease_and_send(client, senders)
                 except Exception as error:
                     # Once per outage, not once per poll.
@@ -116,80 +147,134 @@ class WebhookDispatcher:
                 with anyio.move_on_after(settings.poll_interval):
                     await self._wake.wait()
 
+    # leasing, one destination at a time
+
     async def _lease_and_send(
         self, client: httpx.AsyncClient, senders: anyio.abc.TaskGroup
     ) -> None:
-        store = self._host.store
-        while (free := self.settings.concurrency - self._in_flight) > 0:
+        """Lease and send until every due destination is drained or has no free sender."""
+        store, settings = self._host.store, self.settings
+        while sum(self._in_flight.values()) < settings.concurrency:
             now = self._clock()
-            if not await store.deliveries_due(self._urls, now):
+            room = [url for url in self._urls if self._in_flight[url] < settings.per_destination]
+            due = await store.due_destinations(room, now)
+            if not due:
                 return
-            lease_id = uuid.uuid4().hex
-            until = now + timedelta(seconds=self.settings.lease_seconds)
-            taking = DeliveryLease(self._urls, lease_id, now, until, min(free, self.settings.batch))
-            leased = await store.lease_deliveries(taking)
-            if not leased:
+            more = False
+            for circuit in due:
+                url = self._note(circuit)
+                limit = await self._room(url, now)
+                if limit:
+                    leased = await self._lease(url, limit, now, client, senders)
+                    more = more or leased == limit
+            if not more:
                 return
-            for delivery in leased:
-                self._in_flight += 1
-                senders.start_soon(self._send_one, client, delivery, lease_id)
+
+    def _note(self, circuit: Destination) -> str:
+        """Keep the circuit as last read; its URL."""
+        self._circuits[circuit.url] = circuit
+        return circuit.url
+
+    async def _room(self, url: str, now: datetime) -> int:
+        """How many of ``url``'s deliveries to lease now: its free senders, or one probe."""
+        settings = self.settings
+        free = min(
+            settings.per_destination - self._in_flight[url],
+            settings.concurrency - sum(self._in_flight.values()),
+            settings.batch,
+        )
+        circuit = self._circuits.get(url)
+        if free <= 0 or circuit is None or circuit.state is CircuitState.CLOSED:
+            return max(free, 0)
+        probing = circuits.probe(circuit, now, settings.lease_seconds)
+        if probing is None or not await self._host.store.swap_destination(circuit, probing):
+            return 0
+        self._circuits[url] = probing
+        logger.warning("webhook destination %s: %s", url, circuits.describe(probing))
+        return 1
+
+    async def _lease(
+        self,
+        url: str,
+        limit: int,
+        now: datetime,
+        client: httpx.AsyncClient,
+        senders: anyio.abc.TaskGroup,
+    ) -> int:
+        lease_id = uuid.uuid4().hex
+        until = now + timedelta(seconds=self.settings.lease_seconds)
+        leased = await self._host.store.lease_deliveries(
+            DeliveryLease([url], lease_id, now, until, limit)
+        )
+        for delivery in leased:
+            self._in_flight[url] += 1
+            senders.start_soon(self._send_one, client, delivery, lease_id)
+        return len(leased)
+
+    # sending, then settling in batches
 
     async def _send_one(
         self, client: httpx.AsyncClient, leased: LeasedDelivery, lease_id: str
     ) -> None:
+        url = leased.delivery.url
         try:
-            status, error = await self._attempt(client, leased)
-            with anyio.CancelScope(shield=True):
-                await self._settle(leased, lease_id, status, error)
+            status, error = await attempt(
+                client,
+                self.webhooks[url],
+                leased,
+                sent_at=self._clock(),
+                settings=self.settings,
+                mint=self._host.agent(None).guarded.signer.mint,
+            )
         except Exception as failure:
-            logger.warning("a webhook delivery could not be settled: %s", failure)
-        finally:
-            self._in_flight -= 1
-            self._wake.set()
+            # Not the receiver's doing: the lease lapses and the delivery is sent again.
+            logger.warning("a webhook delivery to %s could not be sent: %s", url, failure)
+            self._release([url])
+            return
+        self._ended.append(_Ended(leased, lease_id, status, error))
+        self._ended_event.set()
 
-    async def _attempt(
-        self, client: httpx.AsyncClient, leased: LeasedDelivery
-    ) -> tuple[int | None, str | None]:
-        """One request; the status it got and, unless it delivered, why not in words."""
-        delivery, pause = leased.delivery, leased.pause
-        webhook = self.webhooks[delivery.url]
-        token = None
-        if (
-            webhook.include_token
-            and delivery.type in TOKEN_EVENTS
-            and pause is not None
-            and pause.state is PauseState.PENDING
-        ):
-            token = self._host.agent(None).guarded.signer.mint(pause.pause_id)
-        body = body_of(delivery, pause, inbox_url=self.settings.inbox_url, token=token)
-        if body is None:
-            return None, GONE
-        sent_at = self._clock()
-        headers = {
-            "content-type": "application/json",
-            "webhook-id": delivery.message_id,
-            "webhook-timestamp": str(int(sent_at.timestamp())),
-            "webhook-signature": webhook.signer.sign(delivery.message_id, sent_at, body),
-        }
+    def _release(self, urls: Sequence[str]) -> None:
+        for url in urls:
+            self._in_flight[url] -= 1
+        self._wake.set()
+
+    async def _settle_until_cancelled(self) -> None:
         try:
-            response = await client.post(delivery.url, content=body, headers=headers)
-        except httpx.TimeoutException:
-            return None, f"no answer within {self.settings.timeout:g} s"
-        except httpx.ConnectError:
-            return None, "could not connect to the receiver"
-        except httpx.TransportError as error:
-            return None, f"the connection failed ({type(error).__name__})"
-        status = response.status_code
-        if 200 <= status < 300:
-            return status, None
-        if 300 <= status < 400:
-            return status, f"the receiver answered {status}; redirects are not followed"
-        return status, f"the receiver answered {status}"
+            while True:
+                await self._ended_event.wait()
+                self._ended_event = anyio.Event()
+                await self._settle_ended()
+        finally:
+            # Attempts that ended are recorded even as the worker stops, if the store answers.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.settings.timeout):
+                await self._settle_ended()
 
-    async def _settle(
-        self, leased: LeasedDelivery, lease_id: str, status: int | None, error: str | None
-    ) -> None:
-        delivery, now = leased.delivery, self._clock()
+    async def _settle_ended(self) -> None:
+        """Settle every attempt that ended since the last call, in one transaction."""
+        ended, self._ended = self._ended, []
+        if not ended:
+            return
+        now = self._clock()
+        settlements = [self._settlement(one, now) for one in ended]
+        try:
+            settled = await self._host.store.settle_deliveries(settlements)
+        except Exception as failure:
+            logger.warning(
+                "%d webhook attempts could not be recorded; they are sent again once their "
+                "lease lapses: %s",
+                len(ended),
+                failure,
+            )
+            return
+        finally:
+            self._release([one.leased.delivery.url for one in ended])
+        for one, settlement, ok in zip(ended, settlements, settled, strict=True):
+            self._report(one, settlement, ok)
+        await self._judge(ended, now)
+
+    def _settlement(self, ended: _Ended, now: datetime) -> DeliverySettlement:
+        delivery, error = ended.leased.delivery, ended.error
         state, next_at = DeliveryState.PENDING, now
         if error is None:
             state = DeliveryState.DELIVERED
@@ -197,20 +282,80 @@ class WebhookDispatcher:
             state = DeliveryState.FAILED
         else:
             next_at = now + timedelta(seconds=jittered(self.settings, delivery.attempts))
-        settled = await self._host.store.settle_delivery(
-            DeliverySettlement(delivery.id, lease_id, state, now, next_at, status, error)
+        return DeliverySettlement(
+            delivery.id, ended.lease_id, state, now, next_at, ended.status, error
         )
+
+    @staticmethod
+    def _report(ended: _Ended, settlement: DeliverySettlement, settled: bool) -> None:
+        delivery = ended.leased.delivery
         if not settled:
             logger.info("webhook delivery %d was taken over before it was settled", delivery.id)
-        elif state is DeliveryState.FAILED:
+        elif settlement.state is DeliveryState.FAILED:
             logger.warning(
                 "webhook delivery %d (%s to %s) failed after %d attempts: %s",
                 delivery.id,
                 delivery.type.value,
                 delivery.url,
                 delivery.attempts,
-                error,
+                settlement.error,
             )
+
+    # each destination's circuit
+
+    async def _judge(self, ended: Sequence[_Ended], now: datetime) -> None:
+        """Move each destination's circuit by what its attempts said."""
+        errors: dict[str, list[str | None]] = defaultdict(list)
+        for one in ended:
+            if one.error != GONE:
+                errors[one.leased.delivery.url].append(one.error)
+        for url, said in errors.items():
+            outcomes = circuits.Outcomes.of(said)
+            known = self._circuits.get(url)
+            if (
+                known is not None
+                and known.state is CircuitState.CLOSED
+                and known.failures == 0
+                and outcomes.failures == 0
+            ):
+                continue  # delivering, and it still is: nothing to write
+            try:
+                await self._move_circuit(url, outcomes, now)
+            except Exception as failure:
+                logger.warning(
+                    "the circuit of webhook destination %s was not updated: %s", url, failure
+                )
+
+    async def _move_circuit(self, url: str, outcomes: circuits.Outcomes, now: datetime) -> None:
+        store = self._host.store
+        for _ in range(SWAP_TRIES):
+            found = await store.webhook_destinations([url])
+            if not found:
+                return
+            circuit = found[0]
+            moved = circuits.after(circuit, outcomes, now, self.settings)
+            if moved == circuit:
+                return
+            if await store.swap_destination(circuit, moved):
+                self._circuits[url] = moved
+                if moved.state is not circuit.state or moved.opens != circuit.opens:
+                    log = logger.info if moved.state is CircuitState.CLOSED else logger.warning
+                    log("webhook destination %s: %s", url, circuits.describe(moved))
+                return
+
+    # retention of failed deliveries
+
+    async def _prune_failed(self) -> None:
+        """Delete deliveries failed longer ago than ``failed_ttl``, once a minute at most."""
+        now = self._clock()
+        if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY:
+            return
+        self._pruned_at = now
+        before = now - timedelta(seconds=self.settings.failed_ttl)
+        store = self._host.store
+        for _ in range(PRUNE_ROUNDS):
+            if await store.prune_failed_deliveries(before, PRUNE_BATCH) < PRUNE_BATCH:
+                return
 
 
 def jittered(

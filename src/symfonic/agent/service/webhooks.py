@@ -35,6 +35,8 @@ TOKEN_EVENTS = frozenset({WebhookEventType.PAUSE_CREATED, WebhookEventType.PAUSE
 # Seconds after each failed attempt before the next: about a day in all.
 RETRY_SCHEDULE = (5.0, 30.0, 120.0, 600.0, 1800.0, 3600.0, 10800.0, 21600.0, 43200.0)
 JITTER = 0.2
+# How long a delivery that failed is kept for an operator to see and resend.
+FAILED_TTL = 7 * 24 * 3600.0
 
 
 def secret_key(secret: str | None) -> bytes | str:
@@ -116,9 +118,15 @@ class WebhookSettings:
     ``timeout``: seconds one request may take. ``retry_schedule``: seconds after
     each failed attempt before the next, each ±``jitter`` (a fraction); after
     ``max_attempts`` (default: one more than the schedule) a delivery is
-    ``failed``. ``lease``: seconds a worker holds a delivery it sends; longer
-    than ``timeout``. ``poll_interval``: seconds between looks at the outbox.
-    ``concurrency``: requests in flight at once. ``expiring_lead``: seconds
+    ``failed``, and deleted ``failed_ttl`` seconds later. ``lease``: seconds a
+    worker holds a delivery it sends; longer than ``timeout``.
+    ``poll_interval``: seconds between looks at the outbox. ``concurrency``:
+    requests in flight at once from this worker, and at most
+    ``per_destination`` of them to one URL; ``batch``: deliveries leased by
+    one statement. ``circuit_failures``: failed attempts in a row that open a
+    destination's circuit; it is tried again after ``circuit_backoff`` seconds,
+    doubled each time it opens again, at most ``circuit_max_backoff``.
+    ``expiring_lead``: seconds
     before a pause's expiry that ``pause.expiring`` is sent (or a tenth of its
     lifetime, if that is shorter). ``inbox_url``: the base URL of the web inbox,
     to link each pause to.
@@ -130,14 +138,29 @@ class WebhookSettings:
     jitter: float = JITTER
     lease: float | None = None
     poll_interval: float = 0.25
-    concurrency: int = 4
+    concurrency: int = 64
+    per_destination: int = 16
     batch: int = 32
+    circuit_failures: int = 5
+    circuit_backoff: float = 5.0
+    circuit_max_backoff: float = 300.0
+    failed_ttl: float = FAILED_TTL
     expiring_lead: float = 3600.0
     inbox_url: str | None = None
 
     def __post_init__(self) -> None:
         if self.timeout <= 0 or self.poll_interval <= 0 or self.concurrency < 1:
             raise ConfigurationError("webhook timeout, poll interval and concurrency must be > 0")
+        if self.per_destination < 1 or self.batch < 1 or self.circuit_failures < 1:
+            raise ConfigurationError(
+                "webhook per_destination, batch and circuit_failures must be at least 1"
+            )
+        if not 0 < self.circuit_backoff <= self.circuit_max_backoff:
+            raise ConfigurationError(
+                "the webhook circuit backoff must be > 0 and at most its maximum"
+            )
+        if self.failed_ttl <= 0:
+            raise ConfigurationError("failed webhook deliveries must be kept for some time")
         if not self.retry_schedule or any(delay < 0 for delay in self.retry_schedule):
             raise ConfigurationError("the webhook retry schedule needs delays of 0 s or more")
         if self.max_attempts is not None and self.max_attempts < 1:

@@ -25,6 +25,7 @@ from symfonic.core.contracts.webhooks import (
     DeliveryLease,
     DeliveryQuery,
     DeliverySettlement,
+    Destination,
     FailedTurn,
     WebhookDelivery,
     WebhookEventType,
@@ -425,8 +426,11 @@ class Store(Protocol):
         """
         ...
 
-    async def deliveries_due(self, urls: Sequence[str], now: datetime) -> bool:
-        """Whether a delivery to one of ``urls`` is due and unleased: one indexed read."""
+    async def due_destinations(self, urls: Sequence[str], now: datetime) -> list[Destination]:
+        """The circuits of those of ``urls`` with a delivery due and unleased, by URL.
+
+        One read: an indexed probe of each URL's deliveries.
+        """
         ...
 
     async def lease_deliveries(self, lease: DeliveryLease) -> list[LeasedDelivery]:
@@ -435,6 +439,22 @@ class Store(Protocol):
 
     async def settle_delivery(self, settlement: DeliverySettlement) -> bool:
         """Record an attempt's end; false when the lease no longer holds (nothing written)."""
+        ...
+
+    async def settle_deliveries(self, settlements: Sequence[DeliverySettlement]) -> list[bool]:
+        """Record many attempts' ends in one transaction; each as :meth:`settle_delivery`."""
+        ...
+
+    async def prune_failed_deliveries(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` deliveries that failed before ``before``; how many."""
+        ...
+
+    async def webhook_destinations(self, urls: Sequence[str] | None = None) -> list[Destination]:
+        """The circuits of ``urls`` (``None``: every destination), by URL."""
+        ...
+
+    async def swap_destination(self, expected: Destination, new: Destination) -> bool:
+        """Write ``new`` if the circuit is still at ``expected.version``; false: it moved."""
         ...
 
     async def list_deliveries(self, query: DeliveryQuery) -> list[WebhookDelivery]: ...

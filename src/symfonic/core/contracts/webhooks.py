@@ -6,6 +6,12 @@ change that caused it (see :mod:`symfonic.storage.webhooks`) and then moves
 an operator's resend puts a settled one back to ``pending``. A worker sends a
 delivery only while it holds its lease (``lease_id`` until ``leased_until``),
 and settles it only if it still holds it.
+
+A destination (one URL) has a circuit shared by every worker: ``closed`` while
+it answers, ``open`` after repeated failures (nothing is sent to it until
+``retry_at``), ``half-open`` while one worker's single probe is out. Every
+change of it is a compare-and-swap on its ``version``, so two workers that see
+the same failures open it once.
 """
 
 from __future__ import annotations
@@ -27,6 +33,14 @@ class WebhookEventType(StrEnum):
     PAUSE_ABANDONED = "pause.abandoned"
     PAUSE_SUPERSEDED = "pause.superseded"
     TURN_FAILED = "turn.failed"
+
+
+class CircuitState(StrEnum):
+    """Whether a destination is being sent to: see the module's docstring."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half-open"
 
 
 class DeliveryState(StrEnum):
@@ -110,3 +124,23 @@ class DeliveryQuery:
     type: WebhookEventType | None = None
     url: str | None = None
     limit: int = 100
+
+
+@dataclass(frozen=True)
+class Destination:
+    """One URL's circuit, as every worker sees it.
+
+    ``failures``: attempts that failed since the last that delivered.
+    ``opens``: how many times in a row it opened (the backoff grows with it).
+    ``retry_at``: when an open circuit may be probed, or a half-open probe's
+    lease lapses. ``version`` rises with every change (the compare-and-swap).
+    """
+
+    url: str
+    state: CircuitState
+    failures: int
+    opens: int
+    retry_at: datetime | None
+    changed_at: datetime
+    last_error: str | None
+    version: int
