@@ -183,6 +183,8 @@ class WebhookDispatcher:
             settings.concurrency - sum(self._in_flight.values()),
             settings.batch,
         )
+        if self._in_flight[url] and free < (settings.per_destination + 1) // 2:
+            return 0  # refill half the senders at once: a lease per delivery costs a write each
         circuit = self._circuits.get(url)
         if free <= 0 or circuit is None or circuit.state is CircuitState.CLOSED:
             return max(free, 0)

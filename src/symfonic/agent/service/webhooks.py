@@ -139,7 +139,7 @@ class WebhookSettings:
     lease: float | None = None
     poll_interval: float = 0.25
     concurrency: int = 64
-    per_destination: int = 16
+    per_destination: int = 8
     batch: int = 32
     circuit_failures: int = 5
     circuit_backoff: float = 5.0
