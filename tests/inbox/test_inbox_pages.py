@@ -169,3 +169,28 @@ def test_a_new_question_appears_and_one_answered_elsewhere_leaves(
     expect(left).to_contain_text("approved by you")
     expect(heading(page)).to_have_text(f"Waiting for you: {total:,}")
     page.context.close()
+
+
+def test_without_the_feed_the_page_still_pages_and_counts(browser: Any, busy_inbox: Inbox) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    # A proxy that will not stream: the page falls back to asking every few seconds.
+    context.route(re.compile(r".*/v1/pauses/events.*"), lambda route: route.fulfill(status=503))
+    page = context.new_page()
+    page.goto(f"{busy_inbox.url}/inbox")
+    page.get_by_label("API key").fill("carol-secret-key")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator(".card")).to_have_count(50)
+    total = int(heading(page).inner_text().split(":")[1].replace(",", ""))
+    assert total >= WAITING
+
+    outcome = ask(busy_inbox.url, "pay erin 3", who="carol", agent="payments")
+    expect(heading(page)).to_have_text(f"Waiting for you: {total + 1:,}", timeout=8_000)
+    page.get_by_role("button", name=re.compile("Load more")).click()
+    expect(page.locator(".card")).to_have_count(100)
+    with httpx.Client(base_url=busy_inbox.url, headers=bearer("carol"), timeout=30) as api:
+        body = {"token": outcome["pause"]["token"], "answer": {"decision": "approve"}}
+        assert api.post("/v1/resume", json=body).status_code == 200
+    expect(heading(page)).to_have_text(f"Waiting for you: {total:,}", timeout=8_000)
+    context.close()

@@ -195,7 +195,9 @@ async function loadMore() {
   }
 }
 
-// Without the feed: the pages shown are read again, and what is gone from them leaves.
+// Without the feed: the pages shown are read again, and what is gone from them
+// leaves. A pause made since is the newest, so it shows once the list reaches
+// the end; until then the count and Load more say it is there.
 async function reread() {
   if (answering.size) return;
   const mine = ++generation;
@@ -234,7 +236,9 @@ function showTarget() {
   const node = cards.has(target) ? cards.get(target).card : done.node(target);
   target = "";
   if (!node) {
-    say("The question this link points to is not waiting for you: it was answered, "
+    say(cursor ? "The question this link points to is not among those shown: it may be further "
+      + "down the list (Load more), or it was answered, expired or is not yours to answer."
+      : "The question this link points to is not waiting for you: it was answered, "
       + "expired or is not yours to answer.");
     return;
   }
