@@ -51,7 +51,7 @@ from symfonic.storage.history import (
     with_history,
 )
 from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of
-from symfonic.storage.runs import END_RUN_TEXT
+from symfonic.storage.runs import END_RUN, END_RUN_TEXT
 from symfonic.storage.statements import Dialect, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
 from symfonic.storage.webhooks import owe_failed_turn
@@ -68,9 +68,8 @@ _VALUES = (
     " :sub_agent"
 )
 INSERT_PAUSE = Statement(f"INSERT INTO symfonic_pauses ({_COLUMNS}) VALUES ({_VALUES})")
-# SQLite: the run's marker cleared (row count 1: the run held it), then INSERT_PAUSE.
-END_RUN = Statement(END_RUN_TEXT)
-# PostgreSQL: the same in one statement; the insert reads its one row from ``ended``.
+# SQLite: the run's marker cleared with END_RUN (row count 1: the run held it), then
+# INSERT_PAUSE. PostgreSQL: the same in one statement; the insert reads its one row from ``ended``.
 RECORD_RUN_PAUSE = Statement(
     f"WITH ended AS ({END_RUN_TEXT} RETURNING session_id),"
     f" pause AS (INSERT INTO symfonic_pauses ({_COLUMNS}) SELECT {_VALUES} FROM ended)"
@@ -221,7 +220,7 @@ async def record_pause(store: SqlTransactions, new: NewPause) -> None:
             # Only the run that holds the session may record its pause: one whose
             # marker lapsed (or was lost) while it ran records nothing.
             ending = {"session_id": session_id, "run_id": new.run_id}
-            if await connection.count(END_RUN, ending) != 1:
+            if await connection.count(END_RUN[Dialect.SQLITE], ending) != 1:
                 raise run_lost(session_id)
         if new.supersedes is not None:
             outcome = json_text({"status": "paused", "pause_id": new.pause.pause_id})

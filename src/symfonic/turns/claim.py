@@ -103,7 +103,7 @@ async def authorised_pause(
     pause_id = agent.guarded.signer.verify(token)
     kept = None if pause_id is None else agent.guarded.recent.take(pause_id)
     pause = read if read is not None and read.pause_id == pause_id else None
-    if pause is None and kept is not None and kept.expires_at > now:
+    if pause is None and kept is not None and kept.answerable(now):
         pause = kept
     if pause is None and pause_id is not None:
         pause = await agent.store.get_pause(pause_id)

@@ -30,7 +30,6 @@ from symfonic.core.contracts.types import (
     AnswerStatus,
     Event,
     KernelDone,
-    PauseState,
     ResponseCompleteEvent,
     StopReason,
     TurnStartedEvent,
@@ -55,7 +54,7 @@ async def resume_turn(
 ) -> AsyncGenerator[Event, None]:
     now = agent.clock()
     pause = await authorised_pause(agent, token, principal, now, pause)
-    if pause.state is not PauseState.PENDING or pause.expires_at <= now:
+    if not pause.answerable(now):
         if replayable(pause, answer, status):
             for event in await replay(agent, pause):
                 yield event

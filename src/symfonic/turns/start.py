@@ -68,7 +68,7 @@ async def _refuse(
     open_pause = await agent.store.open_pause(session_id)
     if open_pause is not None and open_pause.state is PauseState.CLAIMED:
         raise SessionBusy("a resumed turn is running on this session", session_id=session_id)
-    if open_pause is not None and open_pause.expires_at > now and on_pending_pause == "reject":
+    if open_pause is not None and open_pause.answerable(now) and on_pending_pause == "reject":
         raise SessionPaused(
             "this session is waiting for an answer to a pause; answer it, or send the "
             "turn with on_pending_pause=abandon",

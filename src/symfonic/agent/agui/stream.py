@@ -22,10 +22,9 @@ from ag_ui.encoder import EventEncoder
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from symfonic.agent.http.streaming import stream_until_disconnect
+from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
 from symfonic.agent.service.started import StartedTurn
 
-PING_INTERVAL = 15.0
 PING = b": ping\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 

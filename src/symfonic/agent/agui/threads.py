@@ -168,13 +168,13 @@ async def plan_resume(
     unanswered = (
         open_pause is not None
         and open_pause.pause_id != pause.pause_id
-        and (open_pause.state is PauseState.CLAIMED or open_pause.expires_at > now)
+        and (open_pause.state is PauseState.CLAIMED or open_pause.answerable(now))
     )
     # An entry for an already answered interrupt is a replay, answered as before.
     if unanswered and pause.state not in SETTLED:
         raise ResumeMismatch("the resume does not answer this thread's open interrupt")
     dead = pause.state in (PauseState.EXPIRED, PauseState.ABANDONED) or (
-        pause.state is PauseState.PENDING and pause.expires_at <= now
+        pause.state is PauseState.PENDING and not pause.answerable(now)
     )
     if dead and entry.status == "cancelled":
         if not principal.may_answer(pause):

@@ -30,8 +30,9 @@ from symfonic.agent.fastapi.pause_cursor import encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
 from symfonic.agent.fastapi.schemas import PauseView
 from symfonic.agent.fastapi.service import HttpService
-from symfonic.agent.fastapi.sse import PING_INTERVAL, FrameStream
+from symfonic.agent.fastapi.sse import FrameStream
 from symfonic.agent.http.errors import documented
+from symfonic.agent.http.streaming import PING_INTERVAL
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import (
     FeedChange,

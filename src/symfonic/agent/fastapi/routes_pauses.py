@@ -27,7 +27,6 @@ from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_listing import MAX_LIMIT, PauseFilters, pause_page
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.types import PauseState
 
 HEALTH_TIMEOUT = 3.0
 
@@ -67,8 +66,8 @@ def pauses_router(service: HttpService) -> APIRouter:
         now = agent.clock()
         views = []
         for pause in page.pauses:
-            answerable = pause.state is PauseState.PENDING and pause.expires_at > now
-            views.append(PauseView.of(pause, agent.token_for(pause) if answerable else None))
+            token = agent.token_for(pause) if pause.answerable(now) else None
+            views.append(PauseView.of(pause, token))
         return PauseList(
             pauses=await detailed(host.store, views) if query.details else views,
             total=page.total,

@@ -64,11 +64,7 @@ def sessions_router(service: HttpService) -> APIRouter:
         open_pause = await host.store.open_pause(session_id)
         history = await host.store.history(session_id, session.revision)
         pending = (
-            open_pause
-            if open_pause is not None
-            and open_pause.state is PauseState.PENDING
-            and open_pause.expires_at > agent.clock()
-            else None
+            open_pause if open_pause is not None and open_pause.answerable(agent.clock()) else None
         )
         claimed = open_pause is not None and open_pause.state is PauseState.CLAIMED
         status: SessionStatus = (

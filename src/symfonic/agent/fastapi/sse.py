@@ -23,13 +23,11 @@ from typing import Protocol
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, ServerSentEvent, format_sse_event
 from starlette.types import Receive, Scope, Send
 
-from symfonic.agent.http.streaming import stream_until_disconnect
+from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
 from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.types import ErrorEvent, Event
 
 logger = logging.getLogger("symfonic.http")
-
-PING_INTERVAL = 15.0
 
 
 def encode(seq: int, event: Event) -> bytes:

@@ -20,6 +20,9 @@ from typing import Any
 import anyio
 from starlette.types import Receive, Send
 
+PING_INTERVAL = 15.0
+"""Seconds between keep-alive comments: well under the idle timeout of common proxies."""
+
 
 async def stream_until_disconnect(
     send: Send,

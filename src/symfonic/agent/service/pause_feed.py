@@ -38,7 +38,6 @@ from symfonic.agent.service.pause_listing import PausePage, pause_page
 from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseChange
-from symfonic.core.contracts.types import PauseState
 
 logger = logging.getLogger("symfonic.http")
 
@@ -278,8 +277,7 @@ class PauseFeed:
     def _item(self, change: PauseChange) -> FeedChange:
         pause = change.pause
         now = self._host.agent(None).clock()
-        answerable = pause.state is PauseState.PENDING and pause.expires_at > now
-        return FeedChange(change, answerable)
+        return FeedChange(change, pause.answerable(now))
 
     async def _snapshot(self, principal: Principal) -> FeedSnapshot:
         # The position first: a change after it may already show in the page,

@@ -91,6 +91,12 @@ class PauseRecord(PauseQuestion):
     delegated_pause_id: str | None = None
     """Set on a parent's pause that stands for a delegate's: that pause's id."""
 
+    def answerable(self, now: datetime) -> bool:
+        """Whether an answer sent at ``now`` may still claim this pause: it is pending
+        and unexpired. A pending pause past its expiry is not, whether or not the
+        sweeper has marked it expired yet; the claim's own statement says the same."""
+        return self.state is PauseState.PENDING and self.expires_at > now
+
 
 @dataclass(frozen=True)
 class Claim:
