@@ -23,7 +23,7 @@ from symfonic import SymfonicAgent
 from symfonic.core.contracts.errors import ConfigurationError, SessionBusy, StoreUnavailable
 from symfonic.core.contracts.store import RunRequest, SessionRecord, Store
 from symfonic.core.contracts.webhooks import DeliveryQuery, FailedTurn, WebhookEventType
-from symfonic.storage import transactions
+from symfonic.storage import transactions, unended_runs
 from symfonic.testing import ScriptedChatModel
 
 pytestmark = pytest.mark.anyio
@@ -152,3 +152,19 @@ async def test_a_turns_marker_lasts_the_agents_run_lease(
 
 async def failing_end_run(*_: Any, **__: Any) -> None:
     raise StoreUnavailable(f"the store could not complete a write: {DRIVER}")
+
+
+async def test_the_record_is_bounded_and_the_rest_left_to_their_lease(
+    store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(unended_runs, "LIMIT", 2)
+    sessions = [await new_session(store) for _ in range(3)]
+    for session_id in sessions:
+        assert await store.begin_run(run(session_id, "a"))
+    with away(store):
+        for session_id in sessions:
+            with pytest.raises(StoreUnavailable):
+                await store.end_run(session_id, "a")
+    assert (await store.sweep(datetime.now(UTC))).runs_ended == 2
+    assert "left to its run lease" in caplog.text
+    assert await store.begin_run(run(sessions[2], "b")) is None

@@ -22,14 +22,25 @@ the lease is for (``SymfonicAgent(run_lease=...)``).
 Each clear is keyed by the run's own id, so clearing a marker another turn has
 since replaced, or one already cleared, changes nothing; a failed turn's
 ``turn.failed`` is owed in the same transaction, once however often it runs.
+
+The record is bounded (``LIMIT``): a long outage under heavy traffic owes a
+clear for every turn refused meanwhile, most of which never reached the
+database. Past the bound a marker is left to its lease, and the log says so.
 """
 
 from __future__ import annotations
+
+import logging
 
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.storage.runs import END_RUN
 from symfonic.storage.transactions import Connection, SqlTransactions
 from symfonic.storage.webhooks import owe_failed_turn
+
+logger = logging.getLogger(__name__)
+
+# Markers owed a clear at most; each costs a few hundred bytes.
+LIMIT = 10_000
 
 
 class UnendedRuns:
@@ -42,6 +53,14 @@ class UnendedRuns:
         return len(self._owed)
 
     def owe(self, session_id: str, run_id: str, failure: FailedTurn | None = None) -> None:
+        if len(self._owed) >= LIMIT:
+            logger.warning(
+                "%d run markers already wait for the store to come back; session %s's is "
+                "left to its run lease",
+                LIMIT,
+                session_id,
+            )
+            return
         self._owed[(session_id, run_id)] = failure
 
     async def clear(self, store: SqlTransactions) -> int:
