@@ -257,7 +257,9 @@ class BoundDelegate:
                         await self.host.store.end_run(session_id, run_id)
                     except Exception:
                         logger.warning(
-                            "could not clear a delegate turn's run marker", exc_info=True
+                            "could not clear a delegate turn's run marker (if the store was "
+                            "out of reach, its next sweep after it is back clears it)",
+                            exc_info=True,
                         )
 
     async def _child_session(self, call: DelegatedCall) -> tuple[str, str]:

@@ -182,4 +182,8 @@ async def first_turn(
                 try:
                     await store.end_run(session_id, run_id, failure)
                 except Exception:
-                    logger.warning("could not clear a finished turn's run marker", exc_info=True)
+                    logger.warning(
+                        "could not clear a finished turn's run marker (if the store was out "
+                        "of reach, its next sweep after it is back clears it)",
+                        exc_info=True,
+                    )
