@@ -1,10 +1,11 @@
 """``symfonic demo``: pause in one process, resume in another, print the transcript.
 
 The parent process only orchestrates. The first child runs a turn until it
-pauses for approval and hands the pause token back over a pipe (never argv,
-never a log); the second child, a fresh process that never saw the pause,
-resumes it from the store alone. Then the transcript is read back from the
-store and printed.
+pauses and hands the pause token back over a pipe (never argv, never a log);
+the next child, a fresh process that never saw the pause, resumes it from the
+store alone. A resumed turn that pauses again (a question or a form comes
+before the approval) is answered by one more fresh process. Then the
+transcript is read back from the store and printed.
 """
 
 from __future__ import annotations
@@ -21,21 +22,35 @@ import anyio
 from symfonic.cli.render import shown
 from symfonic.cli.terminal import fill
 from symfonic.core.contracts.errors import SymfonicError
+from symfonic.core.contracts.types import TurnResult
 from symfonic.demo import demo_agent
 from symfonic.storage import store_url
 
 MESSAGE = "Pay alice 42 EUR for the design work"
+# What the demo answers a question and a form with; --answer is the approval's.
+SAMPLE_ANSWERS: dict[str, Any] = {
+    "input": "30 EUR",
+    "form": {"holder": "Dave Example", "iban": "DE02 1203 0000 0000 2020 51", "reference": "logo"},
+}
+# A turn of the demo agent pauses at most twice (a question or a form, then the approval).
+MAX_PAUSES = 3
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="run the offline pause-and-resume demo")
     p.add_argument("--store", help="store URL (default: SYMFONIC_STORE or sqlite:///symfonic.db)")
-    p.add_argument("--message", default=MESSAGE, help="what the user asks")
+    p.add_argument(
+        "--message",
+        default=MESSAGE,
+        help="what the user asks; 'Pay bob for the logo' asks a question first, "
+        "'Pay dave 15 EUR' a form",
+    )
     p.add_argument(
         "--answer",
         default='{"decision": "approve"}',
         help="the approver's answer as JSON, e.g. "
-        '\'{"decision": "reject", "reason": "wrong IBAN"}\'',
+        '\'{"decision": "reject", "reason": "wrong IBAN"}\' '
+        "(a question is answered '30 EUR', a form with sample bank details)",
     )
     p.add_argument("--step", choices=["pause", "resume"], help=argparse.SUPPRESS)
     p.set_defaults(run=run)
@@ -45,22 +60,25 @@ def _say(who: str, text: str) -> None:
     print("\n".join(fill(text, 90, indent=22, first=f"  {who:<19} ")))
 
 
+def _outcome(result: TurnResult) -> dict[str, Any]:
+    """A turn's result as the parent reads it over the pipe."""
+    data: dict[str, Any] = {
+        "session_id": result.session_id,
+        "status": result.status,
+        "answer": result.answer,
+        "revision": result.revision,
+        "error": None if result.error is None else result.error.message,
+    }
+    if result.pause is not None:
+        data.update(
+            token=result.pause.token, query=result.pause.query, kind=result.pause.kind.value
+        )
+    return data
+
+
 async def _pause_step(url: str, message: str) -> dict[str, Any]:
     async with demo_agent(url) as agent:
-        result = await agent.run(message, principal="local")
-        if result.pause is None:
-            return {
-                "session_id": result.session_id,
-                "status": result.status,
-                "answer": result.answer,
-                "error": None if result.error is None else result.error.message,
-            }
-        return {
-            "session_id": result.session_id,
-            "status": result.status,
-            "token": result.pause.token,
-            "query": result.pause.query,
-        }
+        return _outcome(await agent.run(message, principal="local"))
 
 
 def _did_not_pause(paused: dict[str, Any]) -> int:
@@ -78,13 +96,7 @@ def _did_not_pause(paused: dict[str, Any]) -> int:
 
 async def _resume_step(url: str, token: str, answer: Any) -> dict[str, Any]:
     async with demo_agent(url) as agent:
-        result = await agent.resume(token, answer, principal="local")
-        return {
-            "status": result.status,
-            "answer": result.answer,
-            "revision": result.revision,
-            "error": None if result.error is None else result.error.message,
-        }
+        return _outcome(await agent.resume(token, answer, principal="local"))
 
 
 async def _transcript(url: str, session_id: str) -> None:
@@ -163,14 +175,32 @@ def run(args: argparse.Namespace) -> int:
     paused = _child("pause", url, "", ["--message", args.message])
     if "token" not in paused:
         return _did_not_pause(paused)
-    print(f"[process 1, pid {paused['pid']}] the turn paused before paying. It asks:")
+    print(f"[process 1, pid {paused['pid']}] the turn paused {_WHY[paused['kind']]}. It asks:")
     print(f"              {paused['query']}")
     print("[process 1] exited. The pause and its checkpoint are in the store; nothing ran.\n")
-    print(f"[process 2] a fresh process answers as principal 'local': {json.dumps(answer)}")
-    done = _child("resume", url, json.dumps({"token": paused["token"], "answer": answer}), [])
-    print(
-        f"[process 2, pid {done['pid']}] resumed from the store alone → {done['status']}"
-        + (f": {done['error']}" if done["error"] else "")
-    )
+    done = _answered(url, paused, answer)
     anyio.run(_transcript, url, paused["session_id"])
     return 0 if done["status"] == "complete" else 1
+
+
+_WHY = {"approval": "before paying", "input": "to ask a question", "form": "to ask for a form"}
+
+
+def _answered(url: str, paused: dict[str, Any], approval: Any) -> dict[str, Any]:
+    """Each pause answered by a fresh process, until the turn stops pausing."""
+    done = paused
+    for number in range(2, MAX_PAUSES + 2):
+        answer = approval if done["kind"] == "approval" else SAMPLE_ANSWERS[done["kind"]]
+        print(
+            f"[process {number}] a fresh process answers as principal 'local': {json.dumps(answer)}"
+        )
+        done = _child("resume", url, json.dumps({"token": done["token"], "answer": answer}), [])
+        print(
+            f"[process {number}, pid {done['pid']}] resumed from the store alone → {done['status']}"
+            + (f": {done['error']}" if done["error"] else "")
+        )
+        if "token" not in done:
+            break
+        print(f"              and paused again {_WHY[done['kind']]}. It asks:")
+        print(f"              {done['query']}\n")
+    return done
