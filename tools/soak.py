@@ -1,6 +1,6 @@
 """The soak: hours of load on one ``symfonic serve``, watched from outside.
 
-``python -m bench soak --minutes 30`` starts a real ``symfonic serve`` (the
+``python tools/soak.py --minutes 30`` starts a real ``symfonic serve`` (the
 scripted demo agent) on an embedded SQLite file, or on ``--store``, and keeps
 ``--clients`` HTTP clients looping session → turn → resume for the whole time.
 Every ``--every`` seconds it samples what an operator would watch on that
@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-if __package__ in (None, ""):  # `python bench/soak.py`: make `bench` importable
+if __package__ in (None, ""):  # `python tools/soak.py`: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.http_bench import APPROVE, JSON_ONLY, MESSAGE, serving
@@ -166,7 +166,7 @@ def markdown(result: dict[str, Any], label: str) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench soak", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python tools/soak.py", description=__doc__.split("\n")[0])
     p.add_argument("--minutes", type=float, default=30.0, help="how long (default: 30)")
     p.add_argument("--clients", type=int, default=8, help="concurrent clients (default: 8)")
     p.add_argument("--every", type=float, default=60.0, help="seconds between samples (60)")
