@@ -1,10 +1,14 @@
 """``SymfonicAgent``: an agent's configuration, and the Python API to run it.
 
-The agent holds configuration and, once opened, a store. It keeps no turn state
-between calls: a turn's state is in the store from the moment it pauses, which
-is why any worker -- this process later, or another one that never saw the
-pause -- can resume it. ``resume`` (like every call) opens the agent's own store
-pool on first use, so a fresh worker whose first request is a resume works.
+The agent holds configuration and, once opened, a store. A paused turn's state
+is in the store from the moment it pauses, which is why any worker -- this
+process later, or another one that never saw the pause -- can resume it. The
+agent also keeps the records of up to 1,024 pauses it wrote and was not yet
+asked to resume (:class:`~symfonic.turns.recent_pauses.RecentPauses`), so a
+resume that comes back to it skips a read; only what never changes about a
+pause is taken from there, and the claim still decides whether it can be
+answered. ``resume`` (like every call) opens the agent's store, and its pool,
+on first use, so a fresh worker whose first request is a resume works.
 """
 
 from __future__ import annotations

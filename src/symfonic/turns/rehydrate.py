@@ -1,15 +1,16 @@
 """Rebuilding a paused turn's messages, with the answer folded in.
 
 This module owns exactly one translation: from a recorded turn state back into
-the messages a provider is sent. It sits next to
-:mod:`~symfonic.agent.cutover.kernel_resume`, which runs the kernel on from
-them: one module per shape.
+the messages a provider is sent. ``kernel_resume``
+(:mod:`symfonic.turns.run_on`) runs the kernel on from them; the seed's path,
+:mod:`symfonic.agent.cutover.rehydration`, re-exports this module.
 
 From the checkpoint, and only from the checkpoint. Nothing here reads a
-process-local cache, and the value it translates was read from the checkpoint
-port on this call. That is what makes a worker that never saw the pause able to
-continue the run -- and pause/resume spans worker lifecycles by definition,
-which is why ``SymfonicAgent.resume`` opens its own checkpointer pool before it
+process-local cache, and the value it translates came from the store on this
+call: the claim hands back the checkpoint of the row it claims. That is what
+makes a worker that never saw the pause able to continue the run -- and
+pause/resume spans worker lifecycles by definition, which is why
+``SymfonicAgent.resume`` opens the agent's store, and its pool, before it
 touches anything.
 """
 
