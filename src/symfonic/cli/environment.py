@@ -40,6 +40,7 @@ READS: dict[str, dict[str, str]] = {
     "webhooks": _CLIENT,
     "demo": _STORE,
     "prune": _STORE,
+    "vacuum": _STORE,
     "serve": {
         "SYMFONIC_API_KEYS": "keys the service accepts, 'alice=key1,carol=key3:approver' "
         "(unset or empty: everyone is 'local', loopback only)",

@@ -14,7 +14,8 @@ twice, in position order, but never misses one. SQLite serialises its writers,
 so its positions commit in order and it replays exactly what follows.
 
 A watch without notifications polls the newest position every
-``POLL_SECONDS``: one indexed read, and a second only when something changed.
+``POLL_SECONDS``: one indexed read, and more only when something changed, at
+most ``WATCH_BATCH`` changes a read.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ BOUNDS = Statement(
     "SELECT (SELECT max(id) FROM symfonic_pause_events) AS newest,"
     " (SELECT min(id) FROM symfonic_pause_events) AS oldest"
 )
-BETWEEN = Statement(f"{_JOINED} WHERE e.id > :after AND e.id <= :upto ORDER BY e.id")
+BETWEEN = Statement(f"{_JOINED} WHERE e.id > :after AND e.id <= :upto ORDER BY e.id LIMIT :limit")
+# Changes a watch reads and hands on at once: a burst (a sweep expiring 10k
+# pauses) reaches the feed as many short batches, each read and turned into
+# records where the adapter keeps long work (``read_converted``).
+WATCH_BATCH = 500
 AFTER = Statement(f"{_JOINED} WHERE e.id > :after ORDER BY e.id LIMIT :limit")
 AFTER_WITH_IN_FLIGHT = Statement(
     f"{_JOINED} WHERE e.id > :after OR e.at >= :since ORDER BY e.id LIMIT :limit"
@@ -101,7 +106,7 @@ class PauseChangeRecord(SqlTransactions):
             assert since is not None
             read = AFTER_WITH_IN_FLIGHT
             params["since"] = since - timedelta(seconds=self.IN_FLIGHT_SECONDS)
-        changes = _changes(await self.read_rows(read, params))
+        changes = await self.read_converted(read, params, _changes)
         return None if len(changes) > limit else changes
 
     async def pause_changes_at(self, positions: Sequence[int]) -> list[PauseChange]:
@@ -111,7 +116,9 @@ class PauseChangeRecord(SqlTransactions):
         names = {f"p{index}": position for index, position in enumerate(positions)}
         listed = ", ".join(f":{name}" for name in names)
         read = Statement(f"{_JOINED} WHERE e.id IN ({listed})")
-        found = {change.position: change for change in _changes(await self.read_rows(read, names))}
+        found = {
+            change.position: change for change in await self.read_converted(read, names, _changes)
+        }
         return [found[position] for position in dict.fromkeys(positions) if position in found]
 
     async def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
@@ -121,9 +128,10 @@ class PauseChangeRecord(SqlTransactions):
         while True:
             await anyio.sleep(self.POLL_SECONDS)
             newest = await self.pause_change_position()
-            if newest <= seen:
-                continue
-            changes = _changes(await self.read_rows(BETWEEN, {"after": seen, "upto": newest}))
-            seen = newest
-            if changes:
-                yield changes
+            while seen < newest:
+                params = {"after": seen, "upto": newest, "limit": WATCH_BATCH}
+                changes = await self.read_converted(BETWEEN, params, _changes)
+                # A short batch is the last: the changes it lacks lost their pause.
+                seen = changes[-1].position if len(changes) == WATCH_BATCH else newest
+                if changes:
+                    yield changes

@@ -81,7 +81,11 @@ def _narrowing(query: PauseQuery, listing: _Listing) -> None:
         pattern = listing.bind("pattern", _like(query.text))
         listing.common.append(f"lower(query) LIKE {pattern} ESCAPE '\\'")
     if query.unexpired_at is not None:
-        listing.common.append(f"expires_at > {listing.bind('unexpired_at', query.unexpired_at)}")
+        # An expression, not the bare column: SQLite would take ``state = ? AND
+        # expires_at > ?`` to the sweep's index on (state, expires_at), every
+        # pending pause, rather than the range's own (tests/storage/test_query_plans.py).
+        unexpired = listing.bind("unexpired_at", query.unexpired_at)
+        listing.common.append(f"coalesce(expires_at, expires_at) > {unexpired}")
 
 
 def _listing(query: PauseQuery) -> _Listing | None:

@@ -10,8 +10,11 @@ checkpoints those pauses hold.
 The condition is checked by the ``DELETE`` itself, not by an earlier read, so a
 turn that starts on a session while it is being pruned either commits first
 (and the session no longer matches) or finds the session gone. Each batch is
-one transaction over at most ``batch`` sessions, so pruning a large backlog
-never holds the database's locks for long.
+one transaction over at most ``batch`` sessions, run where the adapter keeps
+background work (:meth:`~symfonic.storage.transactions.SqlTransactions.background_transaction`:
+on SQLite off the event loop, with a rest after it for other processes'
+writers), so pruning a large backlog never holds the database's locks for long.
+On SQLite each batch also gives the pages it freed back to the file system.
 
 The record of pause changes (the live feed's source, see
 :mod:`symfonic.storage.pause_changes`) is trimmed in the same unit, always from
@@ -32,7 +35,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from symfonic.core.contracts.store import PruneBatch, PruneReport
-from symfonic.storage.statements import Params, Statement
+from symfonic.storage.statements import Dialect, Params, Statement, first
 from symfonic.storage.transactions import Connection, SqlTransactions
 
 _FINISHED_AND_IDLE = (
@@ -69,6 +72,14 @@ _BEFORE_CUTOFF = (
     f" ORDER BY id LIMIT 1), {_NEWEST_EVENT})"
 )
 TRIM_OLD_EVENTS = Statement(f"DELETE FROM symfonic_pause_events WHERE {_BEFORE_CUTOFF}")
+# SQLite: the pages this batch freed go back to the file system (a store made
+# with ``auto_vacuum=INCREMENTAL``; a no-op in a file made without it, which
+# ``symfonic vacuum`` converts). Each step of the pragma frees one page, and
+# the driver steps a statement that returns no columns once: it runs once a page.
+AUTO_VACUUM = Statement("PRAGMA auto_vacuum")
+INCREMENTAL = 2
+FREE_PAGES = Statement("PRAGMA freelist_count")
+RECLAIM = Statement("PRAGMA incremental_vacuum")
 DELETE_DELIVERED = Statement(
     "DELETE FROM symfonic_webhook_deliveries WHERE state = 'delivered' AND delivered_at < :cutoff"
 )
@@ -95,6 +106,16 @@ def _of_sessions(rows: str, session_ids: list[str]) -> tuple[Statement, Params]:
     return Statement(_CHILDREN[rows].format(ids=ids)), names
 
 
+async def _reclaim(connection: Connection) -> None:
+    mode = first(await connection.rows(AUTO_VACUUM, {}))
+    if mode is None or int(mode["auto_vacuum"]) != INCREMENTAL:
+        return  # the free pages stay in the file, for its own reuse
+    row = first(await connection.rows(FREE_PAGES, {}))
+    free = 0 if row is None else int(row["freelist_count"])
+    if free:
+        await connection.each(RECLAIM, [{}] * free)
+
+
 async def prune(store: SqlTransactions, batch: PruneBatch) -> PruneReport:
     """Delete up to ``batch.batch`` finished sessions idle since the cutoff, in one transaction."""
     params = {"cutoff": batch.cutoff, "now": batch.now, "batch": batch.batch}
@@ -112,6 +133,8 @@ async def prune(store: SqlTransactions, batch: PruneBatch) -> PruneReport:
             await connection.count(*_of_sessions("checkpoints", sessions))
         else:
             pauses = await connection.count(*_of_sessions("pauses", sessions))
+        if store.dialect is Dialect.SQLITE:
+            await _reclaim(connection)
         return PruneReport(sessions=len(sessions), messages=messages, pauses=pauses)
 
-    return await store.transaction(delete)
+    return await store.background_transaction(delete)

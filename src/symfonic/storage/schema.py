@@ -52,7 +52,7 @@ pauses = sa.Table(
     "symfonic_pauses",
     metadata,
     sa.Column("pause_id", sa.String(64), primary_key=True),
-    sa.Column("session_id", sa.String(64), nullable=False, index=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
     sa.Column("principal", sa.String(200), nullable=False),
     sa.Column("agent", sa.String(200), nullable=False),
     sa.Column("audience", sa.String(200), nullable=True),
@@ -62,7 +62,7 @@ pauses = sa.Table(
     sa.Column("tool_call_id", sa.String(200), nullable=False),
     sa.Column("interrupt_id", sa.String(200), nullable=False),
     sa.Column("base_revision", sa.Integer, nullable=False),
-    sa.Column("state", sa.String(16), nullable=False, index=True),
+    sa.Column("state", sa.String(16), nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("expires_at", Timestamp, nullable=False),
     sa.Column("supersedes", sa.String(64), nullable=True),
@@ -81,6 +81,12 @@ pauses = sa.Table(
     sa.Column("parent_session_id", sa.String(200), nullable=True),
     sa.Column("delegated_pause_id", sa.String(200), nullable=True),
     sa.Column("sub_agent", sa.String(200), nullable=True),
+    # Each hot read's own index (migration 0010): see docs/storage.md, Indexes.
+    sa.Index("ix_symfonic_pauses_session_state", "session_id", "state", "expires_at"),
+    sa.Index("ix_symfonic_pauses_due", "state", "expires_at"),
+    sa.Index("ix_symfonic_pauses_lapsing", "state", "lease_until"),
+    sa.Index("ix_symfonic_pauses_principal", "state", "principal", "created_at"),
+    sa.Index("ix_symfonic_pauses_audience", "state", "audience", "created_at"),
 )
 
 # One row per pause created and per change of its state, written by triggers

@@ -43,6 +43,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
@@ -52,7 +53,7 @@ import anyio
 
 from symfonic.storage.revision import SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.sqlite_file import path_of, schema_revision, use_wal
+from symfonic.storage.sqlite_file import optimize, path_of, schema_revision, use_wal
 from symfonic.storage.statements import Dialect, Params, Row, Statement
 from symfonic.storage.transactions import Body
 
@@ -71,6 +72,12 @@ CHECKPOINT_WAIT_MS = 250
 # not truncate it (another process reading an old snapshot): SQLite's writer
 # cuts the file back to this instead of leaving it at its largest.
 WAL_SIZE_LIMIT = 16 * 1024 * 1024
+# Statistics (``optimize``) when a store opens, then at most this often, beside
+# a checkpoint, on its thread.
+OPTIMIZE_EVERY_SECONDS = 3600.0
+# Before the next batch of background work (a sweep's, a prune's), the file is
+# left to other writers for at least this long.
+BACKGROUND_REST_SECONDS = 0.03
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
@@ -85,6 +92,8 @@ class SqliteStore(SqlStore):
         self._inline: sqlite3.Connection | None = None
         self._commits = 0
         self._checkpointing = False
+        self._optimized_at = time.monotonic()
+        self._background_rest_until = 0.0
         # Writers that found the file locked by another process, queued in order.
         self._waiting = anyio.Lock()
         self._waiting_writer: sqlite3.Connection | None = None
@@ -112,6 +121,7 @@ class SqliteStore(SqlStore):
         # thread. No checkpoints on the loop either: they write the database
         # file and sync it, so a thread runs one every CHECKPOINT_EVERY commits.
         connection.execute("PRAGMA wal_autocheckpoint=0")
+        optimize(connection)
         connection.execute("PRAGMA busy_timeout=0")
         return connection
 
@@ -162,6 +172,40 @@ class SqliteStore(SqlStore):
             async with self._waiting:
                 return await body(_OnThread(await self._writer()))
         return await self._read_on_thread(body)
+
+    async def _run_background(self, body: Body[T]) -> T:
+        """Background work on a thread, queued with the loop's writers that wait.
+
+        Between two batches the file is left to other writers for as long as
+        the last batch held it, and at least ``BACKGROUND_REST_SECONDS``: a
+        writer of another process polls for the lock at most every 25 ms in its
+        first 128 ms of waiting, so it gets in between two batches where
+        back-to-back batches would starve it.
+        """
+        await anyio.sleep(max(0.0, self._background_rest_until - anyio.current_time()))
+        async with self._waiting:
+            started = anyio.current_time()
+            try:
+                return await self._transaction_on_thread(body)
+            finally:
+                ended = anyio.current_time()
+                rest = max(ended - started, BACKGROUND_REST_SECONDS)
+                self._background_rest_until = ended + rest
+
+    async def _run_converted(
+        self, statement: Statement, params: Params, convert: Callable[[Sequence[Row]], T]
+    ) -> T:
+        def read_and_convert() -> T:
+            connection = self._take_reader()
+            try:
+                value = convert(_rows(connection, statement, params))
+            except BaseException:
+                connection.close()
+                raise
+            self._give_back(connection)
+            return value
+
+        return await anyio.to_thread.run_sync(read_and_convert)
 
     async def _writer(self) -> sqlite3.Connection:
         """The connection that waits for another process's write lock, on a thread."""
@@ -222,6 +266,9 @@ class SqliteStore(SqlStore):
             busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             if busy:
                 logger.debug("a checkpoint could not empty the WAL; the next one tries again")
+            if time.monotonic() - self._optimized_at > OPTIMIZE_EVERY_SECONDS:
+                self._optimized_at = time.monotonic()
+                optimize(connection)
         except sqlite3.OperationalError:
             # Another process is checkpointing; the next turn of the count tries again.
             logger.debug("a checkpoint was refused", exc_info=True)

@@ -1,4 +1,4 @@
-"""An embedded store's file before any connection of the store's own: path, WAL, revision.
+"""An embedded store's file: path, WAL, revision, and the statistics its planner keeps.
 
 WAL is a property of the file, switched on once when a store opens: the switch
 needs the file to itself and, unlike a write, answers "database is locked" at
@@ -9,18 +9,33 @@ with a connection of its own, so a file already at head costs one query.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage.revision import READ_REVISION
 
+logger = logging.getLogger(__name__)
+
+# ``PRAGMA optimize`` reads at most this many rows an index for each ANALYZE it
+# runs; 0x10002 asks SQLite (3.46 and later) to check every table, not only
+# those this connection has queried.
+ANALYSIS_LIMIT = 400
+OPTIMIZE = "PRAGMA optimize=0x10002"
+
 
 def use_wal(path: str, busy_timeout: float) -> None:
-    """Switch the file to WAL, retrying while another opener holds it."""
+    """Switch the file to WAL, retrying while another opener holds it.
+
+    A file without tables yet is made ``auto_vacuum=INCREMENTAL`` first, so
+    that pages a prune frees can go back to the file system (a file made
+    without it keeps them until ``symfonic vacuum`` rewrites it).
+    """
     deadline = time.monotonic() + busy_timeout
     connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
     try:
+        connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
         while True:
             try:
                 connection.execute("PRAGMA journal_mode=WAL")
@@ -61,3 +76,17 @@ def path_of(url: str) -> str:
                 )
             return path
     raise ValueError(f"not a SQLite store URL: {url!r}")
+
+
+def optimize(connection: sqlite3.Connection) -> None:
+    """Gather the statistics SQLite finds missing or stale (a bounded ANALYZE).
+
+    The indexes are chosen so that the planner picks them without statistics
+    (tests/storage/test_query_plans.py); statistics keep its other estimates
+    current as the tables grow. A lock held elsewhere for long skips it.
+    """
+    connection.execute(f"PRAGMA analysis_limit={ANALYSIS_LIMIT}")
+    try:
+        connection.execute(OPTIMIZE)
+    except sqlite3.OperationalError:
+        logger.debug("SQLite's statistics could not be gathered now", exc_info=True)

@@ -90,6 +90,20 @@ class SqlTransactions:
         """Run ``body``, one statement, as a transaction by itself (no ``BEGIN``/``COMMIT``)."""
         raise NotImplementedError
 
+    async def _run_background(self, body: Body[T]) -> T:
+        """Run ``body``, background work, in one write transaction (by default, as any)."""
+        return await self._run_transaction(body)
+
+    async def _run_converted(
+        self, statement: Statement, params: Params, convert: Callable[[Sequence[Row]], T]
+    ) -> T:
+        """Run one read and convert its rows (by default, as any read)."""
+
+        async def rows(connection: Connection) -> Sequence[Row]:
+            return await connection.rows(statement, params)
+
+        return convert(await self._run_statement(rows, write=False))
+
     async def _migrate(self) -> None:
         """Bring the schema to head, once however many workers open at the same moment."""
         raise NotImplementedError
@@ -119,6 +133,26 @@ class SqlTransactions:
         """One write transaction: committed whole, or rolled back and explained."""
         with _explained("could not complete a write"):
             return await self._run_transaction(body)
+
+    async def background_transaction(self, body: Body[T]) -> T:
+        """A transaction of background work (a sweep's batch, a prune's): off the loop.
+
+        Like :meth:`transaction`; an adapter whose transactions run on the
+        event loop runs these elsewhere, so a batch never stalls a request.
+        """
+        with _explained("could not complete a write"):
+            return await self._run_background(body)
+
+    async def read_converted(
+        self, statement: Statement, params: Params, convert: Callable[[Sequence[Row]], T]
+    ) -> T:
+        """One read and ``convert`` of its rows; where reads run on the loop, neither does.
+
+        For reads of many rows at once (a batch of the change record), whose
+        conversion costs more than the read.
+        """
+        with _explained("could not answer a read"):
+            return await self._run_converted(statement, params, convert)
 
     async def write_rows(self, statement: Statement, params: Params) -> Sequence[Row]:
         """One write that is its own transaction, and the rows it returns."""

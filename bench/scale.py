@@ -1,0 +1,262 @@
+"""``python -m bench.scale``: one store grown to 1k, 10k and 100k pending pauses, on each store.
+
+At each size, side by side in one run, through the store's port (the service's
+own calls, without HTTP in front):
+
+- a first turn that pauses (create the session, begin its run, record its
+  pause) and a resume (claim, publish): p50/p95, and pauses created per second;
+- a principal's inbox and a scope holder's: p50/p95;
+- a sweep of 10k expiries: its time, and the worst a write, a read and the
+  event loop waited meanwhile (:mod:`bench.scale_probe`);
+- ``symfonic prune`` in another process deleting those 10k sessions: its time,
+  and the worst write wait in this one;
+- store bytes per pending pause.
+
+The pending pauses are bulk-loaded (:mod:`bench.scale_load`): 100k first turns
+through the service take longer than a run may, and the bulk load writes the
+same rows. The ratios 100k / 1k are printed at the end. Figures: docs/scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.scale_load import SCOPE, Layout, load_pending
+from bench.scale_probe import while_probed
+from symfonic.core.contracts.store import (
+    CheckpointRecord,
+    Claim,
+    NewPause,
+    PauseQuery,
+    PauseRecord,
+    ResumePublish,
+    RunRequest,
+    SessionRecord,
+    Store,
+)
+from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.storage import open_store
+
+SIZES = (1_000, 10_000, 100_000)
+TURNS = 200
+LISTS = 50
+EXPIRIES = 10_000
+NOW = datetime.now(UTC)
+DAY = timedelta(days=1)
+Figures = dict[str, float]
+
+
+def _percentiles(seconds: list[float]) -> tuple[float, float]:
+    ordered = sorted(seconds)
+    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.95)] * 1000
+
+
+async def _timed(step: Callable[[], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    await step()
+    return time.perf_counter() - started
+
+
+def _pause(session_id: str) -> PauseRecord:
+    return PauseRecord(
+        pause_id=uuid.uuid4().hex,
+        session_id=session_id,
+        principal="user7",
+        agent="assistant",
+        audience=None,
+        kind=InteractionKind.APPROVAL,
+        query="pay bob?",
+        response_schema={"type": "boolean"},
+        tool_call_id="call_1",
+        interrupt_id="int_1",
+        base_revision=0,
+        state=PauseState.PENDING,
+        created_at=NOW,
+        expires_at=NOW + timedelta(days=7),
+    )
+
+
+async def _first_turn(store: Store) -> PauseRecord:
+    session_id = uuid.uuid4().hex
+    await store.create_session(SessionRecord(session_id, "user7", "assistant", 0, {}, NOW))
+    lease = NOW + timedelta(minutes=5)
+    run = RunRequest(session_id, "r", NOW, lease, "user7", 0, refuse_pending=True)
+    assert await store.begin_run(run) is not None
+    pause = _pause(session_id)
+    checkpoint = CheckpointRecord(pause.pause_id, session_id, 1, 0, {"turn": []})
+    await store.record_pause(NewPause(pause, checkpoint, run_id="r"))
+    return pause
+
+
+async def _resume(store: Store, pause: PauseRecord) -> None:
+    claim_id = uuid.uuid4().hex
+    lease = NOW + timedelta(minutes=5)
+    claim = Claim(pause.pause_id, claim_id, "user7", True, "approved", NOW, lease)
+    assert await store.claim_pause(claim) is not None
+    turn = [{"role": "ai", "content": "paid"}]
+    await store.publish_resume(ResumePublish(pause.session_id, claim_id, turn, "yes"))
+
+
+async def _turns(store: Store, figures: Figures) -> None:
+    pauses: list[PauseRecord] = []
+    firsts: list[float] = []
+    started = time.perf_counter()
+    for _ in range(TURNS):
+        begun = time.perf_counter()
+        pauses.append(await _first_turn(store))
+        firsts.append(time.perf_counter() - begun)
+    figures["creation/s"] = TURNS / (time.perf_counter() - started)
+    figures["first turn p50"], figures["first turn p95"] = _percentiles(firsts)
+    resumes = [await _timed(lambda p=p: _resume(store, p)) for p in pauses]  # type: ignore[misc]
+    figures["resume p50"], figures["resume p95"] = _percentiles(resumes)
+
+
+async def _lists(store: Store, figures: Figures) -> None:
+    for who, principal, scopes in (("own", "user7", frozenset()), ("scope", "carol", {SCOPE})):
+        query = PauseQuery(PauseState.PENDING, principal, frozenset(scopes), limit=50)
+        seconds = [await _timed(lambda q=query: store.list_pauses(q)) for _ in range(LISTS)]  # type: ignore[misc]
+        figures[f"list {who} p50"], figures[f"list {who} p95"] = _percentiles(seconds)
+
+
+async def _sweep(store: Store, url: str, size: int, figures: Figures) -> None:
+    old = NOW - timedelta(days=60)
+    await load_pending(url, Layout(EXPIRIES, 10_000_000 + size, created=old, expires_in=DAY))
+    report, seconds, waits = await while_probed(store, "p00000001", store.sweep(NOW))
+    assert report.expired == EXPIRIES, report
+    figures["sweep s"] = seconds
+    # A request arriving during the sweep waits for the loop, then for its write.
+    figures["sweep worst request ms"] = waits.worst * 1000
+    figures["sweep worst write ms"] = waits.write * 1000
+    figures["sweep worst read ms"] = waits.read * 1000
+    figures["sweep worst loop lag ms"] = waits.loop * 1000
+
+
+def _prune_process(url: str) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "symfonic", "prune", "--older-than", "30d", "--store", url]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, env=dict(os.environ))
+
+
+async def _prune(store: Store, url: str, figures: Figures) -> None:
+    async def prune_elsewhere() -> int:
+        process = _prune_process(url)
+        return await anyio.to_thread.run_sync(process.wait)
+
+    code, seconds, waits = await while_probed(store, "p00000001", prune_elsewhere())
+    assert code == 0, code
+    figures["prune s"] = seconds
+    figures["prune worst write ms"] = waits.write * 1000
+    figures["prune worst loop lag ms"] = waits.loop * 1000
+
+
+async def _bytes(url: str, pending: int, figures: Figures) -> None:
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        connection = sqlite3.connect(url.removeprefix("sqlite:///"))
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = connection.execute("PRAGMA page_count").fetchone()[0]
+        free = connection.execute("PRAGMA freelist_count").fetchone()[0]
+        size = connection.execute("PRAGMA page_size").fetchone()[0]
+        connection.close()
+        used = (pages - free) * size
+        figures["free pages %"] = 100 * free / pages
+    else:
+        import asyncpg
+
+        connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
+        used = await connection.fetchval(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+            " WHERE c.relkind = 'r' AND c.relname LIKE 'symfonic_%'"
+        )
+        await connection.close()
+    figures["bytes/pending"] = used / pending
+
+
+async def _grow(url: str, sizes: tuple[int, ...]) -> dict[int, Figures]:
+    results: dict[int, Figures] = {}
+    loaded = 0
+    async with open_store(url) as store:
+        for size in sizes:
+            await load_pending(url, Layout(size - loaded, start=loaded, created=NOW))
+            loaded = size
+            figures: Figures = {}
+            await _turns(store, figures)
+            await _lists(store, figures)
+            await _sweep(store, url, size, figures)
+            await _prune(store, url, figures)
+            await _bytes(url, size, figures)
+            results[size] = figures
+            print(f"{url.partition(':')[0]} {size}: {figures}", flush=True)
+    return results
+
+
+def _fresh_sqlite() -> str:
+    return f"sqlite:///{tempfile.mkdtemp(prefix='symfonic-scale-')}/scale.db"
+
+
+def _fresh_postgres(base: str) -> str:
+    import asyncpg
+
+    name = f"symfonic_scale_{uuid.uuid4().hex[:8]}"
+
+    async def create() -> None:
+        connection = await asyncpg.connect("postgresql://" + base.partition("://")[2])
+        await connection.execute(f'CREATE DATABASE "{name}"')
+        await connection.close()
+
+    anyio.run(create)
+    return f"{base.rpartition('/')[0]}/{name}"
+
+
+def _table(results: dict[str, dict[int, Figures]]) -> str:
+    sizes = sorted({size for by_size in results.values() for size in by_size})
+    head = ["store", "figure", *(f"{size:,}" for size in sizes), "ratio"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for store, by_size in results.items():
+        for name in by_size[sizes[0]]:
+            values = [by_size[size][name] for size in sizes if size in by_size]
+            ratio = values[-1] / values[0] if values[0] else float("nan")
+            cells = [store, name, *(f"{value:,.1f}" for value in values), f"{ratio:.2f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--stores", default="sqlite,postgresql")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get(
+            "SYMFONIC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1/test"
+        ),
+    )
+    parser.add_argument("--out", type=Path, help="write the Markdown table here as well")
+    args = parser.parse_args(argv)
+    sizes = tuple(int(size) for size in args.sizes.split(","))
+    results: dict[str, dict[int, Figures]] = {}
+    for store in args.stores.split(","):
+        url = _fresh_sqlite() if store == "sqlite" else _fresh_postgres(args.postgres)
+        results[store] = anyio.run(_grow, url, sizes)
+    table = _table(results)
+    print(table)
+    if args.out is not None:
+        args.out.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,167 @@
+"""A turn, a pause and its answer cost the same however many other pauses wait.
+
+50,000 pending pauses are loaded straight into the tables, then one session goes
+through every hot step of the port (a first turn, its pause, the session's open
+pause, the inboxes of a principal and of a scope holder, a claim, a resume, a
+sweeper's pass), and each statement the store ran is explained by the database itself.
+None may read the pending pauses wide (see ``plans_support``). Each database is
+asked twice: as a fresh store finds its tables (SQLite never analysed;
+PostgreSQL with autovacuum off, so never analysed either) and after ``ANALYZE``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import timedelta
+
+import anyio
+import pytest
+from bench.scale_load import SCOPE, Layout, load_pending
+
+from plans_support import Recorded, postgres_scans, record_statements, sqlite_scans
+from symfonic.core.contracts.store import (
+    CheckpointRecord,
+    Claim,
+    NewPause,
+    PausePosition,
+    PauseQuery,
+    PauseRecord,
+    ResumePublish,
+    RunRequest,
+    SessionRecord,
+)
+from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.storage import open_store
+from symfonic.storage.sql_store import SqlStore
+
+pytestmark = pytest.mark.anyio
+
+WAITING = 50_000
+LAYOUT = Layout(WAITING)
+T0 = LAYOUT.created + timedelta(hours=1)
+TABLES = ("symfonic_sessions", "symfonic_pauses", "symfonic_messages", "symfonic_pause_events")
+
+
+async def _analyse(url: str, analysed: bool) -> None:
+    if url.startswith("sqlite"):
+        if analysed:
+            import sqlite3
+
+            from symfonic.storage.sqlite_file import path_of
+
+            connection = sqlite3.connect(path_of(url))
+            connection.execute("ANALYZE")
+            connection.commit()
+            connection.close()
+        return
+    import asyncpg
+
+    connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
+    try:
+        for table in TABLES:
+            if analysed:
+                await connection.execute(f"ANALYZE {table}")
+            else:
+                await connection.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(params=["never analysed", "analysed"])
+async def crowded(request: pytest.FixtureRequest, store_url: str) -> AsyncIterator[str]:
+    """A store with 50,000 pauses waiting, analysed or not."""
+    analysed = request.param == "analysed"
+    async with open_store(store_url):
+        pass  # migrated
+    await _analyse(store_url, analysed=False)
+    await load_pending(store_url, LAYOUT)
+    if analysed:
+        await _analyse(store_url, analysed=True)
+    yield store_url
+
+
+def _pause(session_id: str, principal: str, audience: str | None) -> PauseRecord:
+    return PauseRecord(
+        pause_id=uuid.uuid4().hex,
+        session_id=session_id,
+        principal=principal,
+        agent="assistant",
+        audience=audience,
+        kind=InteractionKind.APPROVAL,
+        query="pay bob?",
+        response_schema={"type": "boolean"},
+        tool_call_id="call_1",
+        interrupt_id="int_1",
+        base_revision=0,
+        state=PauseState.PENDING,
+        created_at=T0,
+        expires_at=T0 + timedelta(hours=1),
+    )
+
+
+async def _one_of_each(store: SqlStore) -> None:
+    """One session through every step a turn and its answer take."""
+    session_id = uuid.uuid4().hex
+    await store.create_session(SessionRecord(session_id, "user7", "assistant", 0, {}, T0))
+    lease = T0 + timedelta(minutes=1)
+    first = RunRequest(session_id, "r1", T0, lease, "user7", 0, refuse_pending=True)
+    assert await store.begin_run(first) is not None
+    pause = _pause(session_id, "user7", SCOPE)
+    checkpoint = CheckpointRecord(pause.pause_id, session_id, 1, 0, {"turn": []})
+    await store.record_pause(NewPause(pause, checkpoint, run_id="r1"))
+    # A turn beside a waiting pause: counted, not refused.
+    assert await store.begin_run(RunRequest(session_id, "r2", T0, lease, "user7")) is not None
+    await store.end_run(session_id, "r2")
+    assert await store.open_pause(session_id) is not None
+    await store.session_pauses(session_id)
+    for principal, scopes in (("user7", frozenset()), ("carol", frozenset({SCOPE}))):
+        await _inbox(store, principal, scopes)
+    await store.get_pause(pause.pause_id)
+    claim = Claim(pause.pause_id, "c1", "carol", True, "approved", T0, lease)
+    assert await store.claim_pause(claim) is not None
+    await store.claimed_pause(session_id, "c1")
+    await store.renew_claim(session_id, "c1", lease)
+    publish = ResumePublish(session_id, "c1", [{"role": "ai", "content": "paid"}], "yes")
+    await store.publish_resume(publish)
+    await store.abandon_pending(session_id)
+    await store.announce_expiring(T0, 3600)
+    await store.sweep(T0)
+
+
+async def _inbox(store: SqlStore, principal: str, scopes: frozenset[str]) -> None:
+    """Two pages of an inbox and its total, as the service asks for them."""
+    query = PauseQuery(
+        PauseState.PENDING,
+        principal,
+        scopes,
+        limit=51,
+        agents=frozenset({"assistant"}),
+        unexpired_at=T0,
+    )
+    first = await store.list_pauses(query)
+    await store.count_pauses(query)
+    await store.list_pauses(replace(query, after=PausePosition.of(first[-1])))
+
+
+async def _explain(url: str, recorded: Recorded) -> dict[str, list[str]]:
+    wide: dict[str, list[str]] = {}
+    for text, (statement, params) in recorded.items():
+        if url.startswith("sqlite"):
+            found = await anyio.to_thread.run_sync(sqlite_scans, url, statement, params)
+        else:
+            found = await postgres_scans(url, statement, params)
+        if found:
+            wide[text] = found
+    return wide
+
+
+async def test_no_hot_statement_reads_every_waiting_pause(crowded: str) -> None:
+    async with open_store(crowded) as store:
+        assert isinstance(store, SqlStore)
+        recorded = record_statements(store)
+        await _one_of_each(store)
+    assert any("symfonic_pauses" in text for text in recorded)
+    wide = await _explain(crowded, recorded)
+    assert wide == {}, "\n\n".join(f"{text}\n  -> {steps}" for text, steps in wide.items())
