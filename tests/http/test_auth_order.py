@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from http_support import KEYS, payment_agent, serve
+from symfonic.agent.fastapi.key_brake import KeyBrake
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +59,10 @@ def _paths(template: str) -> list[str]:
 async def test_every_operation_refuses_an_unauthenticated_malformed_request_with_401(
     sqlite_url: str,
 ) -> None:
-    async with serve(payment_agent(sqlite_url), api_keys=KEYS) as client:
+    # Hundreds of wrong keys from one address: the brake on guessing would answer 429;
+    # it has its own tests (test_key_brake.py), this one is about the order of checks.
+    unbraked = KeyBrake(burst=10**6)
+    async with serve(payment_agent(sqlite_url), api_keys=KEYS, key_brake=unbraked) as client:
         document = (await client.get("/openapi.json")).json()
         operations = _operations(document)
         guarded = [op for op in operations if "401" in op[2]["responses"]]

@@ -13,9 +13,18 @@ clients 503. This protocol adds what is missing:
   extend it. Past it the connection gets a 408 (or, if it never sent a byte, is
   just closed).
 - **Connection cap.** Past ``max_connections`` open connections, a new one
-  closes the oldest connection that is still waiting for a request's headers,
-  because that is the one costing the service nothing to lose; when every
-  connection is busy with a request, the new one gets a 503 and is closed.
+  makes room by closing one, taken from whoever holds the most: the principal
+  holding the most streams loses its oldest idle stream (a pause feed waiting
+  for its next change, :mod:`symfonic.agent.http.stream_shares`), unless the
+  connections still waiting for a request's headers are more, and then the one
+  that has waited longest goes (it costs the service nothing to lose). So one
+  key holding every connection with feeds gives way to everyone else. When
+  nothing can give way (every connection is busy with a request), the new one
+  gets a 503 and is closed.
+
+Each request's ASGI scope carries its connection's transport under
+:data:`~symfonic.agent.http.stream_shares.CONNECTION_EXTENSION`, which is how a
+stream's place in its principal's share knows what to close.
 
 It is uvicorn's h11 protocol with these two rules added, chosen by
 ``symfonic serve``; behind a reverse proxy the proxy does the same job.
@@ -29,7 +38,10 @@ import time
 from typing import Any
 
 import h11
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from symfonic.agent.http.stream_shares import CONNECTION_EXTENSION, StreamShares
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 1000
@@ -64,16 +76,28 @@ class BoundedH11Protocol(H11Protocol):
 
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    shares: StreamShares | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_deadline: asyncio.TimerHandle | None = None
         self._waiting_since = 0.0
+        self.app = self._naming_connection(self.app)
+
+    def _naming_connection(self, app: ASGIApp) -> ASGIApp:
+        """``app``, with this connection's transport in each request's scope extensions."""
+
+        async def named(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                scope.setdefault("extensions", {})[CONNECTION_EXTENSION] = self.transport
+            await app(scope, receive, send)
+
+        return named
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._start_header_deadline()
-        if len(self.connections) > self.max_connections and not self._evict_one():
+        if len(self.connections) > self.max_connections and not self._make_room():
             self._refuse(TOO_MANY)
 
     def data_received(self, data: bytes) -> None:
@@ -111,8 +135,8 @@ class BoundedH11Protocol(H11Protocol):
         else:
             self.transport.close()
 
-    def _evict_one(self) -> bool:
-        """Close the connection that has waited longest for headers; whether there was one."""
+    def _make_room(self) -> bool:
+        """Close one connection of whoever holds the most (see the module); whether one was."""
         waiting = [
             other
             for other in self.connections
@@ -120,6 +144,10 @@ class BoundedH11Protocol(H11Protocol):
             and other is not self
             and other._awaiting_headers()
         ]
+        held, stream = self.shares.heaviest() if self.shares is not None else (0, None)
+        if stream is not None and held > len(waiting):
+            stream.displace()
+            return True
         if not waiting:
             return False
         oldest = min(waiting, key=lambda other: other._waiting_since)
@@ -133,8 +161,10 @@ class BoundedH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def bounded_protocol(header_timeout: float, max_connections: int) -> type[BoundedH11Protocol]:
-    """The protocol class for one server, with these limits."""
+def bounded_protocol(
+    header_timeout: float, max_connections: int, shares: StreamShares | None = None
+) -> type[BoundedH11Protocol]:
+    """The protocol class for one server, with these limits; ``shares``: the app's streams."""
     if header_timeout <= 0:
         raise ValueError("the header timeout must be positive")
     if max_connections < 1:
@@ -142,5 +172,5 @@ def bounded_protocol(header_timeout: float, max_connections: int) -> type[Bounde
     return type(
         "BoundedH11Protocol",
         (BoundedH11Protocol,),
-        {"header_timeout": header_timeout, "max_connections": max_connections},
+        {"header_timeout": header_timeout, "max_connections": max_connections, "shares": shares},
     )

@@ -15,10 +15,13 @@ URL, a database out of reach, or a port taken or out of range is one line and
 exit code 2, never a banner followed by a traceback.
 
 A client cannot hold connections for free: each request's headers must arrive
-within ``--header-timeout`` seconds, and past ``--max-connections`` a new
-connection displaces the one that has waited longest for headers
-(:mod:`symfonic.cli.connections`). The process's file-descriptor limit is
-raised to hold the cap, or the cap lowered to fit it.
+within ``--header-timeout`` seconds; one principal holds at most
+``--max-streams-per-principal`` streams (feeds, turn and AG-UI streams); and
+past ``--max-connections`` a new connection displaces one of whoever holds the
+most: the oldest idle feed of the principal with the most streams, or the
+connection that has waited longest for headers (:mod:`symfonic.cli.connections`).
+The process's file-descriptor limit is raised to hold the cap, or the cap
+lowered to fit it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pending_gauge import PendingPauses
@@ -123,8 +127,16 @@ def register(sub: Any) -> None:
         "--max-connections",
         type=_at_least_one,
         default=DEFAULT_MAX_CONNECTIONS,
-        help=f"open connections at most; past it a new one displaces the one waiting "
-        f"longest for headers (default: {DEFAULT_MAX_CONNECTIONS})",
+        help=f"open connections at most; past it a new one displaces the oldest idle feed "
+        f"of the principal holding the most streams, or the connection waiting longest for "
+        f"headers (default: {DEFAULT_MAX_CONNECTIONS})",
+    )
+    p.add_argument(
+        "--max-streams-per-principal",
+        type=_at_least_one,
+        default=DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+        help=f"streams (pause feeds, turn and AG-UI streams) one principal may hold open; "
+        f"one more is a 429 (default: {DEFAULT_MAX_STREAMS_PER_PRINCIPAL})",
     )
     add_webhook_options(p)
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
@@ -276,7 +288,9 @@ async def _serve_on(
         retention=served.retention,
         webhooks=served.webhooks,
         webhook_settings=served.webhook_settings,
+        max_streams_per_principal=args.max_streams_per_principal,
     )
+    shares = app.state.stream_shares
     if telemetry is not None:
         telemetry.instrument(app)
         flush_on_shutdown(app, telemetry)
@@ -289,7 +303,7 @@ async def _serve_on(
         log_config=log_config(args.log_format, args.log_level, uvicorn.config.LOGGING_CONFIG),
         timeout_graceful_shutdown=10,
         server_header=False,
-        http=bounded_protocol(args.header_timeout, max_connections),
+        http=bounded_protocol(args.header_timeout, max_connections, shares),
     )
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as counting:

@@ -4,17 +4,18 @@ Authentication is the caller's dependency, the same one the native API uses, so
 a principal is a principal whichever protocol it speaks. Past authentication and
 a body that parses as ``RunAgentInput``, every outcome -- a refusal included --
 travels as AG-UI events in the stream, never as a bare HTTP error, because that
-is where an AG-UI client looks for it. The exception is a store out of reach
-before the run started: the run's first event is pulled before the response
-exists, so that is a 503 with ``Retry-After`` and nothing claimed, the same
-answer the native API gives.
+is where an AG-UI client looks for it. The exceptions: a principal already
+holding as many streams as it may (a 429 with ``Retry-After``, before anything
+runs), and a store out of reach before the run started: the run's first event
+is pulled before the response exists, so that is a 503 with ``Retry-After`` and
+nothing claimed, the same answer the native API gives.
 """
 
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from ag_ui.core import EventType, RunAgentInput
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
@@ -22,6 +23,7 @@ from symfonic.agent.agui.capabilities import capabilities_of
 from symfonic.agent.agui.run import agui_run
 from symfonic.agent.agui.stream import RunEventStream
 from symfonic.agent.http.errors import ErrorResponse, documented
+from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost, UnknownAgent
 from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.errors import RequestError
@@ -46,14 +48,19 @@ EVENT_FRAME = {
 
 
 def agui_router(
-    host: ServiceHost, principal: Callable[..., Any], route_class: type[APIRoute] = APIRoute
+    host: ServiceHost,
+    principal: Callable[..., Any],
+    route_class: type[APIRoute] = APIRoute,
+    shares: StreamShares | None = None,
 ) -> APIRouter:
     """The AG-UI routes for ``host``; ``principal`` is the FastAPI dependency that authenticates.
 
     ``route_class``: the native API's, so that here too a caller is authenticated
-    before the body is read.
+    before the body is read. ``shares``: the native API's too, so a principal's
+    runs and feeds count against one cap of streams.
     """
     router = APIRouter(tags=["ag-ui"], route_class=route_class)
+    streams = shares if shares is not None else StreamShares()
 
     async def ready() -> ServiceHost:
         """The opened host; an app whose lifespan did not run opens it on first use."""
@@ -75,12 +82,20 @@ def agui_router(
                 "A refused run is a stream of one `RUN_ERROR`.",
                 "content": {"text/event-stream": {"itemSchema": EVENT_FRAME}},
             },
-            **documented(400, 401, 413, 415, 422, 503),
+            **documented(400, 401, 413, 415, 422, 429, 503),
         },
     )
-    async def run(run_input: RunAgentInput, caller: Caller, opened: Host) -> RunEventStream:
+    async def run(
+        request: Request, run_input: RunAgentInput, caller: Caller, opened: Host
+    ) -> RunEventStream:
         """Run an agent on an AG-UI thread; the response is the run's AG-UI event stream."""
-        return RunEventStream(await StartedTurn.start(agui_run(opened, caller, run_input)))
+        slot = streams.acquire(caller, request.scope, idle=False)
+        try:
+            started = await StartedTurn.start(agui_run(opened, caller, run_input))
+        except BaseException:
+            slot.release()
+            raise
+        return RunEventStream(started, slot=slot)
 
     @router.get(
         "/v1/agui/capabilities",

@@ -9,7 +9,9 @@ The run is closed the moment the client disconnects -- cancelled mid-``await``
 closing it is what runs the turn's shielded cleanup: a claimed pause that
 published nothing moves to ``abandoned`` instead of staying ``claimed``
 (:mod:`symfonic.agent.http.streaming` watches for it). The keep-alive is a
-comment frame, which AG-UI clients, reading only ``data:`` lines, skip.
+comment frame, which AG-UI clients, reading only ``data:`` lines, skip. The
+run's place in its principal's share of streams is released when it ends
+(:mod:`symfonic.agent.http.stream_shares`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ag_ui.encoder import EventEncoder
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from symfonic.agent.http.stream_shares import StreamSlot
 from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
 from symfonic.agent.service.started import StartedTurn
 
@@ -33,25 +36,34 @@ class RunEventStream(StreamingResponse):
     """The SSE response of one AG-UI run; closing it closes the run."""
 
     def __init__(
-        self, run: StartedTurn[BaseEvent], *, ping_interval: float = PING_INTERVAL
+        self,
+        run: StartedTurn[BaseEvent],
+        *,
+        slot: StreamSlot | None = None,
+        ping_interval: float = PING_INTERVAL,
     ) -> None:
         encoder = EventEncoder()
         self._events = run
+        self._slot = slot
         self._frames = _frames(encoder, run)
         super().__init__(self._frames, headers=HEADERS, media_type=encoder.get_content_type())
         self._ping_interval = ping_interval
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with aclosing(self._events), aclosing(self._frames):
-            await stream_until_disconnect(
-                send,
-                receive,
-                status=self.status_code,
-                headers=self.raw_headers,
-                frames=self._frames,
-                ping=PING,
-                ping_interval=self._ping_interval,
-            )
+        try:
+            async with aclosing(self._events), aclosing(self._frames):
+                await stream_until_disconnect(
+                    send,
+                    receive,
+                    status=self.status_code,
+                    headers=self.raw_headers,
+                    frames=self._frames,
+                    ping=PING,
+                    ping_interval=self._ping_interval,
+                )
+        finally:
+            if self._slot is not None:
+                self._slot.release()
 
 
 async def _frames(

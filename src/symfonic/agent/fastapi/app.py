@@ -34,6 +34,7 @@ from symfonic.agent.agui import agui_router
 from symfonic.agent.fastapi import openapi
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.fastapi.inbox import install_inbox
+from symfonic.agent.fastapi.key_brake import KeyBrake
 from symfonic.agent.fastapi.limits import BodyLimit
 from symfonic.agent.fastapi.redoc import install_redoc
 from symfonic.agent.fastapi.routes_pause_feed import pause_feed_router
@@ -43,6 +44,7 @@ from symfonic.agent.fastapi.routes_sessions import sessions_router
 from symfonic.agent.fastapi.routes_webhooks import webhooks_router
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http import errors
+from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL, StreamShares
 from symfonic.agent.retention import Retention
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import PauseFeed
@@ -74,6 +76,8 @@ def create_app(
     title: str = "symfonic",
     webhooks: Sequence[Webhook] = (),
     webhook_settings: WebhookSettings | None = None,
+    max_streams_per_principal: int = DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+    key_brake: KeyBrake | None = None,
 ) -> FastAPI:
     """An app serving ``agents`` (the first is the default) on one store.
 
@@ -86,7 +90,12 @@ def create_app(
     for longer than it keeps them (default: nothing is ever deleted).
     ``max_body_size``: larger request bodies get a 413. ``webhooks``: the
     subscriptions this worker registers and sends to (docs/webhooks.md), sharing
-    ``webhook_settings``.
+    ``webhook_settings``. ``max_streams_per_principal``: how many streams (pause
+    feeds, turn and AG-UI event streams) one principal may hold open at once; one
+    more is a 429. The app's :class:`StreamShares` is ``app.state.stream_shares``,
+    which ``symfonic serve`` hands its connection layer. ``key_brake``: how many
+    wrong keys an address or a key prefix may present (default: 10, then one
+    every 6 s; :mod:`~symfonic.agent.fastapi.key_brake`).
     """
     if isinstance(agents, ServiceHost):
         if store is not None:
@@ -97,7 +106,8 @@ def create_app(
     if not isinstance(api_keys, Authenticator):
         spec = api_keys if api_keys is not None else os.environ.get("SYMFONIC_API_KEYS")
         api_keys = Authenticator.from_spec(spec)
-    service = HttpService(host, api_keys)
+    shares = StreamShares(max_streams_per_principal)
+    service = HttpService(host, api_keys, shares, key_brake)
     feed = PauseFeed(host)
     dispatcher = WebhookDispatcher(host, webhooks, webhook_settings) if webhooks else None
     expiring_lead = None
@@ -134,13 +144,14 @@ def create_app(
     app.state.symfonic = service
     app.state.pause_feed = feed
     app.state.webhooks = dispatcher
+    app.state.stream_shares = shares
     errors.install(app)
     app.include_router(sessions_router(service))
     app.include_router(resume_router(service))
     app.include_router(pause_feed_router(service, feed))
     app.include_router(pauses_router(service))
     app.include_router(webhooks_router(service))
-    app.include_router(agui_router(host, service.principal, service.route_class))
+    app.include_router(agui_router(host, service.principal, service.route_class, shares))
     install_inbox(app, service)
     openapi.install(app)
     return app

@@ -3,7 +3,9 @@
 A client that sends ``Accept: application/json`` (and not ``text/event-stream``)
 gets the turn's outcome as one body; everyone else gets the event stream. Either
 way the turn is started first, so its refusals are JSON errors with their own
-status, never a stream.
+status, never a stream. A stream takes a place in the caller's share of streams
+before the turn starts, so a principal at its cap is refused (429) with nothing
+run and nothing claimed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from starlette.responses import JSONResponse, Response
 
 from symfonic.agent.fastapi.schemas import TurnOutcome
 from symfonic.agent.fastapi.sse import TurnEventStream
+from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.started import StartedTurn
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import Event
 from symfonic.turns.outcomes import collect
 
@@ -27,11 +31,21 @@ def wants_json(request: Request) -> bool:
     return "application/json" in accept and "text/event-stream" not in accept
 
 
-async def respond(request: Request, events: AsyncGenerator[Event, None]) -> Response:
+async def respond(
+    request: Request,
+    events: AsyncGenerator[Event, None],
+    shares: StreamShares,
+    principal: Principal,
+) -> Response:
     """Start the turn, then answer with its SSE stream or its JSON outcome."""
-    turn = await StartedTurn.start(events)
     if not wants_json(request):
-        return TurnEventStream(turn)
+        slot = shares.acquire(principal, request.scope, idle=False)
+        try:
+            return TurnEventStream(await StartedTurn.start(events), slot=slot)
+        except BaseException:
+            slot.release()
+            raise
+    turn = await StartedTurn.start(events)
     # The JSON variant runs the turn to its end even if the client goes away:
     # its outcome is then recorded, and an identical resume replays it.
     async with aclosing(turn):

@@ -25,6 +25,7 @@ from pydantic.json_schema import models_json_schema
 
 from symfonic.agent.fastapi.feed_schemas import PauseChangeEvent, PauseSnapshot
 from symfonic.agent.fastapi.schemas import TurnOutcome
+from symfonic.agent.http.errors import documented
 from symfonic.core.contracts.types import STREAM_EVENTS
 
 REF = "#/components/schemas/{model}"
@@ -87,6 +88,21 @@ def require_discriminators(document: dict[str, Any]) -> None:
                 member["required"].append(tag)
 
 
+def _braked_where_authenticated(document: dict[str, Any]) -> None:
+    """Every operation that takes a key may answer 429: the key brake stands before it."""
+    braked = documented(429)[429]
+    entry = {
+        "description": braked["description"],
+        "headers": braked["headers"],
+        "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorResponse")}}},
+    }
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {})
+            if "401" in responses:
+                responses.setdefault("429", entry)
+
+
 def install(app: FastAPI) -> None:
     """Generate the document once, with every stream event's schema in its components."""
 
@@ -107,6 +123,7 @@ def install(app: FastAPI) -> None:
         for name, schema in events.get("$defs", {}).items():
             components.setdefault(name, schema)
         require_discriminators(document)
+        _braked_where_authenticated(document)
         app.openapi_schema = document
         return document
 

@@ -8,7 +8,9 @@ the caller may answer. ``id:`` is the store's change position. The waiting,
 filtering and replay are the service host's (:mod:`symfonic.agent.service.pause_feed`);
 this module turns its items into frames and keeps the stream open with a
 keep-alive comment until the client leaves, which closes the subscription at
-once (:mod:`symfonic.agent.http.streaming`).
+once (:mod:`symfonic.agent.http.streaming`). Each feed counts against its
+principal's share of streams, and is the first stream to give way when the
+server is out of connections (:mod:`symfonic.agent.http.stream_shares`).
 """
 
 import json
@@ -16,7 +18,7 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.sse import format_sse_event
 from starlette.responses import Response
 
@@ -32,6 +34,7 @@ from symfonic.agent.fastapi.schemas import PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.sse import FrameStream
 from symfonic.agent.http.errors import documented
+from symfonic.agent.http.stream_shares import StreamSlot
 from symfonic.agent.http.streaming import PING_INTERVAL
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import (
@@ -119,9 +122,10 @@ class PauseFeedStream(FrameStream):
         host: ServiceHost,
         *,
         details: bool = False,
+        slot: StreamSlot | None = None,
         ping_interval: float = PING_INTERVAL,
     ) -> None:
-        super().__init__(subscription, ping_interval=ping_interval)
+        super().__init__(subscription, slot=slot, ping_interval=ping_interval)
         self._subscription = subscription
         self._host = host
         self._details = details
@@ -163,11 +167,12 @@ def pause_feed_router(service: HttpService, feed: PauseFeed) -> APIRouter:
     @router.get(
         "/pauses/events",
         response_model=None,
-        responses={**feed_responses(), **documented(401, 503)},
+        responses={**feed_responses(), **documented(401, 429, 503)},
         tags=["pauses"],
         summary="The pauses the caller may answer, live (Server-Sent Events)",
     )
     async def pause_events(
+        request: Request,
         principal: Caller,
         host: Host,
         last_event_id: Annotated[
@@ -183,7 +188,14 @@ def pause_feed_router(service: HttpService, feed: PauseFeed) -> APIRouter:
             ),
         ] = False,
     ) -> Response:
-        subscription = await feed.subscribe(principal, _position(last_event_id))
-        return PauseFeedStream(subscription, host, details=details)
+        # A feed waiting for its next change is idle: past the connection cap it is
+        # what gives way first (symfonic.agent.http.stream_shares).
+        slot = service.shares.acquire(principal, request.scope, idle=True)
+        try:
+            subscription = await feed.subscribe(principal, _position(last_event_id))
+        except BaseException:
+            slot.release()
+            raise
+        return PauseFeedStream(subscription, host, details=details, slot=slot)
 
     return router

@@ -45,6 +45,6 @@ def resume_router(service: HttpService) -> APIRouter:
         events = agent.resume_stream(
             body.token, body.answer, principal, status=body.status, pause=pause
         )
-        return await respond(request, events)
+        return await respond(request, events, service.shares, principal)
 
     return router

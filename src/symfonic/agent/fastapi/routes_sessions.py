@@ -113,6 +113,6 @@ def sessions_router(service: HttpService) -> APIRouter:
             base_revision=body.base_revision,
             on_pending_pause=body.on_pending_pause,
         )
-        return await respond(request, events)
+        return await respond(request, events, service.shares, principal)
 
     return router

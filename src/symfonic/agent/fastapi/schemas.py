@@ -5,11 +5,15 @@ that every layer after them can hold and send back. JSON text may escape a lone
 UTF-16 surrogate (``"\\udbb5"``), which is not a character: no UTF-8 response
 could carry it back, so it becomes U+FFFD, as any UTF-8 decoder would make it.
 NaN and infinities, which Python's parser accepts but JSON does not, are refused
-with a 422, as is nesting deeper than any real answer needs.
+with a 422, as is nesting deeper than any real answer needs. A session's
+metadata is at most ``MAX_METADATA_BYTES`` as compact JSON: it is read back with
+the session on every turn (an answer's own bounds are the kernel's,
+:mod:`symfonic.capabilities.human.answers`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import datetime
@@ -43,6 +47,7 @@ from symfonic.core.contracts.types import (
 MAX_MESSAGE_CHARS = 100_000
 MAX_JSON_DEPTH = 64
 MAX_SEARCH_CHARS = 200
+MAX_METADATA_BYTES = 16 << 10
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,200}$"
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -59,6 +64,17 @@ def _clean(value: Any, depth: int = 0) -> Any:
         return {_clean(k, depth + 1): _clean(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [_clean(item, depth + 1) for item in value]
+    return value
+
+
+def _small_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_METADATA_BYTES:
+        raise PydanticCustomError(
+            "too_large",
+            "metadata is {size} bytes as JSON; at most {limit} are accepted",
+            {"size": size, "limit": MAX_METADATA_BYTES},
+        )
     return value
 
 
@@ -88,8 +104,11 @@ class CreateSession(_Body):
     agent: Annotated[str | None, Field(pattern=NAME_PATTERN)] = Field(
         default=None, description="The agent to bind the session to; default: the first hosted."
     )
-    metadata: Annotated[dict[str, JsonValue], AfterValidator(_clean)] = Field(
-        default_factory=dict, description="Free-form data kept with the session."
+    metadata: Annotated[
+        dict[str, JsonValue], AfterValidator(_clean), AfterValidator(_small_metadata)
+    ] = Field(
+        default_factory=dict,
+        description="Free-form data kept with the session; at most 16 KiB as compact JSON.",
     )
 
 

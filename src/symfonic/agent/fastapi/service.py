@@ -5,7 +5,8 @@ The principal comes from the ``Authorization: Bearer`` header, checked by the
 signed session cookie (:mod:`~symfonic.agent.fastapi.web_sessions`). A request
 the cookie authenticates that would change state must carry the session's CSRF
 token in ``X-CSRF-Token``, or it is refused with 403; a Bearer request needs
-none, since no browser attaches a Bearer header on its own. A missing or
+none, since no browser attaches a Bearer header on its own. Every key presented
+passes the brake on guessing (:mod:`~symfonic.agent.fastapi.key_brake`). A missing or
 unknown key is a 401 before any route code runs, and before the body is read: FastAPI parses and
 validates a body before it solves dependencies, so routes built with
 :attr:`HttpService.route_class` authenticate first, and a caller without a key
@@ -27,12 +28,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.responses import Response
 
 from symfonic.agent.fastapi.auth import LOCAL, Authenticator, Unauthenticated
+from symfonic.agent.fastapi.key_brake import KeyBrake
 from symfonic.agent.fastapi.web_sessions import (
     COOKIE_NAME,
     CSRF_HEADER,
     WebSession,
     WebSessions,
 )
+from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
@@ -62,9 +65,17 @@ def _depends_on(dependant: Dependant, call: Callable[..., Any]) -> bool:
 
 
 class HttpService:
-    def __init__(self, host: ServiceHost, authenticator: Authenticator) -> None:
+    def __init__(
+        self,
+        host: ServiceHost,
+        authenticator: Authenticator,
+        shares: StreamShares | None = None,
+        brake: KeyBrake | None = None,
+    ) -> None:
         self.host = host
         self.authenticator = authenticator
+        self.shares = shares if shares is not None else StreamShares()
+        self.brake = brake if brake is not None else KeyBrake()
         self.route_class = self._authenticating_route()
         self._web_sessions: WebSessions | None = None
 
@@ -105,9 +116,25 @@ class HttpService:
                         "without its CSRF token; reload the inbox and try again"
                     )
                 return session.principal
-        found = self.authenticator.principal_for(authorization)
+        scheme, _, key = (authorization or "").partition(" ")
+        found = self.principal_of_key(request, key if scheme.lower() == "bearer" else "")
         if found is None:
             raise Unauthenticated("send a valid API key as 'Authorization: Bearer <key>'")
+        return found
+
+    def principal_of_key(self, request: Request, key: str) -> Principal | None:
+        """The principal holding ``key``, behind the key brake: braked first, counted if wrong.
+
+        No key is not a guess, and is not counted. Nothing awaits between the
+        brake, the check and the count, so parallel guesses are each counted.
+        """
+        if not key.strip():
+            return None
+        address = request.client.host if request.client is not None else "unknown"
+        self.brake.check(address, key)
+        found = self.authenticator.principal_of_key(key)
+        if found is None:
+            self.brake.failed(address, key)
         return found
 
     async def principal(

@@ -8,6 +8,10 @@ generator is closed *now* -- cancelled mid-``await`` or closed at its ``yield``
 -- which is what runs its shielded cleanup: a claimed pause that published
 nothing moves to ``abandoned`` and a first turn's run marker is cleared.
 
+A stream holds a place in its principal's share of streams
+(:mod:`symfonic.agent.http.stream_shares`) from before its turn starts until it
+ends, however it ends.
+
 How the disconnect is watched (the ASGI ``receive`` channel, for the whole
 stream, whatever ASGI version the server reports) is
 :mod:`symfonic.agent.http.streaming`.
@@ -23,6 +27,7 @@ from typing import Protocol
 from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, ServerSentEvent, format_sse_event
 from starlette.types import Receive, Scope, Send
 
+from symfonic.agent.http.stream_shares import StreamSlot
 from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
 from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.types import ErrorEvent, Event
@@ -42,27 +47,39 @@ class Closable(Protocol):
 
 class FrameStream(EventSourceResponse):
     """An SSE response that owns ``source``: its frames go out, with keep-alive
-    comments, until they end or the client leaves, and ``source`` is closed then."""
+    comments, until they end or the client leaves, and ``source`` is closed then.
+    ``slot``, the stream's place in its principal's share, is released at the end."""
 
-    def __init__(self, source: Closable, *, ping_interval: float = PING_INTERVAL) -> None:
+    def __init__(
+        self,
+        source: Closable,
+        *,
+        slot: StreamSlot | None = None,
+        ping_interval: float = PING_INTERVAL,
+    ) -> None:
         # The body comes from ``_frames`` in __call__, never from StreamingResponse.
         super().__init__(
             content=(), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         )
         self._source = source
+        self._slot = slot
         self._ping_interval = ping_interval
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with aclosing(self._source), aclosing(self._frames()) as frames:
-            await stream_until_disconnect(
-                send,
-                receive,
-                status=self.status_code,
-                headers=self.raw_headers,
-                frames=frames,
-                ping=KEEPALIVE_COMMENT,
-                ping_interval=self._ping_interval,
-            )
+        try:
+            async with aclosing(self._source), aclosing(self._frames()) as frames:
+                await stream_until_disconnect(
+                    send,
+                    receive,
+                    status=self.status_code,
+                    headers=self.raw_headers,
+                    frames=frames,
+                    ping=KEEPALIVE_COMMENT,
+                    ping_interval=self._ping_interval,
+                )
+        finally:
+            if self._slot is not None:
+                self._slot.release()
 
     def _frames(self) -> AsyncGenerator[bytes, None]:
         raise NotImplementedError
@@ -71,8 +88,14 @@ class FrameStream(EventSourceResponse):
 class TurnEventStream(FrameStream):
     """The SSE response of one started turn; closing it closes the turn."""
 
-    def __init__(self, turn: StartedTurn[Event], *, ping_interval: float = PING_INTERVAL) -> None:
-        super().__init__(turn, ping_interval=ping_interval)
+    def __init__(
+        self,
+        turn: StartedTurn[Event],
+        *,
+        slot: StreamSlot | None = None,
+        ping_interval: float = PING_INTERVAL,
+    ) -> None:
+        super().__init__(turn, slot=slot, ping_interval=ping_interval)
         self._turn = turn
 
     async def _frames(self) -> AsyncGenerator[bytes, None]:

@@ -25,7 +25,6 @@ from starlette.exceptions import HTTPException
 
 from symfonic.agent.http.json_body import body_refusal
 from symfonic.core.contracts.errors import (
-    BudgetRefused,
     RequestError,
     StoreUnavailable,
     SymfonicError,
@@ -69,8 +68,8 @@ def _request_error(_: Request, error: Exception) -> JSONResponse:
     headers: dict[str, str] = {}
     if error.status == 401:
         headers["WWW-Authenticate"] = "Bearer"
-    if isinstance(error, BudgetRefused):
-        headers["Retry-After"] = str(error.retry_after)
+    if "retry_after" in error.fields:
+        headers["Retry-After"] = str(error.fields["retry_after"])
     elif error.status == 503:
         headers["Retry-After"] = str(STORE_RETRY_AFTER)
     return error_response(error.status, error.code, error.message, headers)
@@ -147,7 +146,10 @@ _WHEN = {
     415: "The body was sent without `Content-Type: application/json` (`unsupported_media_type`).",
     422: "Malformed body, or an answer that fails the pause's `response_schema` "
     "(the token is not spent).",
-    429: "Budget refused before the claim (the token is not spent); see `Retry-After`.",
+    429: "Budget refused before the claim (the token is not spent; `budget_refused`), the "
+    "caller holds as many streams as one principal may (`too_many_streams`), or too many "
+    "wrong keys came from this address or for this key (`too_many_failed_keys`); see "
+    "`Retry-After`.",
     503: "The store is unreachable and nothing was claimed (`store_unavailable`); "
     "see `Retry-After`.",
 }

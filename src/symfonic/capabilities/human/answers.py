@@ -4,6 +4,11 @@
 different: approve and edit dispatch the gated tool (with the original or the
 edited arguments) and its output is the observation; reject never runs it.
 A cancelled answer of any kind tells the model the person declined.
+
+An answer is bounded before it is checked against its schema: at most
+``MAX_ANSWER_BYTES`` as compact JSON and ``MAX_ANSWER_DEPTH`` levels of nesting,
+whichever transport brought it. It becomes part of the turn's history, which
+every later turn reads back, so a person's answer has no need to be larger.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ DECLINED = "The person declined to answer."
 # this answer is valid for every approval without walking its ``oneOf``; why
 # that is worth a line: docs/internals.md.
 PLAIN_APPROVAL = {"decision": "approve"}
+MAX_ANSWER_BYTES = 64 << 10
+MAX_ANSWER_DEPTH = 32
 
 
 def validate_answer(
@@ -39,10 +46,35 @@ def validate_answer(
         return
     if kind is InteractionKind.APPROVAL and answer == PLAIN_APPROVAL:
         return
+    _within_bounds(answer)
     found = problems(schema, answer)
     if found:
         said = [_words(p, kind) for p in found[:10]]
         raise InvalidAnswer("; ".join(said[:3]), errors=said)
+
+
+def _within_bounds(answer: Answer) -> None:
+    if _depth(answer) > MAX_ANSWER_DEPTH:
+        raise InvalidAnswer(f"the answer is nested deeper than {MAX_ANSWER_DEPTH} levels")
+    size = len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+    if size > MAX_ANSWER_BYTES:
+        raise InvalidAnswer(
+            f"the answer is {size} bytes as JSON; at most {MAX_ANSWER_BYTES} are accepted"
+        )
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests, walked without recursion (a deep value cannot overflow it)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, dict | list):
+            if level > MAX_ANSWER_DEPTH:  # enough to refuse; no need to walk the rest
+                return level
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _words(problem: Problem, kind: InteractionKind) -> str:

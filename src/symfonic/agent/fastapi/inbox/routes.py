@@ -8,7 +8,9 @@ The key travels once, in the body of the sign-in form, and is never stored,
 echoed or logged: the answer is a session cookie (``HttpOnly``, ``SameSite=Strict``,
 ``Secure`` when the request came over TLS) that names the principal, and the
 page holds only that session's CSRF token. A wrong key waits a second before
-its answer, so guessing keys through the form is slow, and a sign-in form
+its answer, and counts against the key brake every route shares
+(:mod:`~symfonic.agent.fastapi.key_brake`), so guessing keys through the form
+is slow however many requests run in parallel, and a sign-in form
 posted from another site's page is refused, so no site can sign a browser in
 as someone else. With no keys configured
 everyone is ``local`` and the page needs no sign-in.
@@ -29,6 +31,7 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
+from symfonic.agent.fastapi.key_brake import TooManyFailedKeys
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.web_sessions import COOKIE_NAME, CSRF_HEADER, SESSION_SECONDS
 
@@ -126,7 +129,15 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
             return HTMLResponse(
                 "<p>Sign in from the inbox page itself.</p>", status_code=403, headers=PAGE_HEADERS
             )
-        principal = service.authenticator.principal_of_key((await _form(request)).get("key", ""))
+        key = (await _form(request)).get("key", "")
+        try:
+            principal = service.principal_of_key(request, key)
+        except TooManyFailedKeys as braked:
+            problem = (
+                '<p class="problem" role="alert">Too many keys that were not accepted came '
+                f"from here. Wait {braked.retry_after} seconds, then try again.</p>"
+            )
+            return _page(sign_in, 429, problem=problem)
         if principal is None:
             await anyio.sleep(WRONG_KEY_DELAY)
             problem = (

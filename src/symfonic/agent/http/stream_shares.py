@@ -1,0 +1,128 @@
+"""Fair shares of long-lived streams: a cap per principal, and who gives way when full.
+
+A pause feed, a turn's event stream and an AG-UI run each hold a connection for
+as long as they last, and a feed lasts until its client leaves. So one key could
+hold every connection the server accepts with streams that cost it nothing.
+This module owns two rules that stop that:
+
+- **A cap per principal.** A principal holds at most ``per_principal`` streams
+  at once; one more is refused with :class:`TooManyStreams` (429, with
+  ``Retry-After``) before anything starts, so no turn runs and no pause is
+  claimed for a stream that is refused.
+- **Who gives way.** When the server is out of connections, the connection
+  layer asks :meth:`StreamShares.heaviest` for the oldest *idle* stream of the
+  principal holding the most streams, and closes it. A feed waiting for the
+  next change is idle; a turn's stream is working while its turn runs and is
+  never chosen, since closing it would abandon the turn.
+
+A stream learns its connection from the ASGI scope's extensions
+(:data:`CONNECTION_EXTENSION`), put there by the server's protocol; an app
+served some other way still caps streams, and has nothing to displace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.principal import Principal
+
+CONNECTION_EXTENSION = "symfonic.connection"
+DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 16
+# Seconds a refused client waits: a stream usually ends when its turn does, in seconds.
+STREAM_RETRY_AFTER = 5
+
+
+class Connection(Protocol):
+    """What a stream may do to the connection it is sent on: close it."""
+
+    def close(self) -> None: ...
+
+
+class TooManyStreams(RequestError):
+    """The principal already holds as many streams as it may."""
+
+    code = "too_many_streams"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after
+
+
+@dataclass(eq=False)
+class StreamSlot:
+    """One open stream's place in its principal's share; released exactly once."""
+
+    principal: str
+    idle: bool
+    connection: Connection | None
+    shares: StreamShares = field(repr=False)
+    opened: float = field(default_factory=time.monotonic)
+
+    def release(self) -> None:
+        self.shares.release(self)
+
+    def displace(self) -> None:
+        """Give the slot up and close the connection under it (the stream then ends)."""
+        self.release()
+        if self.connection is not None:
+            self.connection.close()
+
+
+class StreamShares:
+    """The open streams of every principal, in one process (see the module)."""
+
+    def __init__(self, per_principal: int = DEFAULT_MAX_STREAMS_PER_PRINCIPAL) -> None:
+        if per_principal < 1:
+            raise ValueError("a principal must be allowed at least one stream")
+        self.per_principal = per_principal
+        self._open: dict[str, list[StreamSlot]] = {}
+
+    def __repr__(self) -> str:
+        return f"StreamShares(per_principal={self.per_principal}, open={self.open_count})"
+
+    @property
+    def open_count(self) -> int:
+        return sum(len(slots) for slots in self._open.values())
+
+    def held_by(self, principal: str) -> int:
+        return len(self._open.get(principal, ()))
+
+    def acquire(self, principal: Principal, scope: Mapping[str, Any], *, idle: bool) -> StreamSlot:
+        """A slot for one more stream of ``principal``, or :class:`TooManyStreams`."""
+        slots = self._open.setdefault(principal.name, [])
+        if len(slots) >= self.per_principal:
+            raise TooManyStreams(
+                f"{principal.name!r} already has {len(slots)} open streams, the most one "
+                f"principal may hold; close one (or wait for a turn to end) and try again",
+                retry_after=STREAM_RETRY_AFTER,
+            )
+        extensions = scope.get("extensions") or {}
+        slot = StreamSlot(principal.name, idle, extensions.get(CONNECTION_EXTENSION), self)
+        slots.append(slot)
+        return slot
+
+    def release(self, slot: StreamSlot) -> None:
+        slots = self._open.get(slot.principal)
+        if slots is None or slot not in slots:
+            return
+        slots.remove(slot)
+        if not slots:
+            del self._open[slot.principal]
+
+    def heaviest(self) -> tuple[int, StreamSlot | None]:
+        """How many streams the heaviest holder of an idle stream holds, and its oldest idle one.
+
+        Only principals with an idle stream on a known connection are weighed:
+        one whose every stream is working has nothing that can give way.
+        """
+        best: tuple[int, StreamSlot | None] = (0, None)
+        for slots in self._open.values():
+            idle = [s for s in slots if s.idle and s.connection is not None]
+            if idle and len(slots) > best[0]:
+                best = (len(slots), min(idle, key=lambda s: s.opened))
+        return best
