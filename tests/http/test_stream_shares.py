@@ -4,7 +4,8 @@ A principal past its share of streams is refused with 429 ``too_many_streams``
 and ``Retry-After``, while others still open theirs. And when one key's feeds
 fill every connection the server accepts, a newcomer displaces that key's
 oldest idle feed: other principals are still served, and a feed opened before
-the flood by someone else stays open through it.
+the flood by someone else stays open through it. A stream whose turn is
+working never gives way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import pytest
 from anyio.abc import SocketStream
 
 from serve_support import Server, serving
+from symfonic.agent.http.stream_shares import CONNECTION_EXTENSION, StreamShares
+from symfonic.core.contracts.principal import Principal
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -160,3 +163,32 @@ async def test_past_its_share_a_principal_is_refused_and_others_still_stream(
                 await anyio.sleep(0.05)
     for stream, _ in held:
         await stream.aclose()
+
+
+class _Closed:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_heaviest_holders_oldest_idle_stream_gives_way_never_a_working_one() -> None:
+    shares = StreamShares(per_principal=100)
+
+    def opened(name: str, *, idle: bool) -> _Closed:
+        connection = _Closed()
+        scope = {"extensions": {CONNECTION_EXTENSION: connection}}
+        shares.acquire(Principal(name), scope, idle=idle)
+        return connection
+
+    alices_feed = opened("alice", idle=True)
+    turns = [opened("carol", idle=False) for _ in range(5)]  # the most, all working
+    bobs_oldest, bobs_newest = opened("bob", idle=True), opened("bob", idle=True)
+    opened("bob", idle=False)
+    held, stream = shares.heaviest()
+    assert held == 3 and stream is not None and stream.principal == "bob"
+    stream.displace()
+    assert bobs_oldest.closed and not bobs_newest.closed
+    assert shares.held_by("bob") == 2
+    assert not alices_feed.closed and not any(turn.closed for turn in turns)
