@@ -135,7 +135,9 @@ async def _through_delegate(
     )
     counters = replace(checkpoint.counters, rounds=checkpoint.counters.rounds + delegated.rounds)
     ran_on = replace(outcome, turn=replace(checkpoint, counters=counters))
-    async with aclosing(continue_from(kernel, ran_on, delegated.observation, history)) as events:
+    async with aclosing(
+        continue_from(kernel, ran_on, delegated.observation, history, failed=not delegated.ok)
+    ) as events:
         async for raw in events:
             yield raw
 

@@ -38,6 +38,16 @@ def _message(body: MessageBody) -> BaseMessage:
     return message_of(body)
 
 
+def _call_names(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """Each call id of the transcript, with the name of the tool the model called."""
+    return {
+        str(call["id"]): str(call["name"])
+        for message in messages
+        if isinstance(message, AIMessage)
+        for call in message.tool_calls
+    }
+
+
 def _reserved_call_ids(messages: Sequence[BaseMessage]) -> tuple[str, ...]:
     """The call ids of the paused round still unanswered: the tool calls of its last
     assistant message, less those a delegate already answered before the round stopped."""
@@ -59,7 +69,7 @@ def _answer_text(response: Answer) -> str:
     return json.dumps(response, sort_keys=True, default=str)
 
 
-def rehydrate(outcome: ResumeOutcome) -> tuple[BaseMessage, ...]:
+def rehydrate(outcome: ResumeOutcome, *, failed: bool = False) -> tuple[BaseMessage, ...]:
     """The paused turn's messages, with the answer folded in as its observation.
 
     **From the checkpoint, and only from the checkpoint.** Every message here
@@ -75,6 +85,11 @@ def rehydrate(outcome: ResumeOutcome) -> tuple[BaseMessage, ...]:
     that call's observation. Anything else -- a fresh user turn, say -- would
     leave the assistant's tool call unanswered in the transcript, which is the
     orphaned-call state every strict provider rejects on the next request.
+
+    Every observation carries the name of the tool its call named, as the kernel's
+    own observations do: providers show the model a tool result by that name, and
+    one without it reads as a result of nothing. ``failed`` marks the answered
+    call's observation an error, for a gated tool that ran on resume and failed.
     """
     checkpoint = outcome.turn
     if checkpoint is None:
@@ -86,13 +101,21 @@ def rehydrate(outcome: ResumeOutcome) -> tuple[BaseMessage, ...]:
     messages = [_message(dict(body)) for body in checkpoint.messages]
     reserved = _reserved_call_ids(messages)
     answered = outcome.tool_call_id or outcome.interrupt_id
-    messages.append(ToolMessage(content=_answer_text(outcome.response), tool_call_id=answered))
+    names = _call_names(messages)
+    messages.append(
+        ToolMessage(
+            content=_answer_text(outcome.response),
+            tool_call_id=answered,
+            name=names.get(answered),
+            status="error" if failed else "success",
+        )
+    )
     # Every other call the round reserved gets an observation too. The pause
     # stopped the whole round at the first registered interaction, so the rest
     # never ran -- and a provider handed an assistant message with three tool
     # calls and one tool result rejects the request outright.
     messages.extend(
-        ToolMessage(content=NOT_DISPATCHED, tool_call_id=call_id)
+        ToolMessage(content=NOT_DISPATCHED, tool_call_id=call_id, name=names.get(call_id))
         for call_id in reserved
         if call_id and call_id != answered
     )

@@ -62,6 +62,7 @@ async def kernel_resume(
                 f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
             )
         yield result.model_copy(update={"content": observation})
+        failed = ran.status == "error"
     else:
         observation = resolution.observation or ""
         yield ToolResultEvent(
@@ -70,15 +71,26 @@ async def kernel_resume(
             content=observation,
             status=resolution.status,
         )
-    async with aclosing(continue_from(kernel, outcome, observation, history)) as events:
+        failed = False
+    async with aclosing(
+        continue_from(kernel, outcome, observation, history, failed=failed)
+    ) as events:
         async for raw in events:
             yield raw
 
 
 async def continue_from(
-    kernel: Kernel, outcome: ResumeOutcome, observation: str, history: Sequence[BaseMessage]
+    kernel: Kernel,
+    outcome: ResumeOutcome,
+    observation: str,
+    history: Sequence[BaseMessage],
+    *,
+    failed: bool = False,
 ) -> AsyncGenerator[RawEvent, None]:
     """Rebuild the turn with ``observation`` as the answered call's, and run the kernel on.
+
+    ``failed`` says the answered call ran and failed, so the model reads its
+    observation as an error, as it would have in an unpaused round.
 
     The answered call's own result event is the caller's to yield; the calls the
     round did not dispatch are announced here.
@@ -86,7 +98,7 @@ async def continue_from(
     checkpoint = outcome.turn
     assert checkpoint is not None
     with span(REHYDRATE, recording=kernel.telemetry):
-        messages = rehydrate(replace(outcome, response=observation))
+        messages = rehydrate(replace(outcome, response=observation), failed=failed)
     for skipped in messages[len(checkpoint.messages) + 1 :]:
         call_id = str(getattr(skipped, "tool_call_id", ""))
         yield ToolResultEvent(
