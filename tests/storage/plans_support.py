@@ -6,7 +6,9 @@ through an index by nothing narrower than a ``state`` that may be ``pending``
 that waits. The rows of ``claimed`` alone are the resumes in flight, however
 many wait. A plan that names a pause, a session, a principal, an audience, or
 reads only the pauses due (an upper bound on ``expires_at`` or
-``lease_until``) costs what it returns.
+``lease_until``) costs what it returns. On PostgreSQL a sort straight over a
+scan of a principal's or a scope's pauses counts as wide too: it reads the
+whole range (every pending pause of a scope) to keep one page.
 """
 
 from __future__ import annotations
@@ -113,13 +115,27 @@ async def postgres_scans(url: str, statement: Statement, params: Params) -> list
     finally:
         await connection.close()
     (root,) = json.loads(text)
-    return [_describe(node) for node in _nodes(root["Plan"]) if _postgres_wide(node)]
+    nodes = list(_nodes(root["Plan"]))
+    wide = [_describe(node) for node in nodes if _postgres_wide(node)]
+    return wide + [
+        f"Sort of {_describe(node['Plans'][0])}" for node in nodes if _sorts_a_range(node)
+    ]
 
 
 def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("Plans", []):
         yield from _nodes(child)
+
+
+def _sorts_a_range(node: dict[str, Any]) -> bool:
+    """A sort straight over a scan of a principal's or a scope's pauses: the whole
+    range read to keep a page (a session's few pauses may be sorted)."""
+    if node["Node Type"] != "Sort":
+        return False
+    scans = [child for child in node.get("Plans", []) if child.get("Relation Name") == TABLE]
+    conditions = " ".join(str(n.get("Index Cond", "")) for scan in scans for n in _nodes(scan))
+    return bool(re.search(r"\b(principal|audience)\b", conditions))
 
 
 def _postgres_wide(node: dict[str, Any]) -> bool:

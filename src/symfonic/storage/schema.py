@@ -85,8 +85,9 @@ pauses = sa.Table(
     sa.Index("ix_symfonic_pauses_session_state", "session_id", "state", "expires_at"),
     sa.Index("ix_symfonic_pauses_due", "state", "expires_at"),
     sa.Index("ix_symfonic_pauses_lapsing", "state", "lease_until"),
-    sa.Index("ix_symfonic_pauses_principal", "state", "principal", "created_at"),
-    sa.Index("ix_symfonic_pauses_audience", "state", "audience", "created_at"),
+    # Ending in pause_id: a listing's order, read without a sort (migration 0011).
+    sa.Index("ix_symfonic_pauses_principal", "state", "principal", "created_at", "pause_id"),
+    sa.Index("ix_symfonic_pauses_audience", "state", "audience", "created_at", "pause_id"),
 )
 
 # One row per pause created and per change of its state, written by triggers
