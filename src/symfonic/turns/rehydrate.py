@@ -69,7 +69,7 @@ def _answer_text(response: Answer) -> str:
     return json.dumps(response, sort_keys=True, default=str)
 
 
-def rehydrate(outcome: ResumeOutcome, *, failed: bool = False) -> tuple[BaseMessage, ...]:
+def rehydrate(outcome: ResumeOutcome) -> tuple[BaseMessage, ...]:
     """The paused turn's messages, with the answer folded in as its observation.
 
     **From the checkpoint, and only from the checkpoint.** Every message here
@@ -88,8 +88,7 @@ def rehydrate(outcome: ResumeOutcome, *, failed: bool = False) -> tuple[BaseMess
 
     Every observation carries the name of the tool its call named, as the kernel's
     own observations do: providers show the model a tool result by that name, and
-    one without it reads as a result of nothing. ``failed`` marks the answered
-    call's observation an error, for a gated tool that ran on resume and failed.
+    one without it reads as a result of nothing.
     """
     checkpoint = outcome.turn
     if checkpoint is None:
@@ -107,7 +106,6 @@ def rehydrate(outcome: ResumeOutcome, *, failed: bool = False) -> tuple[BaseMess
             content=_answer_text(outcome.response),
             tool_call_id=answered,
             name=names.get(answered),
-            status="error" if failed else "success",
         )
     )
     # Every other call the round reserved gets an observation too. The pause

@@ -98,7 +98,9 @@ async def continue_from(
     checkpoint = outcome.turn
     assert checkpoint is not None
     with span(REHYDRATE, recording=kernel.telemetry):
-        messages = rehydrate(replace(outcome, response=observation), failed=failed)
+        messages = rehydrate(replace(outcome, response=observation))
+    if failed:
+        messages = _failed_answer(messages, len(checkpoint.messages))
     for skipped in messages[len(checkpoint.messages) + 1 :]:
         call_id = str(getattr(skipped, "tool_call_id", ""))
         yield ToolResultEvent(
@@ -110,6 +112,12 @@ async def continue_from(
     async with aclosing(kernel.run(history, messages, checkpoint.counters)) as events:
         async for raw in events:
             yield raw
+
+
+def _failed_answer(messages: tuple[BaseMessage, ...], at: int) -> tuple[BaseMessage, ...]:
+    """The messages with the answered call's observation (at ``at``) marked an error."""
+    failed = messages[at].model_copy(update={"status": "error"})
+    return (*messages[:at], failed, *messages[at + 1 :])
 
 
 def _call_name(messages: Sequence[BaseMessage], call_id: str) -> str:
