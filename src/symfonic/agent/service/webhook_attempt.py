@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-import httpx
+import aiohttp
 
 from symfonic.agent.service.webhook_payloads import body_of
 from symfonic.agent.service.webhooks import TOKEN_EVENTS, Webhook, WebhookSettings
@@ -25,7 +25,7 @@ Attempt = tuple[int | None, str | None]
 
 
 async def attempt(
-    client: httpx.AsyncClient,
+    client: aiohttp.ClientSession,
     webhook: Webhook,
     leased: LeasedDelivery,
     *,
@@ -53,14 +53,17 @@ async def attempt(
         "webhook-signature": webhook.signer.sign(delivery.message_id, sent_at, body),
     }
     try:
-        response = await client.post(delivery.url, content=body, headers=headers)
-    except httpx.TimeoutException:
+        # The body is not read: a receiver's answer is its status.
+        async with client.post(
+            delivery.url, data=body, headers=headers, allow_redirects=False
+        ) as response:
+            status = response.status
+    except TimeoutError:
         return None, f"no answer within {settings.timeout:g} s"
-    except httpx.ConnectError:
+    except aiohttp.ClientConnectorError:
         return None, "could not connect to the receiver"
-    except httpx.TransportError as error:
+    except aiohttp.ClientError as error:
         return None, f"the connection failed ({type(error).__name__})"
-    status = response.status_code
     if 200 <= status < 300:
         return status, None
     if 300 <= status < 400:

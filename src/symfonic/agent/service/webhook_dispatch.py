@@ -4,7 +4,7 @@ The dispatcher looks at the outbox every ``poll_interval`` (one indexed probe
 per URL), and leases due deliveries one destination at a time, as many as that
 destination has free senders: at most ``per_destination`` requests in flight
 to one URL and ``concurrency`` in all. Each delivery is sent from its own task
-over one ``httpx.AsyncClient``, so the senders grow with the backlog up to
+over one ``aiohttp.ClientSession``, so the senders grow with the backlog up to
 those bounds, and a destination that hangs or fails holds only its own
 senders and its own rows. After repeated failures its circuit opens
 (:mod:`symfonic.agent.service.webhook_circuit`) and nothing is sent to it until
@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import aiohttp
 import anyio
 import anyio.abc
-import httpx
 
 from symfonic.agent.service import webhook_circuit as circuits
 from symfonic.agent.service.host import ServiceHost
@@ -77,8 +77,6 @@ class WebhookDispatcher:
         host: ServiceHost,
         webhooks: Sequence[Webhook],
         settings: WebhookSettings | None = None,
-        *,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._host = host
         self.settings = settings or WebhookSettings()
@@ -87,7 +85,6 @@ class WebhookDispatcher:
             if webhook.url in self.webhooks:
                 raise ConfigurationError(f"the webhook {webhook.url} is configured twice")
             self.webhooks[webhook.url] = webhook
-        self._transport = transport
         self._urls = sorted(self.webhooks)
         self._in_flight: Counter[str] = Counter()
         self._ended: list[_Ended] = []
@@ -118,11 +115,11 @@ class WebhookDispatcher:
         settings = self.settings
         size = settings.concurrency
         async with (
-            httpx.AsyncClient(
-                timeout=httpx.Timeout(settings.timeout),
-                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-                follow_redirects=False,
-                transport=self._transport,
+            aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=size),
+                timeout=aiohttp.ClientTimeout(total=settings.timeout),
+                # A receiver's cookies are never sent back to it, nor to another.
+                cookie_jar=aiohttp.DummyCookieJar(),
             ) as client,
             anyio.create_task_group() as senders,
         ):
@@ -150,7 +147,7 @@ class WebhookDispatcher:
     # leasing, one destination at a time
 
     async def _lease_and_send(
-        self, client: httpx.AsyncClient, senders: anyio.abc.TaskGroup
+        self, client: aiohttp.ClientSession, senders: anyio.abc.TaskGroup
     ) -> None:
         """Lease and send until every due destination is drained or has no free sender."""
         store, settings = self._host.store, self.settings
@@ -200,7 +197,7 @@ class WebhookDispatcher:
         url: str,
         limit: int,
         now: datetime,
-        client: httpx.AsyncClient,
+        client: aiohttp.ClientSession,
         senders: anyio.abc.TaskGroup,
     ) -> int:
         lease_id = uuid.uuid4().hex
@@ -216,7 +213,7 @@ class WebhookDispatcher:
     # sending, then settling in batches
 
     async def _send_one(
-        self, client: httpx.AsyncClient, leased: LeasedDelivery, lease_id: str
+        self, client: aiohttp.ClientSession, leased: LeasedDelivery, lease_id: str
     ) -> None:
         url = leased.delivery.url
         try:
