@@ -272,10 +272,48 @@ async def settle(store: SqlTransactions, settlement: DeliverySettlement) -> bool
     return await store.write_count(SETTLE[store.dialect], _settle_params(settlement)) == 1
 
 
+# PostgreSQL settles a batch with one statement, one round trip: the batch as arrays.
+_SETTLE_ARRAYS = (
+    "CAST(:ids AS BIGINT[]), CAST(:leases AS TEXT[]), CAST(:states AS TEXT[]),"
+    " CAST(:nexts AS TIMESTAMPTZ[]), CAST(:statuses AS INTEGER[]), CAST(:errors AS TEXT[]),"
+    " CAST(:delivered AS TIMESTAMPTZ[])"
+)
+SETTLE_BATCH = Statement(
+    f"{UNSYNCED}, v AS (SELECT * FROM unnest({_SETTLE_ARRAYS})"
+    " AS v(id, lease_id, state, next_attempt_at, status, error, delivered_at))"
+    " UPDATE symfonic_webhook_deliveries d SET state = v.state,"
+    " next_attempt_at = v.next_attempt_at, last_status = v.status, last_error = v.error,"
+    " delivered_at = v.delivered_at, lease_id = NULL, leased_until = NULL"
+    f" FROM v WHERE d.id = v.id AND d.lease_id = v.lease_id RETURNING d.id, {UNSYNCED_COLUMN}"
+)
+
+
+async def _settle_batch(
+    store: SqlTransactions, settlements: Sequence[DeliverySettlement]
+) -> list[bool]:
+    each = [_settle_params(settlement) for settlement in settlements]
+    columns = {
+        "ids": "id",
+        "leases": "lease_id",
+        "states": "state",
+        "nexts": "next_attempt_at",
+        "statuses": "status",
+        "errors": "error",
+        "delivered": "delivered_at",
+    }
+    arrays = {name: [one[column] for one in each] for name, column in columns.items()}
+    settled = {int(row["id"]) for row in await store.write_rows(SETTLE_BATCH, arrays)}
+    return [settlement.id in settled for settlement in settlements]
+
+
 async def settle_many(
     store: SqlTransactions, settlements: Sequence[DeliverySettlement]
 ) -> list[bool]:
     """Each settlement under its own lease, all in one transaction (one commit, not many)."""
+    if not settlements:
+        return []
+    if store.dialect is Dialect.POSTGRESQL:
+        return await _settle_batch(store, settlements)
     statement = SETTLE[store.dialect]
 
     async def each(connection: Connection) -> list[bool]:
@@ -284,7 +322,7 @@ async def settle_many(
             for settlement in settlements
         ]
 
-    return await store.transaction(each) if settlements else []
+    return await store.transaction(each)
 
 
 async def prune_failed(store: SqlTransactions, before: datetime, limit: int) -> int:
