@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,36 @@ def test_a_webhook_never_shows_its_secret_and_refuses_what_it_cannot_use() -> No
     assert "AAAA" not in str(missing.value) and "os.urandom(32)" in str(missing.value)
     with pytest.raises(ConfigurationError, match="lease must be longer"):
         WebhookSettings(timeout=10, lease=5)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_symfonic_webhooks_shows_an_open_circuit_in_words(tmp_path: Path) -> None:
+    env = {**os.environ, "SYMFONIC_WEBHOOK_SECRET": SECRET}
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with receiving() as receiver:
+        receiver.status = 500
+        retries = ",".join(["0.1"] * 9)
+        hook = ["--webhook", receiver.url, "--webhook-retry", retries, "--webhook-timeout", "1"]
+        with serving(store, tmp_path / "serve.log", *hook, keys=KEYS, env=env) as server:
+            async with httpx.AsyncClient(base_url=server.url, headers=ALICE) as client:
+                session = (await client.post("/v1/sessions", json={})).json()["session_id"]
+                await client.post(f"/v1/sessions/{session}/turns",
+                                  json={"message": "Pay alice 42 EUR"})
+            await receiver.wait_for(5, within=5.0)  # five failures in a row open it
+            await anyio.sleep(0.5)
+            listed = _webhooks_cli(server.url, "oscar-secret-key")
+            every = _webhooks_cli(server.url, "oscar-secret-key", "destinations")
+        log = (tmp_path / "serve.log").read_text()
+    assert listed.returncode == 0 and every.returncode == 0, listed.stderr + every.stderr
+    # Open, or (on a slow machine, 5 s later) half-open with its probe out.
+    shown = re.compile(
+        re.escape(f"{receiver.url}: circuit ")
+        + r"(open after \d+ failed attempts in a row \(last: the receiver answered 500\);"
+        r" next try at \S+|half-open: one delivery is sent to see whether it answers)"
+    )
+    for result in (listed, every):
+        said = " ".join(result.stdout.split())  # unwrapped
+        assert shown.match(said), said
+    assert "#1 pause.created" in " ".join(listed.stdout.split())
+    assert f"webhook destination {receiver.url}: circuit open after 5 failed" in log
