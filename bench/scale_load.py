@@ -132,6 +132,9 @@ def _load_sqlite(path: str, layout: Layout) -> None:
             _insert("symfonic_pauses", PAUSE_COLUMNS), _pauses(layout, _sqlite_stamp)
         )
         connection.execute("COMMIT")
+        # The load's own WAL is copied now, not by the store's first checkpoint
+        # in the middle of what is measured next.
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         connection.close()
 
