@@ -75,3 +75,31 @@ def is_unavailable(error: BaseException) -> bool:
         return True
     code = _sqlstate(error)
     return code is not None and code[:2] in TRANSIENT_SQLSTATE_CLASSES
+
+
+# SQLite's primary result codes for a write the disk or the file refuses, with the
+# words a person reads; extended codes (SQLITE_IOERR_WRITE, …) carry these in the
+# low byte.
+_SQLITE_CANNOT_WRITE = {
+    8: "the database file is read-only",
+    10: "the disk holding the database reported an I/O error",
+    13: "the disk holding the database is full",
+}
+# PostgreSQL's: 53100 disk_full, 58030 io_error.
+_SQLSTATE_CANNOT_WRITE = {
+    "53100": "the database server's disk is full",
+    "58030": "the database server reported an I/O error",
+}
+
+
+def cannot_write(error: BaseException) -> str | None:
+    """Why no write can commit until someone acts (a full disk), in words; else ``None``.
+
+    These failures last: retrying them for seconds only delays the answer, so a
+    turn fails fast on them and the store owes what it could not write.
+    """
+    if isinstance(error, sqlite3.Error):
+        code = getattr(error, "sqlite_errorcode", None)
+        return None if code is None else _SQLITE_CANNOT_WRITE.get(code & 0xFF)
+    code = _sqlstate(error)
+    return None if code is None else _SQLSTATE_CANNOT_WRITE.get(code)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict
+from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
 from symfonic.core.contracts.store import (
     Claim,
     ClaimedPause,
@@ -318,20 +318,29 @@ async def abandon_claim(
 ) -> bool:
     """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
 
-    A failed turn's cleanup: retried while the store is unavailable, then left
-    to the sweeper and the lease. A turn that failed also owes ``turn.failed``,
-    in the same transaction.
+    A failed turn's cleanup: retried while the store is briefly unavailable; if
+    it still cannot be written, the store owes it and every sweep tries it again
+    (:mod:`symfonic.storage.owed`), so the pause does not stay ``claimed`` for
+    the rest of its lease. A turn that failed also owes ``turn.failed``, in the
+    same transaction.
     """
     params = {"session_id": session_id, "claim_id": claim_id}
-    if failure is None:
-        return await store.cleanup(ABANDON_CLAIM, params) == 1
 
     async def abandon_then_owe(connection: Connection) -> bool:
         abandoned = await connection.count(ABANDON_CLAIM, params)
-        await owe_failed_turn(connection, failure)
+        if failure is not None:
+            await owe_failed_turn(connection, failure)
         return abandoned == 1
 
-    return await store.cleanup_transaction(abandon_then_owe)
+    try:
+        if failure is None:
+            return await store.cleanup(ABANDON_CLAIM, params) == 1
+        return await store.cleanup_transaction(abandon_then_owe)
+    except StoreUnavailable:
+        store.owed.owe(
+            ("abandon", session_id, claim_id), lambda: store.transaction(abandon_then_owe)
+        )
+        raise
 
 
 async def abandon_pending(store: SqlTransactions, session_id: str) -> int:

@@ -129,6 +129,9 @@ class SqlStore(PauseChangeRecord):
         return await pause_writes.abandon_pending(self, session_id)
 
     async def sweep(self, now: datetime) -> SweepReport:
+        # Claims owed an abandon since the store could not write go first: a claim
+        # whose turn failed is released within one sweep of writes working again.
+        await self.owed.settle()
         ended = await self._unended.clear(self)
         report = await pause_writes.sweep(self, now)
         return replace(report, runs_ended=ended)

@@ -17,11 +17,12 @@ That connection has no busy timeout: when another process holds the write lock
 (or, rarely, a reader's lock is refused), the transaction is rolled back and run
 again from its start (:mod:`symfonic.storage.transactions`) over a connection
 that waits up to ``busy_timeout``, each statement on a worker thread; writers of
-this process that come meanwhile queue behind it on the loop. Checkpoints, the only step that writes
-the database file and syncs it, are off the loop too: the loop's connection
-never checkpoints, and every ``CHECKPOINT_EVERY`` commits a worker thread runs
-one that empties the WAL (see :meth:`SqliteStore._checkpoint`), so the WAL
-holds at most the commits since the last one, however long the load lasts.
+this process that come meanwhile queue behind it on the loop. Checkpoints, the
+only step that writes the database file and syncs it, are off the loop too:
+the loop's connection never checkpoints, and every ``CHECKPOINT_EVERY`` commits
+a worker thread runs one that empties the WAL, retried until it succeeds if it
+fails (:mod:`symfonic.storage.sqlite_checkpoints`), so the WAL holds at most the
+commits since the last one, however long the load lasts.
 
 A read is one statement, which under WAL goes on while another process holds
 the write lock; the rare read refused its snapshot is retried on a thread. The
@@ -29,8 +30,12 @@ reads a step needs with its write
 (a turn's history, a claimed pause's checkpoint) are in the write's own
 statement, or its transaction.
 
-``synchronous=NORMAL`` under WAL survives a crash of any process; only a power
-cut can lose the last commits.
+Every connection runs with ``synchronous=FULL`` unless the URL says
+``?synchronous=normal``: under WAL, FULL syncs the log at every commit, so a
+commit acknowledged (a claim, a publish) survives a power cut or an OS crash;
+NORMAL survives the crash of any process, but a power cut may undo the last
+commits (:func:`symfonic.storage.sqlite_file.synchronous_of`). The sync is on the
+loop's thread, at ``COMMIT``: its cost is measured in docs/storage.md.
 
 WAL is switched on once when a store opens, before any connection of the
 store's own (:mod:`symfonic.storage.sqlite_file`). A file already at the
@@ -40,34 +45,31 @@ schema's head revision is then ready; any other is migrated (see
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
 import anyio
 
+from symfonic.storage.failures import cannot_write
 from symfonic.storage.revision import SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.sqlite_file import optimize, path_of, schema_revision, use_wal
+from symfonic.storage.sqlite_checkpoints import BUSY_CODES, Checkpointer
+from symfonic.storage.sqlite_file import (
+    optimize,
+    path_of,
+    schema_revision,
+    synchronous_of,
+    use_wal,
+)
 from symfonic.storage.statements import Dialect, Params, Row, Statement
 from symfonic.storage.transactions import Body
 
 BUSY_TIMEOUT_SECONDS = 30
-# SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
-BUSY_CODES = frozenset({5, 6})
-# Commits on the loop between two checkpoints (about SQLite's own default of
-# 1,000 WAL pages at a cycle's few pages per commit).
-CHECKPOINT_EVERY = 256
-# How long a checkpoint waits for the write lock and for readers of older
-# snapshots. Writers queue behind it meanwhile, so a reader that keeps an old
-# snapshot for long (another process's report, a backup) must not stall them
-# with it: past this the checkpoint gives up, and the next one tries again.
-CHECKPOINT_WAIT_MS = 250
 # Bytes of WAL file kept when the log starts over, for a checkpoint that could
 # not truncate it (another process reading an old snapshot): SQLite's writer
 # cuts the file back to this instead of leaving it at its largest.
@@ -80,8 +82,6 @@ OPTIMIZE_EVERY_SECONDS = 3600.0
 BACKGROUND_REST_SECONDS = 0.03
 T = TypeVar("T")
 
-logger = logging.getLogger(__name__)
-
 
 class SqliteStore(SqlStore):
     dialect = Dialect.SQLITE
@@ -89,11 +89,11 @@ class SqliteStore(SqlStore):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self._path = path_of(url)
+        self._synchronous = synchronous_of(url)
         self._inline: sqlite3.Connection | None = None
-        self._commits = 0
-        self._checkpointing = False
         self._optimized_at = time.monotonic()
         self._background_rest_until = 0.0
+        self._checkpoints = self._checkpointer()
         # Writers that found the file locked by another process, queued in order.
         self._waiting = anyio.Lock()
         self._waiting_writer: sqlite3.Connection | None = None
@@ -111,7 +111,7 @@ class SqliteStore(SqlStore):
             check_same_thread=False,
         )
         connection.row_factory = sqlite3.Row
-        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute(f"PRAGMA synchronous={self._synchronous}")
         connection.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         return connection
 
@@ -143,6 +143,28 @@ class SqliteStore(SqlStore):
     # transactions -------------------------------------------------------
 
     async def _run_transaction(self, body: Body[T]) -> T:
+        return await self._emptying_the_wal(partial(self._transaction_once, body))
+
+    async def _run_statement(self, body: Body[T], *, write: bool) -> T:
+        if not write:
+            return await self._statement_once(body, write=False)
+        return await self._emptying_the_wal(partial(self._statement_once, body, write=True))
+
+    async def _emptying_the_wal(self, write: Callable[[], Awaitable[T]]) -> T:
+        """``write``; run once more if the disk was full and a checkpoint then emptied
+        the WAL (the likeliest thing filling it), so that costs a checkpoint, not a turn.
+
+        The write was rolled back whole, and a transaction's body may be run again.
+        """
+        await self._checkpoints.before_write()
+        try:
+            return await write()
+        except sqlite3.OperationalError as error:
+            if cannot_write(error) is None or not await self._checkpoints.now():
+                raise
+        return await write()
+
+    async def _transaction_once(self, body: Body[T]) -> T:
         if not self._waiting.locked():  # else a writer of ours waits for the lock: queue
             connection = self._inline_connection()
             if connection.in_transaction:
@@ -152,12 +174,12 @@ class SqliteStore(SqlStore):
             except _Locked:
                 pass  # rolled back: run it again where the lock can be waited for
             else:
-                await self._count_commit()
+                await self._checkpoints.committed()
                 return value
         async with self._waiting:
             return await self._transaction_on_thread(body)
 
-    async def _run_statement(self, body: Body[T], *, write: bool) -> T:
+    async def _statement_once(self, body: Body[T], *, write: bool) -> T:
         # One statement is a transaction by itself: no BEGIN and COMMIT around it.
         if not (write and self._waiting.locked()):
             try:
@@ -166,7 +188,7 @@ class SqliteStore(SqlStore):
                 pass  # nothing ran: run it where the lock can be waited for
             else:
                 if write:
-                    await self._count_commit()
+                    await self._checkpoints.committed()
                 return value
         if write:
             async with self._waiting:
@@ -236,45 +258,17 @@ class SqliteStore(SqlStore):
         self._give_back(connection)
         return value
 
-    async def _count_commit(self) -> None:
-        self._commits += 1
-        if self._commits >= CHECKPOINT_EVERY and not self._checkpointing:
-            self._commits = 0
-            self._checkpointing = True
-            try:
-                # The write has committed: its caller must learn so, cancelled or not.
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._checkpoint)
-            finally:
-                self._checkpointing = False
+    def _write_refused(self, reason: str) -> None:
+        self._checkpoints.write_refused(reason)
 
-    def _checkpoint(self) -> None:
-        """Copy every committed WAL page into the database file and empty the WAL.
+    def _checkpointer(self) -> Checkpointer:
+        return Checkpointer(self._path, self._open_connection, after=self._statistics)
 
-        A passive checkpoint waits for nobody, so under steady writes it always
-        ends behind the newest commit, and SQLite starts a WAL over only once a
-        checkpoint has caught up: the file grows for as long as the load lasts.
-        ``TRUNCATE`` waits here, on a worker thread, for the write lock and for
-        readers of older snapshots (both brief; at most ``CHECKPOINT_WAIT_MS``),
-        copies everything and cuts the file to zero. The loop's writers that
-        arrive meanwhile find the lock taken and wait for it on a thread, as
-        they do for another process.
-        """
-        connection = self._take_reader()
-        connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
-        try:
-            busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            if busy:
-                logger.debug("a checkpoint could not empty the WAL; the next one tries again")
-            if time.monotonic() - self._optimized_at > OPTIMIZE_EVERY_SECONDS:
-                self._optimized_at = time.monotonic()
-                optimize(connection)
-        except sqlite3.OperationalError:
-            # Another process is checkpointing; the next turn of the count tries again.
-            logger.debug("a checkpoint was refused", exc_info=True)
-        finally:
-            connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
-            self._give_back(connection)
+    def _statistics(self, connection: sqlite3.Connection) -> None:
+        """Beside a checkpoint, on its thread: statistics, at most every hour."""
+        if time.monotonic() - self._optimized_at > OPTIMIZE_EVERY_SECONDS:
+            self._optimized_at = time.monotonic()
+            optimize(connection)
 
     # lifecycle ------------------------------------------------------------
 
@@ -290,10 +284,12 @@ class SqliteStore(SqlStore):
         await anyio.to_thread.run_sync(upgrade, self._path)
 
     async def _connect(self) -> None:
+        self._checkpoints = self._checkpointer()
         # Opened on a thread: setting a fresh connection up may wait for the lock.
         self._inline = await anyio.to_thread.run_sync(self._open_inline)
 
     async def _dispose(self) -> None:
+        await anyio.to_thread.run_sync(self._checkpoints.close)
         with self._readers_lock:
             connections, self._idle_readers = self._idle_readers, []
         for connection in (self._inline, self._waiting_writer):

@@ -1,4 +1,5 @@
-"""An embedded store's file: path, WAL, revision, and the statistics its planner keeps.
+"""An embedded store's file: path, WAL, revision, the statistics its planner keeps,
+and how far each commit is synced.
 
 WAL is a property of the file, switched on once when a store opens: the switch
 needs the file to itself and, unlike a write, answers "database is locked" at
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from urllib.parse import parse_qs
 
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage.revision import READ_REVISION
@@ -90,3 +92,25 @@ def optimize(connection: sqlite3.Connection) -> None:
         connection.execute(OPTIMIZE)
     except sqlite3.OperationalError:
         logger.debug("SQLite's statistics could not be gathered now", exc_info=True)
+
+
+# What ``?synchronous=`` may say, and the pragma each sets.
+SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+
+
+def synchronous_of(url: str) -> str:
+    """The ``PRAGMA synchronous`` the URL asks for: ``FULL`` unless ``?synchronous=normal``.
+
+    FULL syncs the WAL at every commit, so an acknowledged claim or publish
+    survives a power cut. NORMAL syncs only at checkpoints: it survives the crash
+    of any process, but a power cut or an OS crash may undo the last commits
+    before the latest checkpoint, a claim whose tool has run among them, and the
+    pause is then ``pending`` again. It is the operator's choice to make, so the
+    URL says it.
+    """
+    asked = parse_qs(url.partition("?")[2]).get("synchronous", ["full"])
+    if len(asked) != 1 or asked[0].lower() not in SYNCHRONOUS:
+        choices = " or ".join(f"synchronous={name}" for name in SYNCHRONOUS)
+        said = ", ".join(f"synchronous={value}" for value in asked)
+        raise ConfigurationError(f"a SQLite store URL may ask for {choices}, not {said}")
+    return SYNCHRONOUS[asked[0].lower()]

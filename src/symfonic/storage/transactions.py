@@ -33,8 +33,9 @@ from typing import ClassVar, Protocol, Self, TypeVar
 
 import anyio
 
-from symfonic.core.contracts.errors import StoreUnavailable
-from symfonic.storage.failures import is_unavailable
+from symfonic.core.contracts.errors import StoreCannotWrite, StoreUnavailable
+from symfonic.storage.failures import cannot_write, is_unavailable
+from symfonic.storage.owed import OwedWrites
 from symfonic.storage.statements import Dialect, Params, Row, Statement
 
 SECRET_KEY = "pause_token_secret"
@@ -48,6 +49,15 @@ CREATE_SECRET = Statement(
 )
 READ_SECRET = Statement("SELECT value FROM symfonic_meta WHERE key = :key")
 PING = Statement("SELECT 1 AS one")
+# Whether writes work again after a lasting failure: a write about the size of a
+# turn's (64 KiB), since a full disk may still take a page or two in space a
+# failed write left, and the health check must not call that recovered.
+PROBE_KEY = "write_probe"
+PROBE_BYTES = 64 * 1024
+PROBE_WRITE = Statement(
+    "INSERT INTO symfonic_meta (key, value) VALUES (:key, :value) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
 
 T = TypeVar("T")
 
@@ -79,6 +89,10 @@ class SqlTransactions:
     def __init__(self, url: str) -> None:
         self.url = url
         self._secret: bytes | None = None
+        # Why the last write failed for a lasting reason (a full disk), until one commits.
+        self.write_failure: str | None = None
+        # Cleanups that could not be written when due; the sweep runs them again.
+        self.owed = OwedWrites()
 
     # what an adapter provides -------------------------------------------------
 
@@ -114,6 +128,9 @@ class SqlTransactions:
     async def _dispose(self) -> None:
         raise NotImplementedError
 
+    def _write_refused(self, reason: str) -> None:
+        """A write failed for a lasting reason; an adapter may start what recovers it."""
+
     # lifecycle ------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
@@ -131,8 +148,7 @@ class SqlTransactions:
 
     async def transaction(self, body: Body[T]) -> T:
         """One write transaction: committed whole, or rolled back and explained."""
-        with _explained("could not complete a write"):
-            return await self._run_transaction(body)
+        return await self._written(lambda: self._run_transaction(body))
 
     async def background_transaction(self, body: Body[T]) -> T:
         """A transaction of background work (a sweep's batch, a prune's): off the loop.
@@ -140,8 +156,7 @@ class SqlTransactions:
         Like :meth:`transaction`; an adapter whose transactions run on the
         event loop runs these elsewhere, so a batch never stalls a request.
         """
-        with _explained("could not complete a write"):
-            return await self._run_background(body)
+        return await self._written(lambda: self._run_background(body))
 
     async def read_converted(
         self, statement: Statement, params: Params, convert: Callable[[Sequence[Row]], T]
@@ -160,8 +175,7 @@ class SqlTransactions:
         async def rows(connection: Connection) -> Sequence[Row]:
             return await connection.rows(statement, params)
 
-        with _explained("could not complete a write"):
-            return await self._run_statement(rows, write=True)
+        return await self._written(lambda: self._run_statement(rows, write=True))
 
     async def write_count(self, statement: Statement, params: Params) -> int:
         """One write that is its own transaction (a conditional update), and its row count."""
@@ -169,8 +183,20 @@ class SqlTransactions:
         async def count(connection: Connection) -> int:
             return await connection.count(statement, params)
 
-        with _explained("could not complete a write"):
-            return await self._run_statement(count, write=True)
+        return await self._written(lambda: self._run_statement(count, write=True))
+
+    async def _written(self, write: Callable[[], Awaitable[T]]) -> T:
+        """``write``, explained; a lasting refusal is kept as :attr:`write_failure`
+        until a write commits again, so the health check can say why."""
+        try:
+            with _explained("could not complete a write"):
+                value = await write()
+        except StoreCannotWrite as error:
+            self.write_failure = error.reason
+            self._write_refused(error.reason)
+            raise
+        self.write_failure = None
+        return value
 
     async def read_rows(self, statement: Statement, params: Params) -> Sequence[Row]:
         async def rows(connection: Connection) -> Sequence[Row]:
@@ -200,6 +226,8 @@ class SqlTransactions:
         for delay in (*CLEANUP_RETRY_DELAYS, None):
             try:
                 return await attempt()
+            except StoreCannotWrite:
+                raise  # lasts until someone frees the disk: seconds of retries only delay
             except StoreUnavailable:
                 if delay is None or anyio.current_time() + delay > deadline:
                     raise
@@ -207,7 +235,12 @@ class SqlTransactions:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def ping(self) -> None:
+        """The store answers; while its last write failed for a lasting reason, a probe
+        write must commit too (else :class:`StoreCannotWrite` says why)."""
         await self.read_rows(PING, {})
+        if self.write_failure is not None:
+            probe = {"key": PROBE_KEY, "value": secrets.token_bytes(PROBE_BYTES)}
+            await self.write_count(PROBE_WRITE, probe)
 
     async def signing_secret(self) -> bytes:
         """The database's secret: the first worker's insert wins, everyone reads it back.
@@ -236,6 +269,10 @@ def _explained(failure: str) -> Iterator[None]:
     try:
         yield
     except Exception as error:
+        lasting = cannot_write(error)
+        if lasting is not None:
+            message = f"the store {failure}: {lasting} ({_reason(error)})"
+            raise StoreCannotWrite(message, reason=lasting) from error
         if is_unavailable(error):
             raise StoreUnavailable(f"the store {failure}: {_reason(error)}") from error
         raise

@@ -12,6 +12,13 @@ out of reach: :meth:`ClaimLease.outlast` retries them until a margin before the
 lease as last written, and only a store that stays away longer than that loses
 the answer. A renewal that meets the outage is not a reason to stop the turn
 either, while the lease it already holds has time left.
+
+A store that answers but cannot write (a full disk) is not an outage that
+passes in seconds: nothing is waited for then. The claim's writes fail at once
+(:class:`StoreCannotWrite`, the cleanup is owed to the sweep), and
+:meth:`ClaimLease.keep`, which runs before the gated call and after every event,
+stops the turn as soon as the store has refused a write, so no further tool
+runs for a turn that could not be recorded.
 """
 
 from __future__ import annotations
@@ -25,11 +32,11 @@ import anyio
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
-    retry_if_exception_type,
+    retry_if_exception,
     wait_exponential_jitter,
 )
 
-from symfonic.core.contracts.errors import PauseAbandoned, StoreUnavailable
+from symfonic.core.contracts.errors import PauseAbandoned, StoreCannotWrite, StoreUnavailable
 from symfonic.core.contracts.store import Store
 
 logger = logging.getLogger(__name__)
@@ -81,11 +88,25 @@ class ClaimLease:
         return (stop - self._clock()).total_seconds()
 
     async def keep(self) -> None:
-        """Renew once a third of the lease has passed; cheap to call on every event."""
+        """Renew once a third of the lease has passed; cheap to call on every event.
+
+        Raises :class:`StoreCannotWrite` once the store has refused a write for a
+        lasting reason since its last commit: whatever the turn did next could not
+        be recorded.
+        """
+        refused = self._store.write_failure
+        if refused is not None:
+            raise StoreCannotWrite(
+                f"the store cannot write ({refused}); this resume stops before running "
+                "anything more",
+                reason=refused,
+            )
         now = self._clock()
         if not self._lost and now - self._renewed >= self._length / 3:
             try:
                 await self._renew(now)
+            except StoreCannotWrite:
+                raise
             except StoreUnavailable as error:
                 if self._window() <= 0:
                     raise PauseAbandoned(
@@ -113,7 +134,8 @@ class ClaimLease:
         Only :class:`StoreUnavailable` is retried: it means nothing was written
         (or, for a commit whose reply was lost, that the write took effect and
         the retry finds it done -- each write is keyed by this claim). A conflict,
-        a lost claim, anything else is an answer and propagates at once. The
+        a lost claim, a store that cannot write (:class:`StoreCannotWrite`, which
+        lasts until someone frees the disk), anything else propagates at once. The
         first attempt always runs; the backoff is cut short so that the last
         attempt starts at the end of the window, none after it, and the last
         error is raised as it is.
@@ -133,7 +155,7 @@ class ClaimLease:
             return await write()
 
         retrying = AsyncRetrying(
-            retry=retry_if_exception_type(StoreUnavailable),
+            retry=retry_if_exception(_passing),
             stop=window_over,
             wait=pause,
             sleep=anyio.sleep,
@@ -147,6 +169,11 @@ class ClaimLease:
         self._lost = not held
         if held:
             self._renewed = now
+
+
+def _passing(error: BaseException) -> bool:
+    """An outage worth waiting for: out of reach, not refusing every write."""
+    return isinstance(error, StoreUnavailable) and not isinstance(error, StoreCannotWrite)
 
 
 def _log_retry(state: RetryCallState) -> None:

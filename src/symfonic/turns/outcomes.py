@@ -9,6 +9,7 @@ from contextlib import aclosing
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
     RevisionConflict,
+    StoreCannotWrite,
     StoreUnavailable,
     SymfonicError,
     UnusableFinal,
@@ -34,6 +35,12 @@ def error_event(error: Exception) -> ErrorEvent:
         return ErrorEvent(code=error.error_code, message=str(error))
     if isinstance(error, RevisionConflict):
         return ErrorEvent(code="revision_conflict", message=str(error))
+    if isinstance(error, StoreCannotWrite):
+        logger.warning("a turn could not be recorded, the store cannot write: %s", error)
+        return ErrorEvent(
+            code=error.code,
+            message=f"the store cannot write ({error.reason}); nothing was published",
+        )
     if isinstance(error, StoreUnavailable):
         # The driver's words are for the operator: they go to the log only.
         logger.warning("a turn could not be recorded, the store is out of reach: %s", error)

@@ -1,5 +1,9 @@
 """``GET /v1/pauses`` and ``GET /v1/health``: what a caller may answer; whether we serve.
 
+Health is 200 only while the store answers and, once a write has failed for a
+lasting reason (a full disk), only once a probe write commits again: a store
+that reads but cannot write serves no turn, so health says 503 and why.
+
 A listing shows only the pauses this principal may answer (its own unaddressed
 pauses, and those addressed to one of its scopes), a page at a time, oldest
 first, with how many there are in all and a cursor for the next page
@@ -79,7 +83,7 @@ def pauses_router(service: HttpService) -> APIRouter:
         response_model=Health,
         responses=documented(503),
         tags=["service"],
-        summary="200 when the store answers",
+        summary="200 when the store answers and can write",
     )
     async def health() -> Health:
         try:

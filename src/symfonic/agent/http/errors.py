@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 from symfonic.agent.http.json_body import body_refusal
 from symfonic.core.contracts.errors import (
     RequestError,
+    StoreCannotWrite,
     StoreUnavailable,
     SymfonicError,
 )
@@ -77,11 +78,12 @@ def _request_error(_: Request, error: Exception) -> JSONResponse:
 
 def _store_unavailable(_: Request, error: Exception) -> JSONResponse:
     logger.warning("refused a request, the store is out of reach: %s", error)
+    message = "the store is unavailable and nothing was recorded; try again shortly"
+    if isinstance(error, StoreCannotWrite):
+        # Its reason is in words of our own, never the driver's.
+        message = f"the store cannot write: {error.reason}; nothing was recorded"
     return error_response(
-        503,
-        StoreUnavailable.code,
-        "the store is unavailable and nothing was recorded; try again shortly",
-        {"Retry-After": str(STORE_RETRY_AFTER)},
+        503, StoreUnavailable.code, message, {"Retry-After": str(STORE_RETRY_AFTER)}
     )
 
 

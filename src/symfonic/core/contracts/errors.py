@@ -8,6 +8,7 @@
     │   ├── BudgetExhausted            the event guard stopped a turn over its plan
     │   └── ModelError                 the model call itself failed
     ├── StoreUnavailable               the database could not be reached       (503)
+    │   └── StoreCannotWrite           it answers, but no write commits (a full disk)
     └── RequestError                   the caller can act on these; each has .code
         ├── SessionNotFound            404
         ├── PauseNotFound              404  token that does not verify or names no pause
@@ -68,6 +69,18 @@ class ModelError(TurnFailure):
 class StoreUnavailable(SymfonicError):
     code = "store_unavailable"
     status: ClassVar[int] = 503
+
+
+class StoreCannotWrite(StoreUnavailable):
+    """The store answers reads but no write commits, for a reason that lasts until
+    someone acts (a full disk, a read-only file): retrying within seconds is futile.
+
+    ``reason`` says why in words a person can read, never the driver's.
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class RequestError(SymfonicError):

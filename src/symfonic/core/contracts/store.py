@@ -275,11 +275,21 @@ class Store(Protocol):
 
     url: str
 
+    @property
+    def write_failure(self) -> str | None:
+        """Why the last write failed for a reason that lasts until someone acts (a
+        full disk), in words; ``None`` once a write has committed since."""
+        ...
+
     async def __aenter__(self) -> Store: ...
 
     async def __aexit__(self, *exc: object) -> None: ...
 
-    async def ping(self) -> None: ...
+    async def ping(self) -> None:
+        """Raise ``StoreUnavailable`` unless the store answers; while
+        :attr:`write_failure` is set, unless a probe write commits too
+        (``StoreCannotWrite``, with the reason)."""
+        ...
 
     async def signing_secret(self) -> bytes:
         """The database's token secret, created by the first worker that asks."""

@@ -77,6 +77,10 @@ class TracedStore:
         """The store this one traces."""
         return self._store
 
+    @property
+    def write_failure(self) -> str | None:
+        return self._store.write_failure
+
     async def __aenter__(self) -> TracedStore:
         await self._store.__aenter__()
         return self

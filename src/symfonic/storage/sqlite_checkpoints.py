@@ -1,0 +1,221 @@
+"""When the embedded store's WAL is copied into the database file and emptied.
+
+Only a checkpoint empties the WAL, so one that fails leaves the log growing
+with every commit. On a full disk that is a trap: the WAL has taken the space,
+and nothing but a checkpoint gives it back. So a checkpoint that fails for any
+reason but another process holding the lock (which then checkpoints itself) is
+owed until one succeeds:
+
+- it is logged at WARNING with the reason in words, and retried on a thread of
+  its own with backoff (:data:`FIRST_RETRY_DELAY` doubling to
+  :data:`LONGEST_RETRY_DELAY`), whether or not any write comes;
+- a write that fails because the disk refuses it owes one too, since the WAL
+  is then the likeliest thing filling the disk;
+- while one is owed, each write first runs one (on a worker thread): the first
+  write after space is freed empties the WAL before it adds to it, instead of
+  filling the freed space again before the retry's next turn;
+- every few commits the free space is compared with the WAL, and the WAL is
+  checkpointed early while the database file still has room to take its pages;
+- a write the disk refused runs one at once, and if it emptied the WAL the
+  store runs the write again (:meth:`SqliteStore._emptying_the_wal`): a disk
+  that the WAL filled costs that write a checkpoint, not its turn.
+
+One checkpoint runs at a time, over a connection of its own. The retry loop is
+a few lines over a ``threading.Event`` rather than a retry library because it
+must stop at once when the store closes, and runs whether or not the event loop
+does anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+
+import anyio
+
+from symfonic.storage.failures import cannot_write
+
+logger = logging.getLogger("symfonic.storage.sqlite")
+
+# Commits on the loop between two checkpoints (about SQLite's own default of
+# 1,000 WAL pages at a cycle's few pages per commit).
+CHECKPOINT_EVERY = 256
+# How long a checkpoint waits for the write lock and for readers of older
+# snapshots. Writers queue behind it meanwhile, so a reader that keeps an old
+# snapshot for long (another process's report, a backup) must not stall them
+# with it: past this the checkpoint gives up, and the next one tries again.
+CHECKPOINT_WAIT_MS = 250
+# Every this many commits the free space is looked at: a WAL that could soon
+# fill the disk is checkpointed while the database file still has room to grow,
+# since a checkpoint copies the WAL's pages into it before it empties the WAL.
+SPACE_CHECK_EVERY = 16
+# Checkpoint early when the disk has less free than this many times the WAL.
+SPACE_MARGIN = 2
+# Backoff of an owed checkpoint's retries, in seconds.
+FIRST_RETRY_DELAY = 0.25
+LONGEST_RETRY_DELAY = 10.0
+# SQLITE_BUSY and SQLITE_LOCKED: another connection holds the lock.
+BUSY_CODES = frozenset({5, 6})
+
+
+class Checkpointer:
+    """Counts the loop's commits, checkpoints every :data:`CHECKPOINT_EVERY`, and
+    retries a failed checkpoint until one succeeds."""
+
+    def __init__(
+        self,
+        path: str,
+        connect: Callable[[], sqlite3.Connection],
+        after: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        """``after``: run on the checkpoint's connection and thread after each checkpoint."""
+        self._path = path
+        self._connect = connect
+        self._after = after
+        self._connection: sqlite3.Connection | None = None
+        self._commits = 0
+        self._running = False
+        self._one_at_a_time = threading.Lock()
+        self._starting = threading.Lock()
+        self._owed = threading.Event()
+        self._closed = threading.Event()
+        self._retrier: threading.Thread | None = None
+
+    @property
+    def owed(self) -> bool:
+        return self._owed.is_set()
+
+    async def committed(self) -> None:
+        """Count one commit of the loop's; every :data:`CHECKPOINT_EVERY`, checkpoint,
+        or sooner when the WAL could take the disk's last free space."""
+        self._commits += 1
+        due = self._commits >= CHECKPOINT_EVERY
+        if not due and self._commits % SPACE_CHECK_EVERY == 0:
+            due = self._disk_is_short()
+        if due and not self._running:
+            self._commits = 0
+            await self._on_thread()
+
+    def _disk_is_short(self) -> bool:
+        try:
+            stats = os.statvfs(self._path)
+            wal = os.stat(f"{self._path}-wal").st_size
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < SPACE_MARGIN * wal
+
+    async def before_write(self) -> None:
+        """While a checkpoint is owed, run one before the write adds to the WAL."""
+        if self._owed.is_set() and not self._running:
+            await self._on_thread()
+
+    async def now(self) -> bool:
+        """Checkpoint now, on a thread (a write found the disk full); whether it emptied
+        the WAL. One already running is waited for on its lock, then run again."""
+        return await self._on_thread()
+
+    def write_refused(self, reason: str) -> None:
+        """A write failed because the disk or file refused it: owe a checkpoint."""
+        if not self._owed.is_set():
+            logger.warning(
+                "a write to %s failed: %s; checkpointing the WAL until one succeeds",
+                self._path,
+                reason,
+            )
+        self._owe()
+
+    def close(self) -> None:
+        with self._starting:
+            self._closed.set()
+            retrier, self._retrier = self._retrier, None
+        if retrier is not None:
+            retrier.join()
+        with self._one_at_a_time:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    async def _on_thread(self) -> bool:
+        self._running = True
+        try:
+            # A write has committed (or waits): its caller must learn so, cancelled or not.
+            with anyio.CancelScope(shield=True):
+                emptied = await anyio.to_thread.run_sync(self.run)
+        finally:
+            self._running = False
+        return emptied
+
+    def run(self, *, retrying: bool = False) -> bool:
+        """Copy every committed WAL page into the database file and empty the WAL.
+
+        A passive checkpoint waits for nobody, so under steady writes it always
+        ends behind the newest commit, and SQLite starts a WAL over only once a
+        checkpoint has caught up: the file grows for as long as the load lasts.
+        ``TRUNCATE`` waits here, on a worker thread, for the write lock and for
+        readers of older snapshots (both brief; at most ``CHECKPOINT_WAIT_MS``),
+        copies everything and cuts the file to zero. The loop's writers that
+        arrive meanwhile find the lock taken and wait for it on a thread, as
+        they do for another process. Returns whether the WAL was emptied.
+        """
+        with self._one_at_a_time:
+            if self._closed.is_set():
+                return False
+            try:
+                busy = self._checkpoint()
+                if self._after is not None and self._connection is not None:
+                    self._after(self._connection)
+            except sqlite3.Error as error:
+                return self._failed(error, loud=retrying or not self._owed.is_set())
+        if busy:
+            logger.debug("a checkpoint could not empty the WAL; the next one tries again")
+            return False
+        if self._owed.is_set():
+            self._owed.clear()
+            logger.warning("the WAL of %s is checkpointed again; writes can resume", self._path)
+        return True
+
+    def _checkpoint(self) -> int:
+        if self._connection is None:
+            self._connection = self._connect()
+            self._connection.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+        busy, _, _ = self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return int(busy)
+
+    def _failed(self, error: sqlite3.Error, *, loud: bool) -> bool:
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in BUSY_CODES:
+            # Another process is checkpointing; the next turn of the count tries again.
+            logger.debug("a checkpoint was refused: another connection holds the lock")
+            return False
+        reason = cannot_write(error) or f"SQLite said {error}"
+        # Each retry of the backoff says so; a write's own attempt in between, once.
+        logger.log(
+            logging.WARNING if loud else logging.DEBUG,
+            "the WAL checkpoint of %s failed: %s; the WAL grows until one succeeds, "
+            "retrying with backoff",
+            self._path,
+            reason,
+        )
+        self._owe()
+        return False
+
+    def _owe(self) -> None:
+        self._owed.set()
+        with self._starting:
+            if self._closed.is_set():
+                return
+            if self._retrier is None or not self._retrier.is_alive():
+                self._retrier = threading.Thread(
+                    target=self._retry, name=f"symfonic checkpoint {self._path}", daemon=True
+                )
+                self._retrier.start()
+
+    def _retry(self) -> None:
+        delay = FIRST_RETRY_DELAY
+        while self._owed.is_set() and not self._closed.wait(delay):
+            if self.run(retrying=True):
+                return
+            delay = min(delay * 2, LONGEST_RETRY_DELAY)
