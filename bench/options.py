@@ -81,7 +81,8 @@ def parser(description: str | None) -> argparse.ArgumentParser:
         default=",".join(SYSTEMS),
         metavar="NAME,…",
         help=f"systems to measure (default: {','.join(SYSTEMS)}); also "
-        f"{','.join(OPTIONAL_SYSTEMS)} (symfonic with the OpenTelemetry SDK recording)",
+        f"{','.join(OPTIONAL_SYSTEMS)} (symfonic with the OpenTelemetry SDK recording; "
+        "symfonic on SQLite with ?synchronous=normal)",
     )
     matrix.add_argument(
         "--baseline",
@@ -128,9 +129,10 @@ def parser(description: str | None) -> argparse.ArgumentParser:
     )
     timing.add_argument(
         "--sqlite-synchronous",
-        default="NORMAL",
+        default="FULL",
         help="PRAGMA synchronous for the LangGraph saver and the floor; symfonic's own is "
-        "NORMAL; '' keeps each default (default: NORMAL)",
+        "FULL (symfonic+normal: NORMAL); '' keeps each default (default: FULL, the same "
+        "durability as symfonic's)",
     )
     timing.add_argument(
         "--no-gc-freeze",

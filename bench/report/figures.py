@@ -17,6 +17,7 @@ STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 SYSTEM_TITLES = {
     "symfonic": "symfonic",
     "symfonic+otel": "symfonic, OpenTelemetry SDK on",
+    "symfonic+normal": "symfonic, SQLite synchronous=NORMAL",
     BASELINE: "symfonic, baseline tree",
     "langgraph": "LangGraph",
     "floor": "floor",

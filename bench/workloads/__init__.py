@@ -12,8 +12,9 @@ import importlib
 from bench.workloads.base import StoreKind, Workload
 
 SYSTEMS = ("symfonic", "langgraph", "floor", "floor+model")
-# Measured only when named (``--systems symfonic,symfonic+otel``): what tracing costs.
-OPTIONAL_SYSTEMS = ("symfonic+otel",)
+# Measured only when named (``--systems symfonic,symfonic+otel``): what tracing costs;
+# what syncing every SQLite commit costs (``symfonic+normal``, ``?synchronous=normal``).
+OPTIONAL_SYSTEMS = ("symfonic+otel", "symfonic+normal")
 # symfonic from another source tree (``--baseline SRC``), measured beside the installed
 # one: a change's before and after, interleaved configuration by configuration.
 BASELINE = "symfonic@baseline"
@@ -29,6 +30,10 @@ _REGISTRY: dict[str, dict[StoreKind, str]] = {
     "symfonic+otel": {
         "sqlite": "bench.workloads.symfonic_otel:SymfonicOtelWorkload",
         "postgresql": "bench.workloads.symfonic_otel:SymfonicOtelWorkload",
+    },
+    "symfonic+normal": {
+        "sqlite": "bench.workloads.symfonic_normal:SymfonicNormalWorkload",
+        "postgresql": "bench.workloads.symfonic_normal:SymfonicNormalWorkload",
     },
     "langgraph": {
         "sqlite": "bench.workloads.langgraph_workload:LangGraphWorkload",
@@ -59,6 +64,7 @@ _PROBES: dict[str, tuple[str, ...]] = {
         "opentelemetry.sdk.trace:TracerProvider",
         "opentelemetry.sdk.metrics:MeterProvider",
     ),
+    "symfonic+normal": ("symfonic:SymfonicAgent",),
     "langgraph": (
         "langgraph.types:interrupt",
         "langgraph.checkpoint.sqlite.aio:AsyncSqliteSaver",

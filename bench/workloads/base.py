@@ -57,7 +57,7 @@ class WorkloadSpec:
     history: Sequence[HistoryBody]
     # PRAGMA synchronous applied to every SQLite connection the harness can reach,
     # so all systems run at the same durability ("" = leave each system's default).
-    sqlite_synchronous: str = "NORMAL"
+    sqlite_synchronous: str = "FULL"
 
     @property
     def sqlite_url(self) -> str:

@@ -1,6 +1,6 @@
 """The SQLite floor: the three commits of a cycle on the raw driver, nothing else.
 
-One ``sqlite3`` connection, WAL, the spec's ``synchronous`` (NORMAL, as symfonic),
+One ``sqlite3`` connection, WAL, the spec's ``synchronous`` (FULL, as symfonic),
 each commit one ``BEGIN IMMEDIATE`` transaction run whole on the event loop's
 thread: a transaction of a few rows is tens of microseconds, less than handing it
 to a worker thread would cost (symfonic's adapter runs its own the same way).

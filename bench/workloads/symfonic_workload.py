@@ -38,6 +38,9 @@ class SymfonicWorkload(Workload):
 
     _stack: AsyncExitStack | None = None
     _agent: Any = None
+    # What the store URL adds on SQLite, and the synchronous level that gives.
+    sqlite_options = ""
+    synchronous = "symfonic's default (FULL)"
 
     async def open(self) -> None:
         # Imported here, not at module level, so a symfonic that does not import yet
@@ -48,14 +51,13 @@ class SymfonicWorkload(Workload):
             os.environ.setdefault("SYMFONIC_POOL_SIZE", str(max(1, self.spec.concurrency)))
         store = self.spec.sqlite_url if self.spec.store == "sqlite" else self.spec.location
         if self.spec.store == "sqlite":
+            store += self.sqlite_options
             # The SQLite probe holds a read snapshot across the timed section, so no
             # checkpoint can empty the WAL then (bench.probes.sqlite_probe). The store's
             # checkpoint would wait its bounded time for that reader alone, once every
             # few hundred commits; the other systems' passive checkpoints never wait.
             # Giving up at once keeps the probe's side effect the same for every system.
-            from symfonic.storage import sqlite as embedded
-
-            embedded.CHECKPOINT_WAIT_MS = 0
+            _checkpoints_give_up_at_once()
         agent = SymfonicAgent(
             name="bench",
             model=ScriptedToolModel(),
@@ -106,5 +108,18 @@ class SymfonicWorkload(Workload):
         # Which tree ran: the installed one, or a --baseline's.
         package = {"package": os.path.dirname(symfonic.__file__)}
         if self.spec.store == "sqlite":
-            return package | {"sqlite_synchronous": "symfonic's own (NORMAL)"}
+            return package | {"sqlite_synchronous": self.synchronous}
         return package | {"pool_size": os.environ.get("SYMFONIC_POOL_SIZE", "symfonic default")}
+
+
+def _checkpoints_give_up_at_once() -> None:
+    """The store's checkpoint wait set to nothing, wherever this tree keeps it."""
+    import importlib
+
+    for name in ("symfonic.storage.sqlite_checkpoints", "symfonic.storage.sqlite"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "CHECKPOINT_WAIT_MS"):
+            module.CHECKPOINT_WAIT_MS = 0
