@@ -191,3 +191,19 @@ def test_the_delegation_example_pauses_once_then_completes_both(
         'paused: Approve charge({"amount": 5, "customer": "ann"})? (asked by billing)',
         "complete: Done: billing says Ann was charged 5.",
     ]
+
+
+def test_the_mcp_example_gates_a_server_tool_and_runs_it_after_approval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server, agent = re.findall(
+        r"```python\n(.*?)```", _section("Tools from MCP servers"), re.DOTALL
+    )
+    (tmp_path / "bank_server.py").write_text(server)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SYMFONIC_STORE", raising=False)
+    exec(compile(agent, "README.md", "exec"), {"__name__": "readme_mcp_example"})
+    assert capsys.readouterr().out.splitlines() == [
+        'paused: Approve transfer_funds({"amount": 5, "to": "bob"})?',
+        "complete: Paid bob 5.",
+    ]

@@ -49,7 +49,7 @@ from symfonic.core.telemetry.turns import traced_turn
 from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import BoundModel, Kernel, bind_tools, streams_natively
-from symfonic.kernel.tools import ToolLike
+from symfonic.kernel.tools import ToolLike, tool_connections
 from symfonic.storage import open_store, store_url
 from symfonic.turns.budget import Quota
 from symfonic.turns.delegation import (
@@ -182,6 +182,9 @@ class SymfonicAgent:
             )
 
     async def aclose(self) -> None:
+        """Close the store if the agent opened it, and its tools' live connections."""
+        for connections in tool_connections(self.toolbox.tools.values()):
+            await connections.aclose()
         async with self._open_lock:
             if self._store is not None and self._owns_store:
                 await self._store.__aexit__(None, None, None)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 from langchain_core.tools import BaseTool, StructuredTool
@@ -24,6 +24,27 @@ from pydantic import BaseModel
 IDEMPOTENCY_PARAMETER = "idempotency_key"
 
 ToolLike = BaseTool | Callable[..., Any]
+
+
+@runtime_checkable
+class Connections(Protocol):
+    """Live connections behind some tools (an MCP server's), closed with the agent."""
+
+    async def aclose(self) -> None: ...
+
+
+def tool_connections(tools: Iterable[Tool]) -> list[Connections]:
+    """Each distinct set of connections the tools name as their ``connections``.
+
+    The agent that was handed the tools closes these when it closes, so a user
+    who built tools from a server need not close them apart from the agent.
+    """
+    found: dict[int, Connections] = {}
+    for tool in tools:
+        owner = getattr(tool.binding, "connections", None)
+        if isinstance(owner, Connections):
+            found[id(owner)] = owner
+    return list(found.values())
 
 
 def idempotency_key(session_id: str, tool_call_id: str) -> str:

@@ -1,0 +1,68 @@
+"""What the model reads of an MCP tool result.
+
+This module owns one translation: a ``CallToolResult`` into the text the model
+reads and the artifact the tool keeps. Text blocks are joined as plain text;
+images, audio and resources are named in words (their bytes mean nothing to a
+model reading text, and a JSON dump of blocks is noise it has to read past);
+structured content is the artifact, and the text when the server sent no text.
+A result the server marked ``isError`` is raised, so the kernel makes it the
+error observation the model reads, like any tool that fails.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.tools import ToolException
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+__all__ = ["MCPToolError", "observation"]
+
+
+class MCPToolError(ToolException):
+    """A tool call that failed: the server said so, died, or did not answer in time."""
+
+
+def observation(server: str, result: CallToolResult) -> tuple[str, Any]:
+    """The result's text and artifact; raises :class:`MCPToolError` for an ``isError`` result."""
+    text = "\n".join(_words(block) for block in result.content)
+    if result.is_error:
+        raise MCPToolError(f"the MCP server {server} says the call failed: {text or 'no reason'}")
+    artifact = result.structured_content
+    if not text and artifact is not None:
+        text = json.dumps(artifact, sort_keys=True, default=str)
+    return text, artifact
+
+
+def _words(block: ContentBlock) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent):
+        return f"[an image, {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, AudioContent):
+        return f"[a sound recording, {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, ResourceLink):
+        return f"[a link to the resource {block.name} at {block.uri}]"
+    if isinstance(block, EmbeddedResource):
+        contents = block.resource
+        if isinstance(contents, TextResourceContents):
+            return f"[the resource {contents.uri}]\n{contents.text}"
+        kind = contents.mime_type or "binary data"
+        return f"[the resource {contents.uri}, {kind}, {_size(contents.blob)}]"
+    return f"[a {getattr(block, 'type', 'content')} block]"
+
+
+def _size(encoded: str) -> str:
+    """The decoded size of base64 data, in words."""
+    size = len(encoded) * 3 // 4
+    return f"{size:,} bytes" if size < 10_000 else f"{size // 1024:,} KiB"

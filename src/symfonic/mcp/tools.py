@@ -1,0 +1,166 @@
+"""An MCP server's tools as langchain tools, and the set that closes their connections.
+
+:class:`MCPTools` owns the connections its tools call through: one
+:class:`~symfonic.mcp.link.ServerLink` per server, shared by every tool of that
+server. It is both an async context manager and the list of tools, because the
+two ways to use it need the same thing: ``async with MCPTools(connections) as
+tools`` closes the connections at the end of the block, and a
+``SymfonicAgent(tools=await load_mcp_tools(connections))`` closes them in its own
+``aclose`` (it closes whatever its tools name as their ``connections``). Either
+way a closed set is not dead: the next call opens a fresh connection.
+
+Each call carries the kernel's idempotency key in the request ``_meta``
+(``idempotencyKey``), so a server that deduplicates can recognise a retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Literal, cast, overload
+
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from mcp_types import RequestParamsMeta, Tool
+from pydantic import ConfigDict, Field
+
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.kernel.tools import IDEMPOTENCY_PARAMETER
+from symfonic.mcp.connections import Connection
+from symfonic.mcp.link import ServerLink
+from symfonic.mcp.results import observation
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "IDEMPOTENCY_META", "MCPTool", "MCPTools", "load_mcp_tools"]
+
+DEFAULT_CALL_TIMEOUT = 60.0
+IDEMPOTENCY_META = "idempotencyKey"
+
+
+class MCPTool(BaseTool):
+    """One tool of one MCP server, called over its server's shared link."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    link: ServerLink = Field(exclude=True)
+    connections: MCPTools = Field(exclude=True)
+    remote_name: str
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("an MCP tool is called asynchronously")
+
+    async def _arun(
+        self,
+        *args: Any,
+        config: RunnableConfig,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> tuple[str, Any]:
+        key = (config.get("configurable") or {}).get(IDEMPOTENCY_PARAMETER)
+        meta = cast(RequestParamsMeta, {IDEMPOTENCY_META: str(key)}) if key else None
+        result = await self.link.call(self.remote_name, dict(kwargs), meta)
+        return observation(self.link.name, result)
+
+
+class MCPTools(Sequence[BaseTool]):
+    """The tools of several MCP servers, and the connections they share.
+
+    ``call_timeout`` bounds every call, in seconds (a connection's own
+    ``"timeout"`` overrides it for that server); a call past it is a tool error,
+    and the connection is replaced before the next call.
+
+    ``prefix=True`` names each tool ``<server>_<tool>``, as langchain-mcp-adapters
+    does: OpenAI and Anthropic accept only letters, digits, ``_`` and ``-`` in a
+    tool name, so ``bank.transfer_funds`` would be refused by both.
+    """
+
+    def __init__(
+        self,
+        connections: Mapping[str, Connection],
+        *,
+        prefix: bool = False,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
+        if call_timeout <= 0:
+            raise ConfigurationError("an MCP call timeout must be positive seconds")
+        self.links = {
+            name: ServerLink(
+                name, connection, timeout=float(connection.get("timeout", call_timeout))
+            )
+            for name, connection in connections.items()
+        }
+        self.prefix = prefix
+        self._tools: list[MCPTool] = []
+
+    async def load(self) -> MCPTools:
+        """Connect to every server and list its tools; the connections stay open."""
+        tools: list[MCPTool] = []
+        for link in self.links.values():
+            tools.extend(self._tool(link, listed) for listed in await link.list_tools())
+        self._tools = tools
+        return self
+
+    def _tool(self, link: ServerLink, listed: Tool) -> MCPTool:
+        return MCPTool(
+            name=f"{link.name}_{listed.name}" if self.prefix else listed.name,
+            description=listed.description or listed.title or listed.name,
+            args_schema=dict(listed.input_schema),
+            link=link,
+            connections=self,
+            remote_name=listed.name,
+        )
+
+    async def aclose(self) -> None:
+        """Close every server's connection (a later call opens a fresh one)."""
+        for link in self.links.values():
+            await link.aclose()
+
+    async def __aenter__(self) -> MCPTools:
+        try:
+            return await self.load()
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    @overload
+    def __getitem__(self, index: int) -> BaseTool: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[BaseTool]: ...
+    def __getitem__(self, index: int | slice) -> BaseTool | Sequence[BaseTool]:
+        return self._tools[index]
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[BaseTool]:
+        return iter(self._tools)
+
+
+def _seconds(value: float | timedelta) -> float:
+    """A timeout in seconds; langchain-mcp-adapters' connections may give a timedelta."""
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+async def load_mcp_tools(
+    connections: Mapping[str, Connection],
+    *,
+    prefix: bool = False,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
+) -> MCPTools:
+    """The tools of every server in ``connections``, for ``SymfonicAgent(tools=...)``.
+
+    The agent closes the connections when it closes; without an agent, close them
+    with ``await tools.aclose()`` or use ``async with MCPTools(connections)``.
+    """
+    tools = MCPTools(connections, prefix=prefix, call_timeout=call_timeout)
+    return await tools.__aenter__()
