@@ -15,7 +15,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from mcp_support import entries, http_bank, stdio_connection  # type: ignore[import-not-found]
-from symfonic import SymfonicAgent
+from symfonic import SymfonicAgent, needs_approval
 from symfonic.kernel.tools import idempotency_key
 from symfonic.mcp import MCPTools, load_mcp_tools
 from symfonic.testing import ScriptedChatModel, call, reply
@@ -181,3 +181,34 @@ async def test_a_question_from_the_server_is_a_tool_error_today_and_the_turn_goe
     result = _last_result(seen)
     assert result.status == "error" and result.name == "add_payee"
     assert entries(ledger) == []  # the tool stopped at its question
+
+
+async def test_a_rule_gates_a_prefixed_mcp_tool_like_any_tool(
+    store_url: str, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+
+    def respond(messages: list[BaseMessage]) -> AIMessage | str:
+        if isinstance(messages[-1], ToolMessage):
+            return str(messages[-1].content)
+        amount = int(str(messages[-1].content).split()[-1])
+        return call("bank_transfer_funds", {"amount": amount, "to": "bob"})
+
+    rule = needs_approval(lambda args: args["amount"] > 100)
+    async with (
+        MCPTools({"bank": stdio_connection(ledger)}, prefix=True) as tools,
+        SymfonicAgent(
+            model=ScriptedChatModel(respond=respond),
+            tools=tools,
+            approval={"bank_transfer_funds": rule},
+            store=store_url,
+        ) as agent,
+    ):
+        small = await agent.run("pay bob 5")
+        large = await agent.run("pay bob 500")
+        assert (small.status, small.answer) == ("complete", "sent 5 to bob")
+        assert large.status == "paused" and [e["amount"] for e in entries(ledger)] == [5]
+        assert large.pause is not None
+        done = await agent.resume(large.pause.token, {"decision": "approve"})
+    assert done.answer == "sent 500 to bob"
+    assert [e["amount"] for e in entries(ledger)] == [5, 500]
