@@ -34,7 +34,7 @@ from typing import Any
 
 import anyio
 
-from bench.scale_load import SCOPE, Layout, load_pending
+from bench.scale_load import SCOPE, Layout, load_pending, pause_id
 from bench.scale_probe import while_probed
 from symfonic.core.contracts.store import (
     CheckpointRecord,
@@ -134,7 +134,7 @@ async def _lists(store: Store, figures: Figures) -> None:
 async def _sweep(store: Store, url: str, size: int, figures: Figures) -> None:
     old = NOW - timedelta(days=60)
     await load_pending(url, Layout(EXPIRIES, 10_000_000 + size, created=old, expires_in=DAY))
-    report, seconds, waits = await while_probed(store, "p00000001", store.sweep(NOW))
+    report, seconds, waits = await while_probed(store, pause_id(1), store.sweep(NOW))
     assert report.expired == EXPIRIES, report
     figures["sweep s"] = seconds
     # A request arriving during the sweep waits for the loop, then for its write.
@@ -154,7 +154,7 @@ async def _prune(store: Store, url: str, figures: Figures) -> None:
         process = _prune_process(url)
         return await anyio.to_thread.run_sync(process.wait)
 
-    code, seconds, waits = await while_probed(store, "p00000001", prune_elsewhere())
+    code, seconds, waits = await while_probed(store, pause_id(1), prune_elsewhere())
     assert code == 0, code
     figures["prune s"] = seconds
     figures["prune worst write ms"] = waits.write * 1000

@@ -7,7 +7,9 @@ bulk insert per table. The database's own triggers still record each pause's
 creation, as they do for a pause recorded through the store.
 
 The principals are ``user0`` … ``user{N-1}``; every ``SCOPE_EVERY``-th pause is
-addressed to the ``finance`` scope (about 12%), the others to no audience.
+addressed to the ``finance`` scope (about 12%), the others to no audience. A
+layout may give every pause to one principal instead: the benchmark's
+``steady``, who owns the same 60 pending pauses at every size.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from symfonic.storage.sqlite_file import path_of
 
 SCOPE = "finance"
 SCOPE_EVERY = 8
+STEADY = "steady"
+STEADY_PAUSES = 60
 # About the size of a paused payment turn's checkpoint (1,053 bytes measured).
 CHECKPOINT = '{"turn":[' + ",".join(['{"role":"ai","content":"' + "x" * 90 + '"}'] * 9) + "]}"
 
@@ -40,10 +44,18 @@ class Layout:
     created: datetime = datetime(2030, 1, 1, tzinfo=UTC)
     expires_in: timedelta = timedelta(days=7)
     agent: str = "assistant"
+    kind: str = "approval"
+    # Everyone's pauses this one principal's, none to a scope.
+    owner: str | None = None
+
+
+def pause_id(number: int) -> str:
+    """Pause ids are UUIDs in hex, as the service's signed tokens need."""
+    return f"{number:032x}"
 
 
 def principal_of(number: int, layout: Layout) -> str:
-    return f"user{number % layout.principals}"
+    return layout.owner or f"user{number % layout.principals}"
 
 
 def _numbers(layout: Layout) -> Iterator[tuple[int, datetime]]:
@@ -61,12 +73,12 @@ def _sessions(layout: Layout, stamp: Stamp) -> list[tuple[object, ...]]:
 def _pauses(layout: Layout, stamp: Stamp) -> list[tuple[object, ...]]:
     return [
         (
-            f"p{n:08d}",
+            pause_id(n),
             f"s{n:08d}",
             principal_of(n, layout),
             layout.agent,
-            SCOPE if n % SCOPE_EVERY == 0 else None,
-            "approval",
+            SCOPE if n % SCOPE_EVERY == 0 and layout.owner is None else None,
+            layout.kind,
             f"approve payment {n}?",
             '{"type":"boolean"}',
             f"call_{n}",

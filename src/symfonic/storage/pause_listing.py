@@ -12,6 +12,9 @@ which an index on ``(state, principal | audience, created_at)`` serves in
 order, so each branch reads at most one page of rows; a single ``WHERE`` with
 an ``OR`` of them would read every match to sort it. The ``*`` scope is one
 range over the whole state.
+
+The pending gauge's count is one grouped read of every pending pause: the
+store counts them, so the service never holds them to count.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symfonic.core.contracts.principal import WILDCARD
-from symfonic.core.contracts.store import PauseQuery, PauseRecord
+from symfonic.core.contracts.store import PauseQuery, PauseRecord, PendingCount
+from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage.rows import PAUSE_COLUMNS, pause_of
 from symfonic.storage.statements import Statement, first
 from symfonic.storage.transactions import SqlTransactions
@@ -140,3 +144,17 @@ async def count_pauses(store: SqlTransactions, query: PauseQuery) -> int:
         await store.read_rows(Statement(f"SELECT {' + '.join(counts)} AS total"), listing.params)
     )
     return 0 if row is None else int(row["total"])
+
+
+PENDING_BY_AGENT_AND_KIND = Statement(
+    "SELECT agent, kind, COUNT(*) AS total FROM symfonic_pauses"
+    " WHERE state = :state AND parent_session_id IS NULL GROUP BY agent, kind"
+)
+
+
+async def count_pending(store: SqlTransactions) -> list[PendingCount]:
+    """The pending pauses a person may answer, by agent and kind, in one statement."""
+    rows = await store.read_rows(PENDING_BY_AGENT_AND_KIND, {"state": PauseState.PENDING.value})
+    return [
+        PendingCount(row["agent"], InteractionKind(row["kind"]), int(row["total"])) for row in rows
+    ]

@@ -36,6 +36,7 @@ from symfonic.core.contracts.store import (
     NewPause,
     PauseQuery,
     PauseRecord,
+    PendingCount,
     PruneBatch,
     PruneReport,
     ResumePublish,
@@ -158,6 +159,9 @@ class SqlStore(PauseChangeRecord):
 
     async def count_pauses(self, query: PauseQuery) -> int:
         return await pause_listing.count_pauses(self, query)
+
+    async def count_pending(self) -> list[PendingCount]:
+        return await pause_listing.count_pending(self)
 
     # retention
 

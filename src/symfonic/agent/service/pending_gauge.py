@@ -2,8 +2,9 @@
 
 The store is the only place that knows across workers, and OpenTelemetry reads
 a gauge in a synchronous callback that cannot query it; so a task counts the
-pending pauses every ``interval`` seconds (one read of at most ``cap`` rows,
-oldest first), and the callback reports the last count. Every worker counts
+pending pauses every ``interval`` seconds (the store's own grouped count, one
+row per agent and kind however many wait), and the callback reports the last
+count. Every worker counts
 the whole store: aggregate the series across workers with ``max``, not ``sum``.
 ``symfonic serve`` runs it only when metrics are exported.
 """
@@ -11,28 +12,24 @@ the whole store: aggregate the series across workers with ``max``, not ``sum``.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Iterable
 
 import anyio
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from symfonic.core.contracts.store import PauseQuery, Store
-from symfonic.core.contracts.types import PauseState
+from symfonic.core.contracts.store import Store
 from symfonic.core.telemetry import instruments, names
 
 logger = logging.getLogger("symfonic.http")
 
 REFRESH_INTERVAL = 30.0
-COUNT_CAP = 10_000
 
 
 class PendingPauses:
     """The last count of pending pauses, refreshed from the store by :meth:`keep_counting`."""
 
-    def __init__(self, cap: int = COUNT_CAP) -> None:
-        self._cap = cap
-        self._counts: Counter[tuple[str, str]] = Counter()
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], int] = {}
 
     def register(self) -> None:
         """Report the counts as the ``symfonic.pauses.pending`` gauge; once per process."""
@@ -44,10 +41,8 @@ class PendingPauses:
         )
 
     async def refresh(self, store: Store) -> None:
-        pending = await store.list_pauses(
-            PauseQuery(PauseState.PENDING, principal="*", scopes=frozenset({"*"}), limit=self._cap)
-        )
-        self._counts = Counter((pause.agent, pause.kind.value) for pause in pending)
+        counted = await store.count_pending()
+        self._counts = {(group.agent, group.kind.value): group.count for group in counted}
 
     async def keep_counting(self, store: Store, interval: float = REFRESH_INTERVAL) -> None:
         """Count now, then every ``interval`` seconds, until cancelled; a failed count

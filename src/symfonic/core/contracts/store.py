@@ -220,6 +220,15 @@ class PauseQuery:
 
 
 @dataclass(frozen=True)
+class PendingCount:
+    """How many pending pauses one agent's turns made of one interaction kind."""
+
+    agent: str
+    kind: InteractionKind
+    count: int
+
+
+@dataclass(frozen=True)
 class PruneBatch:
     """One batch of retention: up to ``batch`` finished sessions idle since ``cutoff``."""
 
@@ -389,6 +398,11 @@ class Store(Protocol):
 
     async def count_pauses(self, query: PauseQuery) -> int:
         """How many pauses :meth:`list_pauses` would give with no ``after`` and no limit."""
+        ...
+
+    async def count_pending(self) -> list[PendingCount]:
+        """Every pending pause a person may answer (a delegate's own is answered through
+        its parent's, as in :meth:`list_pauses`), counted by agent and kind in one read."""
         ...
 
     async def sweep(self, now: datetime) -> SweepReport:
