@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 from ag_ui.core import (
     BaseEvent,
-    RunErrorEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     ToolCallResultEvent,
@@ -110,9 +109,14 @@ def test_the_official_client_pauses_resumes_and_replays(server: tuple[str, str])
     assert interrupt == outcome.interrupts[0].model_dump(mode="json", by_alias=True)
     assert (interrupt["reason"], interrupt["toolCallId"]) == ("tool_call", calls[1].tool_call_id)
 
+    # A client that knows nothing of the interrupt gets the thread back, not an error:
+    # its messages and the open interrupt, which its own message did not go past.
     refused = _events(seen["refused"]["events"])
-    assert types(refused) == ["RUN_ERROR"]
-    assert isinstance(refused[0], RunErrorEvent) and refused[0].code == "interrupts_pending"
+    assert seen["refused"]["error"] is None
+    assert types(refused) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert seen["strangerInterrupts"] == [interrupt]
+    said = [m["content"] for m in seen["strangerMessages"] if m["role"] == "user"]
+    assert said == ["Pay alice 42 EUR for the design work"]
 
     second = _events(seen["second"]["events"])
     assert seen["second"]["error"] is None and seen["pendingAfter"] == 0

@@ -145,6 +145,21 @@ def refused(events: list[BaseEvent], code: str) -> RunErrorEvent:
     return error
 
 
+SHOWS_STATE = ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+ANSWERED_ELSEWHERE = [
+    "RUN_STARTED", "MESSAGES_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END", "RUN_FINISHED",
+]
+
+
+def assert_shows_open(events: list[BaseEvent], interrupt: Interrupt) -> None:
+    """The thread's state with ``interrupt`` still open: what a reloaded page needs."""
+    assert types(events) == SHOWS_STATE
+    outcome = finished(events).outcome
+    assert isinstance(outcome, RunFinishedInterruptOutcome)
+    assert outcome.interrupts == [interrupt]
+
+
 async def assert_unspent(svc: Service, interrupt: Interrupt) -> None:
     row = await svc.pause_row(interrupt)
     assert (row.state, row.answer, row.answered_by, row.claim_id) == (
@@ -255,12 +270,12 @@ async def test_ask_human_is_input_required_and_a_second_question_interrupts_agai
 # -- the rules ------------------------------------------------------------------
 
 
-async def test_input_without_resume_while_an_interrupt_is_pending_is_refused(
+async def test_input_without_resume_while_an_interrupt_is_pending_runs_nothing(
     svc: Service,
 ) -> None:
     thread, _, interrupt = await svc.paused()
     events = await svc.client.run(run_body(thread, "Never mind, pay carol instead"))
-    refused(events, "interrupts_pending")
+    assert_shows_open(events, interrupt)
     await assert_unspent(svc, interrupt)
     assert (await svc.host.store.get_session(thread)).revision == 0  # type: ignore[union-attr]
 
@@ -275,7 +290,7 @@ async def test_a_resume_must_answer_the_threads_open_interrupt(svc: Service) -> 
             "resume_mismatch")
     both = [resolved(interrupt, {"approved": True}), resolved(other, {"approved": True})]
     refused(await svc.resume(thread, *both), "resume_mismatch")
-    refused(await svc.client.run(run_body(thread, PAY, resume=[])), "interrupts_pending")
+    assert_shows_open(await svc.client.run(run_body(thread, PAY, resume=[])), interrupt)
 
     await assert_unspent(svc, interrupt)
     await assert_unspent(svc, other)
@@ -334,7 +349,9 @@ async def test_an_identical_resume_replays_the_outcome_and_runs_nothing(svc: Ser
     assert finished(await svc.resume(thread, resolved(interrupt, {"decision": "approve"}))).result \
         == first.result
 
-    refused(await svc.resume(thread, resolved(interrupt, {"approved": False})), "already_answered")
+    late = await svc.resume(thread, resolved(interrupt, {"approved": False}))
+    assert types(late) == ANSWERED_ELSEWHERE
+    assert isinstance(finished(late).outcome, RunFinishedSuccessOutcome)
     row = await svc.pause_row(interrupt)
     assert (row.state, row.answer) == (PauseState.PUBLISHED, {"decision": "approve"})
     assert svc.sent == [(5, "bob")]

@@ -1,5 +1,6 @@
 // Drives symfonic's POST /v1/agui with the official AG-UI client (@ag-ui/client):
-// a run that pauses for approval, a stranger's run refused while it is pending,
+// a run that pauses for approval, a stranger's run answered with the thread's state
+// (its messages and the open interrupt, not its own message) while it is pending,
 // the resume that answers it, and an identical resume replayed. Prints what the
 // client saw as one JSON document on stdout, for the Python test to check.
 //
@@ -38,6 +39,8 @@ const interrupts = structuredClone(agent.pendingInterrupts);
 const stranger = new HttpAgent({ url: `${base}/v1/agui`, headers, threadId });
 stranger.addMessage({ id: randomUUID(), role: "user", content: "Pay bob 1 EUR" });
 const refused = await run(stranger, {});
+const strangerInterrupts = structuredClone(stranger.pendingInterrupts);
+const strangerMessages = structuredClone(stranger.messages);
 
 const answers = Object.fromEntries(
   interrupts.map((i) => [i.id, { status: "resolved", payload: { approved: true } }]),
@@ -48,6 +51,7 @@ const pendingAfter = agent.pendingInterrupts.length;
 const replay = await run(agent, { resume });
 
 console.log(JSON.stringify({
-  capabilities, threadId, first, interrupts, refused, second, pendingAfter, replay,
+  capabilities, threadId, first, interrupts, refused, strangerInterrupts, strangerMessages,
+  second, pendingAfter, replay,
   messages: agent.messages,
 }));

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from ag_ui.core import (
     PROTOCOL_VERSION,
     BaseEvent,
+    Message,
+    MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
@@ -101,6 +103,28 @@ class RunProjection:
             )
         )
 
+    def interrupt(self, paused: TurnPausedEvent) -> list[BaseEvent]:
+        """``RUN_FINISHED`` with the interrupt ``paused`` stands for."""
+        return self._close(
+            RunFinishedEvent(
+                thread_id=self.run_input.thread_id,
+                run_id=self.run_input.run_id,
+                outcome=RunFinishedInterruptOutcome(interrupts=[interrupt_of(paused)]),
+            )
+        )
+
+    def snapshot(self, messages: list[Message]) -> list[BaseEvent]:
+        """``MESSAGES_SNAPSHOT``: the thread's messages replace the front end's."""
+        if self.closed:
+            return []
+        return [*self._end_text(), MessagesSnapshotEvent(messages=messages)]
+
+    def say(self, text: str) -> list[BaseEvent]:
+        """One whole assistant text message."""
+        if self.closed:
+            return []
+        return [*self._end_text(), *self._text(text), *self._end_text()]
+
     def fail(self, code: str, message: str) -> list[BaseEvent]:
         """``RUN_ERROR``; before ``RUN_STARTED`` it is the whole stream (a refused input)."""
         return self._close(RunErrorEvent(code=code, message=message))
@@ -127,13 +151,7 @@ class RunProjection:
         if isinstance(event, ToolResultEvent):
             return self._tool_result(event)
         if isinstance(event, TurnPausedEvent):
-            return self._close(
-                RunFinishedEvent(
-                    thread_id=self.run_input.thread_id,
-                    run_id=self.run_input.run_id,
-                    outcome=RunFinishedInterruptOutcome(interrupts=[interrupt_of(event)]),
-                )
-            )
+            return self.interrupt(event)
         if isinstance(event, ResponseCompleteEvent):
             # A replayed outcome streams nothing before it: the answer still
             # reaches the front end as a message, not only as the run's result.

@@ -1,5 +1,11 @@
 """One AG-UI run, start to end: plan it, run the symfonic turn, project its events.
 
+A run that would only find its interrupt answered elsewhere, or a page that
+reloaded while one waits, finishes with the thread's state instead of an error
+(:mod:`symfonic.agent.agui.state`); a resume that meets another request's claim
+in flight waits for it to settle, then gets its outcome. A resume that ran ends
+with ``MESSAGES_SNAPSHOT``, so a front end shows the tool's real result.
+
 Whatever happens, the stream is well formed: a refusal (anything that stops the
 run before it starts) is a stream of exactly one ``RUN_ERROR``; a run that
 started ends with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``. The one
@@ -18,10 +24,19 @@ from contextlib import aclosing
 from ag_ui.core import BaseEvent, RunAgentInput
 
 from symfonic.agent.agui.mapping import RunProjection
-from symfonic.agent.agui.threads import Acknowledge, Resume, plan_run
+from symfonic.agent.agui.snapshot import thread_messages
+from symfonic.agent.agui.state import CLAIM_WAIT, answered_elsewhere, claim_settled, thread_state
+from symfonic.agent.agui.threads import Acknowledge, NewTurn, Resume, ShowState, plan_run
 from symfonic.agent.service.host import ServiceHost
-from symfonic.core.contracts.errors import RequestError, SessionPaused, StoreUnavailable
+from symfonic.core.contracts.errors import (
+    PauseAlreadyAnswered,
+    PauseAlreadyClaimed,
+    RequestError,
+    SessionPaused,
+    StoreUnavailable,
+)
 from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.types import ResponseCompleteEvent, ToolResultEvent, TurnPausedEvent
 from symfonic.turns.outcomes import error_event
 
 INTERRUPTS_PENDING = "interrupts_pending"
@@ -39,8 +54,13 @@ def refusal(error: RequestError) -> tuple[str, str]:
 
 
 async def agui_run(
-    host: ServiceHost, principal: Principal, run_input: RunAgentInput
+    host: ServiceHost,
+    principal: Principal,
+    run_input: RunAgentInput,
+    *,
+    claim_wait: float = CLAIM_WAIT,
 ) -> AsyncGenerator[BaseEvent, None]:
+    """The AG-UI events of one run; ``claim_wait``: how long a resume waits on another's claim."""
     projection = RunProjection(run_input)
     try:
         plan = await plan_run(host, principal, run_input)
@@ -48,12 +68,13 @@ async def agui_run(
             for event in [*projection.start(), *projection.succeed()]:
                 yield event
             return
-        if isinstance(plan, Resume):
-            projection.answered_tool_call_id = plan.pause.tool_call_id
-        async with aclosing(plan.events(principal)) as events:
-            async for symfonic_event in events:
-                for event in projection.project(symfonic_event):
-                    yield event
+        if isinstance(plan, ShowState):
+            for event in await thread_state(plan.agent, plan.session.session_id, projection):
+                yield event
+            return
+        async with aclosing(_ran(plan, principal, projection, claim_wait)) as events:
+            async for event in events:
+                yield event
         if not projection.closed:
             for event in projection.fail("internal", "the run ended without an outcome"):
                 yield event
@@ -66,3 +87,50 @@ async def agui_run(
         failed = error_event(error)
         for event in projection.fail(failed.code, failed.message):
             yield event
+
+
+async def _ran(
+    plan: NewTurn | Resume, principal: Principal, projection: RunProjection, claim_wait: float
+) -> AsyncGenerator[BaseEvent, None]:
+    """A new turn's events, or a resume's; a resume meeting a claim in flight waits once."""
+    if isinstance(plan, NewTurn):
+        async with aclosing(plan.events(principal)) as events:
+            async for symfonic_event in events:
+                for event in projection.project(symfonic_event):
+                    yield event
+        return
+    projection.answered_tool_call_id = plan.pause.tool_call_id
+    waited = False
+    while True:
+        try:
+            async with aclosing(_resumed(plan, principal, projection)) as events:
+                async for event in events:
+                    yield event
+            return
+        except PauseAlreadyAnswered:
+            if projection.started:
+                raise
+            for event in await answered_elsewhere(plan.agent, plan.pause, projection):
+                yield event
+            return
+        except PauseAlreadyClaimed:
+            if projection.started or waited:
+                raise
+            await claim_settled(plan.agent, plan.pause.pause_id, claim_wait)
+            waited = True
+
+
+async def _resumed(
+    plan: Resume, principal: Principal, projection: RunProjection
+) -> AsyncGenerator[BaseEvent, None]:
+    """The resumed turn's events; one that ran ends with the thread's messages."""
+    ran = False
+    async with aclosing(plan.events(principal)) as events:
+        async for symfonic_event in events:
+            ran = ran or isinstance(symfonic_event, ToolResultEvent)
+            if ran and isinstance(symfonic_event, ResponseCompleteEvent | TurnPausedEvent):
+                messages = await thread_messages(plan.agent.store, plan.pause.session_id)
+                for event in projection.snapshot(messages):
+                    yield event
+            for event in projection.project(symfonic_event):
+                yield event

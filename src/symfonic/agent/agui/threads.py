@@ -10,13 +10,19 @@ messages, pauses and state are never shown and never touched.
 
 The interrupt contract is decided here, before anything runs or is claimed:
 
-- input without ``resume`` starts a new turn from the last user message, and
-  is refused while the thread's interrupt is open (pending and unexpired);
+- input without ``resume`` starts a new turn from the last user message;
+- input without ``resume`` on a known thread that carries no user message, or
+  that comes while the thread's interrupt is open (pending and unexpired, or
+  claimed), runs nothing and answers with the thread's state: its messages and
+  the open interrupt, which stays open. This is AG-UI's "uncovered interrupt"
+  handling: the interrupt is never acted on, nor dropped, and the consumer
+  gets another chance to answer it (a reloaded page gets its card back);
 - a ``resume`` must answer the thread's open interrupt -- one entry, naming it;
   an entry naming anything else, or more than one entry, is refused;
 - an entry naming an interrupt that was already answered goes to symfonic's
   resume, which replays the identical answer's outcome without running
-  anything and refuses a different one;
+  anything and refuses a different one (the run then finishes with the
+  published outcome, :mod:`symfonic.agent.agui.state`);
 - a ``cancelled`` entry for an interrupt that can no longer be answered
   (expired or abandoned) is the protocol's way of moving a thread past it: the
   run acknowledges it and finishes without running anything.
@@ -87,13 +93,24 @@ class Resume:
 
 
 @dataclass(frozen=True)
+class ShowState:
+    """Nothing to run: the run answers with the thread's messages and open interrupt."""
+
+    agent: SymfonicAgent
+    session: SessionRecord
+
+
+@dataclass(frozen=True)
 class Acknowledge:
     """A cancelled entry for an interrupt that is already dead: nothing to run."""
 
     pause: PauseRecord
 
 
-Plan = NewTurn | Resume | Acknowledge
+Plan = NewTurn | Resume | Acknowledge | ShowState
+
+
+NO_MESSAGE = "the run has no user message to answer and no resume entries"
 
 
 def user_text(run_input: RunAgentInput) -> str:
@@ -108,7 +125,11 @@ def user_text(run_input: RunAgentInput) -> str:
             if text.strip():
                 return text
             raise InvalidRunInput("the last user message has no text")
-    raise InvalidRunInput("the run has no user message to answer and no resume entries")
+    raise InvalidRunInput(NO_MESSAGE)
+
+
+def has_user_message(run_input: RunAgentInput) -> bool:
+    return any(isinstance(message, UserMessage) for message in run_input.messages)
 
 
 def _agent_name(run_input: RunAgentInput) -> str | None:
@@ -184,12 +205,28 @@ async def plan_resume(
     return Resume(agent, pause, entry.interrupt_id, answer, entry)
 
 
+async def interrupt_open(agent: SymfonicAgent, session_id: str) -> bool:
+    """Whether the thread has an interrupt a new message must not go past."""
+    paused = await agent.store.open_pause(session_id)
+    return paused is not None and (
+        paused.state is PauseState.CLAIMED or paused.answerable(agent.clock())
+    )
+
+
 async def plan_run(host: ServiceHost, principal: Principal, run_input: RunAgentInput) -> Plan:
     """What this run input asks for; refusals raise before anything is written or claimed."""
     entries = list(run_input.resume or ())
+    if not entries and not has_user_message(run_input):
+        try:
+            agent, session = await thread_session(host, principal, run_input, create=False)
+        except ThreadNotFound:
+            raise InvalidRunInput(NO_MESSAGE) from None
+        return ShowState(agent, session)
     if not entries:
         message = user_text(run_input)
         agent, session = await thread_session(host, principal, run_input, create=True)
+        if await interrupt_open(agent, session.session_id):
+            return ShowState(agent, session)
         return NewTurn(agent, session.session_id, message)
     agent, session = await thread_session(host, principal, run_input, create=False)
     return await plan_resume(agent, session, principal, entries)

@@ -1,0 +1,85 @@
+"""Runs that run nothing and still end well: the thread's state, or an answer given elsewhere.
+
+An AG-UI client clears its pending interrupts only on ``RUN_FINISHED``, so a
+``RUN_ERROR`` for an interrupt that someone else answered, or for a page that
+reloaded while an interrupt waits, would leave the front end unable to go on.
+These runs finish instead, with what is true of the thread now: its messages
+(``MESSAGES_SNAPSHOT``) and, while one stands open, its interrupt again (AG-UI
+1.0 forbids a success outcome while the producer knows an interrupt is open).
+Nothing here claims or answers a pause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+from ag_ui.core import BaseEvent
+
+from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.agui.mapping import RunProjection
+from symfonic.agent.agui.snapshot import answered_note, thread_messages
+from symfonic.core.contracts.errors import PauseAlreadyClaimed
+from symfonic.core.contracts.store import PauseRecord
+from symfonic.core.contracts.types import PauseState, TurnPausedEvent, asked
+
+CLAIM_WAIT = 30.0
+"""Seconds a resume waits for another request's claim on its interrupt to settle."""
+POLL = 0.1
+
+
+async def closing(
+    agent: SymfonicAgent, session_id: str, projection: RunProjection
+) -> list[BaseEvent]:
+    """The run's end: the thread's open interrupt again if it has one, else success."""
+    paused = await agent.store.open_pause(session_id)
+    if paused is not None and (
+        paused.state is PauseState.CLAIMED or paused.answerable(agent.clock())
+    ):
+        event = TurnPausedEvent(**asked(paused), pause_token=agent.token_for(paused))
+        return projection.interrupt(event)
+    return projection.succeed()
+
+
+async def thread_state(
+    agent: SymfonicAgent, session_id: str, projection: RunProjection
+) -> list[BaseEvent]:
+    """``RUN_STARTED``, the thread's messages, and its open interrupt (or success)."""
+    messages = await thread_messages(agent.store, session_id)
+    opening = projection.start()
+    return [*opening, *projection.snapshot(messages), *await closing(agent, session_id, projection)]
+
+
+async def answered_elsewhere(
+    agent: SymfonicAgent, pause: PauseRecord, projection: RunProjection
+) -> list[BaseEvent]:
+    """The published outcome of a pause settled with another answer, and who gave it."""
+    row = await agent.store.get_pause(pause.pause_id) or pause
+    messages = await thread_messages(agent.store, row.session_id)
+    return [
+        *projection.start(),
+        *projection.snapshot(messages),
+        *projection.say(answered_note(row)),
+        *await closing(agent, row.session_id, projection),
+    ]
+
+
+async def claim_settled(
+    agent: SymfonicAgent,
+    pause_id: str,
+    wait: float,
+    clock: Callable[[], float] = anyio.current_time,
+) -> None:
+    """Return once no request holds a claim on the pause; past ``wait`` seconds, refuse."""
+    deadline = clock() + wait
+    while True:
+        row = await agent.store.get_pause(pause_id)
+        if row is None or row.state is not PauseState.CLAIMED:
+            return
+        if clock() >= deadline:
+            raise PauseAlreadyClaimed(
+                f"another answer to this interrupt was still being carried out after "
+                f"{wait:g} seconds; send the same answer again shortly to get its outcome",
+                pause_id=pause_id,
+            )
+        await anyio.sleep(POLL)
