@@ -138,6 +138,14 @@ def register(sub: Any) -> None:
         help=f"streams (pause feeds, turn and AG-UI streams) one principal may hold open; "
         f"one more is a 429 (default: {DEFAULT_MAX_STREAMS_PER_PRINCIPAL})",
     )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin (e.g. https://app.example) that may call the API, /v1/agui and "
+        "the feed with a key; repeatable (default: none, same-origin only)",
+    )
     add_webhook_options(p)
     p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
     p.add_argument(
@@ -147,6 +155,14 @@ def register(sub: Any) -> None:
         help="log lines as text, or one JSON object a line with trace ids (default: text)",
     )
     p.set_defaults(run=run)
+
+
+def cors_origins_of(given: list[str]) -> list[str]:
+    """The ``--cors-origin`` values as origins; a malformed one is refused at start-up."""
+    # Imported here, as the app is: other commands start sooner without the web stack.
+    from symfonic.agent.fastapi.cors import origin_of
+
+    return [origin_of(origin) for origin in given]
 
 
 def retention_of(args: argparse.Namespace) -> Retention | None:
@@ -196,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
         port = port_of(args.port)
         agents = [load_agent(spec) for spec in args.agents or [DEFAULT_AGENT]]
         retention = retention_of(args)
+        cors_origins = cors_origins_of(args.cors_origin)
         webhooks, webhook_settings = webhooks_of(args, os.environ.get(WEBHOOK_SECRET))
         store = serving_store(args.store, agents)
         host = ServiceHost(agents, store)
@@ -213,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     url = store if isinstance(store, str) else store.url
     try:
-        served = Served(retention, webhooks, webhook_settings)
+        served = Served(retention, webhooks, webhook_settings, cors_origins)
         return anyio.run(_serve, args, port, host, url, authenticator, served, telemetry)
     finally:
         if telemetry is not None:
@@ -289,6 +306,7 @@ async def _serve_on(
         webhooks=served.webhooks,
         webhook_settings=served.webhook_settings,
         max_streams_per_principal=args.max_streams_per_principal,
+        cors_origins=served.cors_origins,
     )
     shares = app.state.stream_shares
     if telemetry is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,6 +39,8 @@ class Served:
     retention: Retention | None
     webhooks: list[Webhook]
     webhook_settings: WebhookSettings | None
+    cors_origins: list[str] = field(default_factory=list)
+    """The browser origins that may call the service from another origin."""
 
 
 def add_webhook_options(p: Any) -> None:

@@ -33,6 +33,7 @@ from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui import agui_router
 from symfonic.agent.fastapi import openapi
 from symfonic.agent.fastapi.auth import Authenticator
+from symfonic.agent.fastapi.cors import install_cors
 from symfonic.agent.fastapi.inbox import install_inbox
 from symfonic.agent.fastapi.key_brake import KeyBrake
 from symfonic.agent.fastapi.limits import BodyLimit
@@ -78,6 +79,7 @@ def create_app(
     webhook_settings: WebhookSettings | None = None,
     max_streams_per_principal: int = DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
     key_brake: KeyBrake | None = None,
+    cors_origins: Sequence[str] = (),
 ) -> FastAPI:
     """An app serving ``agents`` (the first is the default) on one store.
 
@@ -95,7 +97,10 @@ def create_app(
     more is a 429. The app's :class:`StreamShares` is ``app.state.stream_shares``,
     which ``symfonic serve`` hands its connection layer. ``key_brake``: how many
     wrong keys an address or a key prefix may present (default: 10, then one
-    every 6 s; :mod:`~symfonic.agent.fastapi.key_brake`).
+    every 6 s; :mod:`~symfonic.agent.fastapi.key_brake`). ``cors_origins``: the
+    browser origins (``https://app.example``) that may call the API from another
+    origin, with a key, never with the inbox's cookie (default: none, same-origin
+    only; :mod:`~symfonic.agent.fastapi.cors`).
     """
     if isinstance(agents, ServiceHost):
         if store is not None:
@@ -154,6 +159,9 @@ def create_app(
     app.include_router(agui_router(host, service.principal, service.route_class, shares))
     install_inbox(app, service)
     openapi.install(app)
+    # Added last, so it is outermost: a preflight is answered before the body
+    # limit or authentication see it, and every answer carries its headers.
+    install_cors(app, cors_origins)
     return app
 
 
