@@ -5,7 +5,11 @@ own calls, without HTTP in front):
 
 - a first turn that pauses (create the session, begin its run, record its
   pause) and a resume (claim, publish): p50/p95, and pauses created per second;
-- a principal's inbox and a scope holder's: p50/p95;
+- a principal's inbox (``user7``: its page grows with the size), the inbox of
+  ``steady``, who owns 60 pending pauses at every size, and a scope holder's:
+  p50/p95;
+- the same through HTTP, the feed's snapshot, and 200 feed subscribers
+  reconnecting at once (:mod:`bench.scale_http`);
 - a sweep of 10k expiries: its time, and the worst a write, a read and the
   event loop waited meanwhile (:mod:`bench.scale_probe`);
 - ``symfonic prune`` in another process deleting those 10k sessions: its time,
@@ -14,7 +18,8 @@ own calls, without HTTP in front):
 
 The pending pauses are bulk-loaded (:mod:`bench.scale_load`): 100k first turns
 through the service take longer than a run may, and the bulk load writes the
-same rows. The ratios 100k / 1k are printed at the end. Figures: docs/scale.md.
+same rows (plus ``steady``'s 60, loaded once). The ratios 100k / 1k are
+printed at the end. Figures: docs/scale.md.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from typing import Any
 
 import anyio
 
-from bench.scale_load import SCOPE, Layout, load_pending, pause_id
+from bench.scale_http import http_figures
+from bench.scale_load import SCOPE, STEADY, STEADY_PAUSES, Layout, load_pending, pause_id
 from bench.scale_probe import while_probed
 from symfonic.core.contracts.store import (
     CheckpointRecord,
@@ -125,7 +131,12 @@ async def _turns(store: Store, figures: Figures) -> None:
 
 
 async def _lists(store: Store, figures: Figures) -> None:
-    for who, principal, scopes in (("own", "user7", frozenset()), ("scope", "carol", {SCOPE})):
+    inboxes: tuple[tuple[str, str, set[str] | frozenset[str]], ...] = (
+        ("own user7", "user7", frozenset()),
+        ("own 60", STEADY, frozenset()),
+        ("scope", "carol", {SCOPE}),
+    )
+    for who, principal, scopes in inboxes:
         query = PauseQuery(PauseState.PENDING, principal, frozenset(scopes), limit=50)
         seconds = [await _timed(lambda q=query: store.list_pauses(q)) for _ in range(LISTS)]  # type: ignore[misc]
         figures[f"list {who} p50"], figures[f"list {who} p95"] = _percentiles(seconds)
@@ -189,12 +200,15 @@ async def _grow(url: str, sizes: tuple[int, ...]) -> dict[int, Figures]:
     results: dict[int, Figures] = {}
     loaded = 0
     async with open_store(url) as store:
+        steady = Layout(STEADY_PAUSES, start=30_000_000, created=NOW, owner=STEADY)
+        await load_pending(url, steady)
         for size in sizes:
             await load_pending(url, Layout(size - loaded, start=loaded, created=NOW))
             loaded = size
             figures: Figures = {}
             await _turns(store, figures)
             await _lists(store, figures)
+            await http_figures(url, figures, _percentiles)
             await _sweep(store, url, size, figures)
             await _prune(store, url, figures)
             await _bytes(url, size, figures)
