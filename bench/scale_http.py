@@ -182,9 +182,9 @@ async def _subscribers(client: httpx.AsyncClient, pid: int, figures: Figures) ->
 async def http_figures(url: str, figures: Figures, percentiles: Percentiles) -> None:
     """Add the HTTP figures of the store at ``url`` to ``figures``.
 
-    Each list and snapshot is on a new connection: on a kept-alive one, every
-    request of ``symfonic serve`` waits about 45 ms more (docs/scale.md), which
-    would hide what the store costs; one figure shows it.
+    Each list and snapshot is on a new connection, so that what the store costs
+    is measured apart from what a kept-alive connection saves; one figure shows
+    the kept-alive page.
     """
     fresh = httpx.Limits(max_connections=SUBSCRIBERS + 10, max_keepalive_connections=0)
     async with _serving(url) as (base, pid):
