@@ -78,7 +78,7 @@ class Chat:
                 view,
                 self.ask,
                 pause,
-                pause["pause_token"],
+                pause["token"],
                 current=current,
                 may_abandon=True,
             )

@@ -26,7 +26,7 @@ from pydantic.json_schema import models_json_schema
 from symfonic.agent.fastapi.feed_schemas import PauseChangeEvent, PauseSnapshot
 from symfonic.agent.fastapi.schemas import TurnOutcome
 from symfonic.agent.http.errors import documented
-from symfonic.core.contracts.types import STREAM_EVENTS
+from symfonic.core.contracts.types import STREAM_EVENTS, TurnPausedEvent
 
 REF = "#/components/schemas/{model}"
 # The live pause feed's frame data (its stream is documented by its route).
@@ -103,6 +103,27 @@ def _braked_where_authenticated(document: dict[str, Any]) -> None:
                 responses.setdefault("429", entry)
 
 
+def _token_on_the_wire(components: dict[str, Any]) -> None:
+    """``turn.paused`` carries ``token`` (the name the rest of the API uses) beside the
+    deprecated ``pause_token``, as :func:`symfonic.agent.fastapi.sse.wire_data` sends it."""
+    paused = components.get(TurnPausedEvent.__name__)
+    if paused is None:
+        return
+    properties = paused.setdefault("properties", {})
+    properties["token"] = {
+        "type": "string",
+        "title": "Token",
+        "description": "The pause token: `POST /v1/resume` takes it as `token`.",
+    }
+    properties.get("pause_token", {}).update(
+        {
+            "deprecated": True,
+            "description": "Deprecated: the same value as `token`, kept until 0.2.0.",
+        }
+    )
+    paused["required"] = sorted({*paused.get("required", ()), "token"})
+
+
 def install(app: FastAPI) -> None:
     """Generate the document once, with every stream event's schema in its components."""
 
@@ -122,6 +143,7 @@ def install(app: FastAPI) -> None:
         components = document.setdefault("components", {}).setdefault("schemas", {})
         for name, schema in events.get("$defs", {}).items():
             components.setdefault(name, schema)
+        _token_on_the_wire(components)
         require_discriminators(document)
         _braked_where_authenticated(document)
         app.openapi_schema = document

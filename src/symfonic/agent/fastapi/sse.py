@@ -19,6 +19,7 @@ stream, whatever ASGI version the server reports) is
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -30,14 +31,25 @@ from starlette.types import Receive, Scope, Send
 from symfonic.agent.http.stream_shares import StreamSlot
 from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
 from symfonic.agent.service.started import StartedTurn
-from symfonic.core.contracts.types import ErrorEvent, Event
+from symfonic.core.contracts.types import ErrorEvent, Event, TurnPausedEvent
 
 logger = logging.getLogger("symfonic.http")
+TOKEN = "token"
+
+
+def wire_data(event: Event) -> str:
+    """An event's ``data:`` JSON. A pause's token is ``token``, as everywhere else in the
+    API; ``pause_token`` beside it is the same value, deprecated, kept for one release."""
+    if not isinstance(event, TurnPausedEvent):
+        return event.model_dump_json()
+    body = event.model_dump(mode="json")
+    body[TOKEN] = event.pause_token
+    return json.dumps(body, separators=(",", ":"))
 
 
 def encode(seq: int, event: Event) -> bytes:
     """One frame: ``event:`` the type, ``data:`` the JSON, ``id:`` its sequence number."""
-    frame = ServerSentEvent(event=event.type, raw_data=event.model_dump_json(), id=str(seq))
+    frame = ServerSentEvent(event=event.type, raw_data=wire_data(event), id=str(seq))
     return format_sse_event(data_str=frame.raw_data, event=frame.event, id=frame.id)
 
 
