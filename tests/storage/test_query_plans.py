@@ -11,10 +11,12 @@ PostgreSQL with autovacuum off, so never analysed either) and after ``ANALYZE``.
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import anyio
 import pytest
@@ -35,6 +37,7 @@ from symfonic.core.contracts.store import (
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage import open_store
 from symfonic.storage.sql_store import SqlStore
+from symfonic.storage.statements import Params, Statement
 
 pytestmark = pytest.mark.anyio
 
@@ -165,3 +168,86 @@ async def test_no_hot_statement_reads_every_waiting_pause(crowded: str) -> None:
     assert any("symfonic_pauses" in text for text in recorded)
     wide = await _explain(crowded, recorded)
     assert wide == {}, "\n\n".join(f"{text}\n  -> {steps}" for text, steps in wide.items())
+
+
+async def _vacuumed(url: str) -> None:
+    """As autovacuum with its defaults leaves a table after a bulk insert: analysed,
+    and on PostgreSQL with a visibility map (``autovacuum_vacuum_insert_threshold``)."""
+    if url.startswith("sqlite"):
+        await _analyse(url, analysed=True)
+        return
+    import asyncpg
+
+    connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
+    try:
+        await connection.execute("VACUUM ANALYZE symfonic_pauses")
+    finally:
+        await connection.close()
+
+
+async def _count_plan(url: str, statement: Statement, params: Params) -> list[str]:
+    """The ways the count's plan reads the pauses table."""
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        from symfonic.storage.sqlite import _bound
+        from symfonic.storage.sqlite_file import path_of
+
+        connection = sqlite3.connect(path_of(url))
+        try:
+            plan = connection.execute(f"EXPLAIN QUERY PLAN {statement.text}", _bound(params))
+            details = [str(row[3]) for row in plan.fetchall()]
+        finally:
+            connection.close()
+        return [d.partition(" (")[0] for d in details if "symfonic_pauses" in d]
+    import asyncpg
+
+    connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
+    try:
+        text = await connection.fetchval(
+            f"EXPLAIN (FORMAT JSON) {statement.positional}", *statement.values(params)
+        )
+    finally:
+        await connection.close()
+    (root,) = json.loads(text)
+    nodes = list(_walk(root["Plan"]))
+    return [
+        f"{node['Node Type']} {node.get('Index Name', '')}".strip()
+        for node in nodes
+        if node.get("Relation Name") == "symfonic_pauses"
+    ]
+
+
+def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _walk(child)
+
+
+async def test_a_scope_holders_total_reads_the_index_alone(store_url: str) -> None:
+    # The total counts every pause of the scope (6,250 here): read from the index,
+    # not one table row (and page) each for the agent, expiry and delegate filters.
+    async with open_store(store_url):
+        pass
+    await _analyse(store_url, analysed=False)
+    await load_pending(store_url, LAYOUT)
+    await _vacuumed(store_url)
+    async with open_store(store_url) as store:
+        assert isinstance(store, SqlStore)
+        recorded = record_statements(store)
+        query = PauseQuery(
+            PauseState.PENDING,
+            "carol",
+            frozenset({SCOPE}),
+            limit=51,
+            agents=frozenset({"assistant"}),
+            unexpired_at=T0,
+        )
+        assert await store.count_pauses(query) == WAITING // 8
+    ((statement, params),) = [v for t, v in recorded.items() if "COUNT(*)" in t]
+    reads = await _count_plan(store_url, statement, params)
+    assert len(reads) == 2, reads
+    if store_url.startswith("sqlite"):
+        assert all("USING COVERING INDEX" in read for read in reads), reads
+    else:
+        assert all(read.startswith("Index Only Scan") for read in reads), reads

@@ -13,6 +13,10 @@ order, so each branch reads at most one page of rows; a single ``WHERE`` with
 an ``OR`` of them would read every match to sort it. The ``*`` scope is one
 range over the whole state.
 
+A total counts every pause of its ranges, filtered on the agents, kind, expiry
+and delegate flag; the same indexes carry those columns, so the count reads
+index entries and never the rows (still one entry per pause in the ranges).
+
 The pending gauge's count is one grouped read of every pending pause: the
 store counts them, so the service never holds them to count.
 """
