@@ -57,6 +57,24 @@ async def test_chat_answers_an_approval_inline_and_the_payment_is_published(
         assert len(published) == 1 and published[0].answer == {"decision": "approve"}
 
 
+async def test_chat_and_pauses_show_the_question_in_words_and_the_arguments_as_a_table(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running(sqlite_url) as (client, agent):
+        await converse(client, None, Terminal(), typed("Pay bob 7 EUR", "d"))
+        chat = capsys.readouterr().out
+        waiting = await agent.run("Pay alice 5 EUR")
+        assert waiting.pause is not None
+        await review(client, Terminal(), answer=False)
+        listing = capsys.readouterr().out
+    for out, amount in ((chat, "7.0"), (listing, "5.0")):
+        assert "Approve send_payment?" in out and "Approve send_payment(" not in out
+        rows = [line.split() for line in out.splitlines()]
+        assert ["amount", amount] in rows and ["currency", "EUR"] in rows
+    assert "to_iban   FR14 2004 1010 0505 0001 3M02 606" in chat
+    assert "to_iban   DE89 3704 0044 0532 0130 00" in listing
+
+
 async def test_chat_reject_with_reason_reaches_the_model(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

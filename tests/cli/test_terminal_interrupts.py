@@ -97,7 +97,7 @@ def test_ctrl_c_at_each_chat_prompt_ends_in_words_and_leaves_the_pause(
 
 PAUSES_PROMPTS = {
     "choice": ([], f"{APPROVAL}? "),
-    "edit-field": (["e"], "to_iban: "),
+    "edit-field": (["e"], "to_iban ["),  # the edit starts from the call's arguments
     "reason": (["r"], "reason: "),
 }
 

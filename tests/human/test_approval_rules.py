@@ -48,7 +48,8 @@ async def test_a_one_parameter_rule_gets_the_arguments_and_a_two_parameter_one_t
         return True
 
     for rule in (arguments_only, with_principal, variadic):
-        assert await needs_approval(rule).decide("pay", {"amount": 1}, ALICE) == Approver(None)
+        decided = await needs_approval(rule).decide("pay", {"amount": 1}, ALICE)
+        assert decided == Approver(None, "Approve pay?")
     assert given == [({"amount": 1},), ({"amount": 1}, ALICE), ({"amount": 1}, ALICE)]
 
 
@@ -61,13 +62,16 @@ async def test_rules_may_be_async_and_the_audience_may_be_chosen_per_call() -> N
 
     rule = needs_approval(large, audience=who)
     assert await rule.decide("pay", {"amount": 50}, ALICE) is None
-    assert await rule.decide("pay", {"amount": 500}, ALICE) == Approver(None)
-    assert await rule.decide("pay", {"amount": 5000}, ALICE) == Approver("cfo")
-    assert await rule.decide("pay", {"amount": 500}, Principal("bob")) == Approver("cfo")
+    assert await rule.decide("pay", {"amount": 500}, ALICE) == Approver(None, "Approve pay?")
+    assert await rule.decide("pay", {"amount": 5000}, ALICE) == Approver("cfo", "Approve pay?")
+    bob = Principal("bob")
+    assert await rule.decide("pay", {"amount": 500}, bob) == Approver("cfo", "Approve pay?")
 
 
 async def test_without_a_condition_every_call_needs_approval() -> None:
-    assert await needs_approval(audience="finance").decide("pay", {}, ALICE) == Approver("finance")
+    assert await needs_approval(audience="finance").decide("pay", {}, ALICE) == Approver(
+        "finance", "Approve pay?"
+    )
 
 
 async def test_what_a_rule_does_to_its_arguments_never_reaches_the_call() -> None:

@@ -96,10 +96,11 @@ class Client:
         """Every pending pause the caller may answer, oldest first, a page at a time.
 
         The listing hands out pages; following each page's ``next_cursor`` until
-        it is null reaches them all, however many wait.
+        it is null reaches them all, however many wait. Each comes with its
+        details, so an approval's arguments can be shown and edited.
         """
         pauses: list[dict[str, Any]] = []
-        params: dict[str, Any] = {"state": "pending", "limit": PAGE_LIMIT}
+        params: dict[str, Any] = {"state": "pending", "limit": PAGE_LIMIT, "details": "true"}
         while True:
             page = await self._json("GET", "/v1/pauses", params=params)
             pauses += page["pauses"]

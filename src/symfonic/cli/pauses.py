@@ -1,6 +1,8 @@
 """``symfonic pauses``: list the pauses you may answer, and answer them one by one.
 
-Each pause is answered as in ``symfonic chat`` (:mod:`symfonic.cli.answering`).
+Each pause is answered as in ``symfonic chat`` (:mod:`symfonic.cli.answering`),
+an approval's arguments shown as a table under its question and an edit
+starting from them (the listing asks for each pause's details to have them).
 A pause the service refuses to take an answer for (answered elsewhere, expired)
 is said in one line and the next one asked; the command then exits 1, so a
 script sees that not every answer was taken. Ctrl-C at a prompt leaves that
@@ -18,7 +20,7 @@ import httpx
 
 from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client
-from symfonic.cli.prompts import Ask
+from symfonic.cli.prompts import Ask, show_arguments
 from symfonic.cli.render import TurnView
 from symfonic.cli.terminal import Interrupted, Terminal, failed
 
@@ -55,11 +57,14 @@ async def review(
             label=f"{i}. [{pause['kind']}] ",
             label_style="bold",
         )
+        if not answer and pause["kind"] == "approval":
+            show_arguments(term, pause.get("tool_args") or {})
     refused = 0
     if answer:
         for pause in pending:
+            current = dict(pause.get("tool_args") or {})
             answered = await answer_pause(
-                client, TurnView(term), ask or term.ask, pause, pause["token"], current={}
+                client, TurnView(term), ask or term.ask, pause, pause["token"], current=current
             )
             refused += answered.outcome == "refused"
     return Reviewed(len(pending), refused)

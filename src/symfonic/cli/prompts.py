@@ -134,6 +134,13 @@ def _form(pause: dict[str, Any], ask: Ask, term: Terminal) -> Reply:
             term.line("that is not JSON; try again", "yellow", indent=2)
 
 
+def show_arguments(term: Terminal, args: dict[str, Any]) -> None:
+    """A call's arguments as a table under its question: one named row each, never JSON."""
+    width = max((len(name) for name in args), default=0)
+    for name, value in args.items():
+        term.line(shown(value), label=f"{name.ljust(width)}  ", label_style="dim", indent=4)
+
+
 def answer_for(
     pause: dict[str, Any],
     ask: Ask,
@@ -146,6 +153,7 @@ def answer_for(
     term.line(str(pause.get("query", "")), "bold", label="? ", label_style="bold magenta", indent=2)
     kind = pause.get("kind")
     if kind == "approval":
+        show_arguments(term, current or {})
         return _approval(pause, ask, term, current or {}, may_abandon)
     if kind == "form":
         return _form(pause, ask, term)

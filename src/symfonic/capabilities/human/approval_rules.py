@@ -12,12 +12,18 @@ nothing: the call becomes an error the model reads in words, and nothing in its
 round runs (:class:`symfonic.kernel.toolbox.UndecidedCall`). Failing closed is
 the point: a gate that cannot say whether a person must look is not a gate that
 said no.
+
+A description is different: it only words the question, so one that raises or
+gives no text falls back to the default question (``Approve send_payment?``) and
+is logged in words; the gate itself still stands. The question it wrote is
+stored with the pause like the audience, so a resume never asks it again.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
@@ -26,6 +32,8 @@ from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 CallArgs: TypeAlias = Mapping[str, Any]
 Decides: TypeAlias = (
@@ -39,9 +47,15 @@ quick) or async."""
 @dataclass(frozen=True)
 class Approver:
     """A call that needs a person: ``audience`` is the scope that may approve it
-    (``None``: the session's owner)."""
+    (``None``: the session's owner), and ``query`` the question they are asked."""
 
     audience: str | None
+    query: str
+
+
+def default_question(tool: str) -> str:
+    """The question of a gate without a description; the arguments are shown beside it."""
+    return f"Approve {tool}?"
 
 
 class RuleFailed(Exception):
@@ -114,15 +128,23 @@ class ApprovalRule:
         when: Decides[bool] | None = None,
         *,
         audience: str | Decides[str | None] | None = None,
+        description: str | Decides[str] | None = None,
     ) -> None:
         self._when = None if when is None else _Rule(when)
+        if description is None or isinstance(description, str):
+            self._description: str | _Rule[str] | None = _configured_text(description)
+        else:
+            self._description = _Rule(description)
         if audience is None or isinstance(audience, str):
             self._audience: str | _Rule[str | None] | None = _configured_scope(audience)
         else:
             self._audience = _Rule(audience)
 
     def __repr__(self) -> str:
-        return f"needs_approval({self._when!r}, audience={self._audience!r})"
+        return (
+            f"needs_approval({self._when!r}, audience={self._audience!r}, "
+            f"description={self._description!r})"
+        )
 
     async def decide(self, tool: str, args: CallArgs, principal: Principal) -> Approver | None:
         """Who must approve this call, or ``None`` when it runs as an ordinary call.
@@ -141,14 +163,46 @@ class ApprovalRule:
                 if not needed:
                     return None
             if isinstance(self._audience, _Rule):
-                return Approver(_scope(await self._audience(args, principal), tool))
-            return Approver(self._audience)
+                audience = _scope(await self._audience(args, principal), tool)
+            else:
+                audience = self._audience
         except RuleFailed:
             raise
         except Exception as error:  # the rule is the developer's code: any error is its own
             raise RuleFailed(
                 f"the approval rule for {tool} failed on this call ({_described(error)})"
             ) from error
+        return Approver(audience, await self._question(tool, args, principal))
+
+    async def _question(self, tool: str, args: CallArgs, principal: Principal) -> str:
+        """The description's question for this call, or the default one when it fails."""
+        if not isinstance(self._description, _Rule):
+            return self._description or default_question(tool)
+        try:
+            question = await self._description(args, principal)
+        except Exception as error:  # the developer's code: any error only loses the wording
+            logger.warning(
+                "the approval description for %s failed on this call (%s); "
+                "the default question is asked instead",
+                tool,
+                _described(error),
+            )
+            return default_question(tool)
+        if not isinstance(question, str) or not question.strip():
+            logger.warning(
+                "the approval description for %s gave %s, where the question's text is "
+                "needed; the default question is asked instead",
+                tool,
+                "an empty text" if isinstance(question, str) else f"a {type(question).__name__}",
+            )
+            return default_question(tool)
+        return question
+
+
+def _configured_text(description: str | None) -> str | None:
+    if description is not None and not description.strip():
+        raise ConfigurationError("an approval description is the question's text, not empty")
+    return description
 
 
 def _configured_scope(audience: str | None) -> str | None:
@@ -166,7 +220,10 @@ def _described(error: Exception) -> str:
 
 
 def needs_approval(
-    when: Decides[bool] | None = None, *, audience: str | Decides[str | None] | None = None
+    when: Decides[bool] | None = None,
+    *,
+    audience: str | Decides[str | None] | None = None,
+    description: str | Decides[str] | None = None,
 ) -> ApprovalRule:
     """Approval that depends on the call: ``approval={"send_payment": needs_approval(...)}``.
 
@@ -174,7 +231,11 @@ def needs_approval(
     person must approve this call and ``False`` when it runs like any other
     tool; omitted, every call needs approval. ``audience`` is the scope that may
     approve (``None``: the session's owner), or a rule of the same shape that
-    returns it per call. Either rule may be async. The principal a rule sees is
-    the one whose message the turn answers, the same after a resume.
+    returns it per call. ``description`` is the question the approver reads: a
+    text, or a rule of the same shape that words it from the call, such as
+    ``lambda args: f"Pay {args['amount']} {args['currency']}"``; omitted, it is
+    ``Approve send_payment?``, with the arguments shown beside it. Any rule may
+    be async. The principal a rule sees is the one whose message the turn
+    answers, the same after a resume.
     """
-    return ApprovalRule(when, audience=audience)
+    return ApprovalRule(when, audience=audience, description=description)

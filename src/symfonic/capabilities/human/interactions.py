@@ -10,7 +10,6 @@ the form and the server can refuse a bad answer before anything is claimed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,13 +126,15 @@ def approval_pending(
     args: dict[str, Any],
     parameters: dict[str, Any],
     audience: str | None,
+    query: str,
 ) -> PendingInteraction:
+    """The pause of a gated call: ``query`` is its question, already worded by its rule."""
     return PendingInteraction(
         kind=InteractionKind.APPROVAL,
         tool_call_id=tool_call_id,
         tool_name=tool_name,
         args=args,
-        query=f"Approve {tool_name}({json.dumps(args, sort_keys=True)})?",
+        query=query,
         response_schema=approval_schema(parameters),
         audience=audience,
     )

@@ -95,4 +95,6 @@ class ToolBox:
             return UndecidedCall(call_id, f"error: {failed.words}, so nothing in this round ran")
         if approver is None:
             return None
-        return approval_pending(name, call_id, args, self.tools[name].parameters, approver.audience)
+        return approval_pending(
+            name, call_id, args, self.tools[name].parameters, approver.audience, approver.query
+        )
