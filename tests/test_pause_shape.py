@@ -35,6 +35,7 @@ QUESTION = {
     "response_schema": {"type": "object"},
     "expires_at": datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC),
     "sub_agent": None,
+    "args_digest": "ab" * 32,
 }
 TOKEN = "secret-token-value"
 
@@ -59,7 +60,7 @@ def test_the_paused_frame_sends_the_question_and_its_token() -> None:
     event = TurnPausedEvent(**QUESTION, pause_token=TOKEN)
     assert set(event.model_dump(mode="json")) == {
         "pause_id", "pause_token", "interrupt_id", "tool_call_id", "kind", "query",
-        "response_schema", "expires_at", "sub_agent",
+        "response_schema", "expires_at", "sub_agent", "args_digest",
     }
     assert event.model_dump(mode="json")["expires_at"] == "2030-01-02T03:04:05Z"
 
@@ -77,6 +78,7 @@ def test_a_paused_turn_outcome_sends_the_question_and_its_token() -> None:
         "interrupt_id": "int_p_1",
         "expires_at": "2030-01-02T03:04:05Z",
         "sub_agent": None,
+        "args_digest": "ab" * 32,
     }
 
 
@@ -85,7 +87,7 @@ def test_a_listed_pause_shows_the_question_and_the_row_but_never_the_answer() ->
     assert {
         "pause_id", "session_id", "agent", "kind", "query", "response_schema", "tool_call_id",
         "interrupt_id", "audience", "state", "expires_at", "answered_by", "answered_at", "token",
-        "sub_agent",
+        "sub_agent", "args_digest",
     } <= set(view)
     assert view["token"] == TOKEN and view["state"] == "pending" and view["agent"] == "assistant"
     # What the row holds for the runtime alone stays off the wire.

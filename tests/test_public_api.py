@@ -27,6 +27,7 @@ PUBLIC = {
     "PauseAlreadyAnswered",
     "PauseAlreadyClaimed",
     "PauseExpired",
+    "StaleQuestion",
     "PauseForbidden",
     "PauseInfo",
     "PauseNotFound",

@@ -19,6 +19,7 @@ from symfonic.core.contracts.errors import (
     SessionBusy,
     SessionNotFound,
     SessionPaused,
+    StaleQuestion,
     SymfonicError,
 )
 from symfonic.core.contracts.principal import Principal
@@ -45,6 +46,7 @@ __all__ = [
     "SessionBusy",
     "SessionNotFound",
     "SessionPaused",
+    "StaleQuestion",
     "SymfonicAgent",
     "SymfonicError",
     "TurnResult",

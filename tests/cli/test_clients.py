@@ -12,9 +12,11 @@ import pytest
 from bulk_pauses import bulk_pauses
 from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
+from symfonic.cli.answering import answer_pause
 from symfonic.cli.chat import converse
 from symfonic.cli.client import Client
 from symfonic.cli.pauses import Reviewed, review
+from symfonic.cli.render import TurnView
 from symfonic.cli.terminal import Terminal
 from symfonic.core.contracts.types import PauseState
 from symfonic.demo import demo_agent
@@ -73,6 +75,26 @@ async def test_chat_and_pauses_show_the_question_in_words_and_the_arguments_as_a
         assert ["amount", amount] in rows and ["currency", "EUR"] in rows
     assert "to_iban   FR14 2004 1010 0505 0001 3M02 606" in chat
     assert "to_iban   DE89 3704 0044 0532 0130 00" in listing
+
+
+async def test_pauses_send_the_digest_they_showed_and_another_is_refused_as_stale(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with running(sqlite_url) as (client, agent):
+        waiting = await agent.run("Pay alice 5 EUR")
+        assert waiting.pause is not None and waiting.pause.args_digest is not None
+        [pause] = await client.pending_pauses()
+        assert pause["args_digest"] == waiting.pause.args_digest
+        # As if the screen had shown another call than the pause now asks about.
+        shown = {**pause, "args_digest": "0" * 64}
+        stale = await answer_pause(
+            client, TurnView(Terminal()), typed("a"), shown, pause["token"], current={}
+        )
+        assert stale.outcome == "refused"
+        assert "another question" in capsys.readouterr().out
+        assert await review(client, Terminal(), answer=True, ask=typed("a")) == Reviewed(1, 0)
+        [published] = await agent.pauses("local", PauseState.PUBLISHED)
+        assert published.answer == {"decision": "approve"}
 
 
 async def test_chat_reject_with_reason_reaches_the_model(

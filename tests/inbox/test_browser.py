@@ -149,6 +149,21 @@ def test_alice_sees_her_pause_a_new_one_arrives_live_and_her_approval_runs_the_t
     page.context.close()
 
 
+def test_the_inbox_answers_with_the_digest_of_the_call_it_showed(
+    browser: Any, inbox: Inbox
+) -> None:
+    first = ask(inbox.url, "pay uma 6")
+    digest = first["pause"]["args_digest"]
+    assert isinstance(digest, str) and len(digest) == 64
+    page = signed_in(browser, inbox.url)
+    mine = card(page, first)
+    with page.expect_request(lambda request: request.url.endswith("/v1/resume")) as sent:
+        mine.get_by_role("button", name="Approve").click()
+    assert json.loads(sent.value.post_data)["args_digest"] == digest
+    expect_text(left(page, first), r"approved by you")
+    page.context.close()
+
+
 def test_a_wrong_key_is_refused_in_words_on_the_inbox_page(browser: Any, inbox: Inbox) -> None:
     from playwright.sync_api import expect
 

@@ -418,17 +418,17 @@ class SymfonicAgent:
         *,
         status: AnswerStatus = "resolved",
         pause: PauseRecord | None = None,
+        args_digest: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The resumed turn's events. ``pause``: the record the token names, if the
         caller has just read it; it spares the resume that read, and a record of
-        any other pause is ignored."""
+        any other pause is ignored. ``args_digest``: as in :meth:`resume`."""
         await self.open()
         who = Principal.of(principal)
-        async with aclosing(
-            self._traced_resume(
-                resume_turn(self, token, answer, who, status, pause=pause), who, answer
-            )
-        ) as events:
+        resumed = resume_turn(
+            self, token, answer, who, status, pause=pause, args_digest=args_digest
+        )
+        async with aclosing(self._traced_resume(resumed, who, answer)) as events:
             async for event in events:
                 yield event
 
@@ -439,13 +439,17 @@ class SymfonicAgent:
         principal: Principal | str = "local",
         *,
         status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
     ) -> TurnResult:
-        """Answer a pause and run the turn on; raises the refusal's own error type."""
+        """Answer a pause and run the turn on; raises the refusal's own error type.
+
+        ``args_digest``: the approval's digest as the person was shown it; one
+        that is not the pause's raises :class:`StaleQuestion` before anything is
+        claimed, and the token stays usable."""
         await self.open()
         who = Principal.of(principal)
-        return await collect(
-            self._traced_resume(resume_turn(self, token, answer, who, status), who, answer)
-        )
+        resumed = resume_turn(self, token, answer, who, status, args_digest=args_digest)
+        return await collect(self._traced_resume(resumed, who, answer))
 
     def _traced(
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None

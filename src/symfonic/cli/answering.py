@@ -51,7 +51,10 @@ async def answer_pause(
             view.decline(pause["tool_call_id"])
         try:
             return Answered(
-                "answered", await view.show(client.resume(token, reply.answer, reply.action))
+                "answered",
+                await view.show(
+                    client.resume(token, reply.answer, reply.action, pause.get("args_digest"))
+                ),
             )
         except ApiError as error:
             if error.status != 422:

@@ -139,8 +139,14 @@ class Client:
     def turn(self, session_id: str, message: str, **options: Any) -> AsyncIterator[Frame]:
         return self._stream(f"/v1/sessions/{session_id}/turns", {"message": message, **options})
 
-    def resume(self, token: str, answer: Any, status: str = "resolved") -> AsyncIterator[Frame]:
-        return self._stream("/v1/resume", {"token": token, "answer": answer, "status": status})
+    def resume(
+        self, token: str, answer: Any, status: str = "resolved", args_digest: str | None = None
+    ) -> AsyncIterator[Frame]:
+        """Answer a pause; ``args_digest``: the approval's digest the person was shown."""
+        body = {"token": token, "answer": answer, "status": status}
+        if args_digest is not None:
+            body["args_digest"] = args_digest
+        return self._stream("/v1/resume", body)
 
     def explain(self, error: Exception) -> str:
         """What stopped a request, and what the person can do about it, in one line."""

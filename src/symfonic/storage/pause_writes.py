@@ -59,13 +59,14 @@ from symfonic.storage.webhooks import owe_failed_turn
 _COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
-    " checkpoint_format, checkpoint, parent_session_id, delegated_pause_id, sub_agent"
+    " checkpoint_format, checkpoint, parent_session_id, delegated_pause_id, sub_agent,"
+    " args_digest"
 )
 _VALUES = (
     ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
     " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
     " :supersedes, :checkpoint_format, :checkpoint, :parent_session_id, :delegated_pause_id,"
-    " :sub_agent"
+    " :sub_agent, :args_digest"
 )
 INSERT_PAUSE = Statement(f"INSERT INTO symfonic_pauses ({_COLUMNS}) VALUES ({_VALUES})")
 # SQLite: the run's marker cleared with END_RUN (row count 1: the run held it), then
@@ -107,7 +108,7 @@ ABANDON_PENDING = Statement(
 _CLAIM = (
     "UPDATE symfonic_pauses SET state = 'claimed', claim_id = :claim_id,"
     " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
-    " answer = :answer, answer_status = :status"
+    " answer = :answer, answer_status = :status, edited_args_digest = :edited_args_digest"
     " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :at"
     f" RETURNING {CHECKPOINT_COLUMNS}"
 )
@@ -221,6 +222,7 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
         "parent_session_id": pause.parent_session_id,
         "delegated_pause_id": pause.delegated_pause_id,
         "sub_agent": pause.sub_agent,
+        "args_digest": pause.args_digest,
     }
 
 
@@ -269,6 +271,7 @@ async def claim_pause(store: SqlTransactions, claim: Claim) -> ClaimedPause | No
         "at": claim.at,
         "answer": json_text(claim.answer),
         "status": claim.status,
+        "edited_args_digest": claim.edited_args_digest,
     }
     won = await with_history(store, CLAIM, params, "base_revision")
     if won is None:

@@ -18,7 +18,7 @@ PAUSE_COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
     " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome,"
-    " parent_session_id, delegated_pause_id, sub_agent"
+    " parent_session_id, delegated_pause_id, sub_agent, args_digest, edited_args_digest"
 )
 SESSION_COLUMNS = "session_id, principal, agent, revision, metadata, created_at, run_id, run_lease"
 # A pause row's checkpoint, with what it shares with the pause.
@@ -67,6 +67,8 @@ def pause_of(row: Row) -> PauseRecord:
         parent_session_id=row["parent_session_id"],
         delegated_pause_id=row["delegated_pause_id"],
         sub_agent=row["sub_agent"],
+        args_digest=row["args_digest"],
+        edited_args_digest=row["edited_args_digest"],
     )
 
 

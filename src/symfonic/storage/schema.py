@@ -81,6 +81,8 @@ pauses = sa.Table(
     sa.Column("parent_session_id", sa.String(200), nullable=True),
     sa.Column("delegated_pause_id", sa.String(200), nullable=True),
     sa.Column("sub_agent", sa.String(200), nullable=True),
+    sa.Column("args_digest", sa.String(64), nullable=True),
+    sa.Column("edited_args_digest", sa.String(64), nullable=True),
     # Each hot read's own index (migration 0010): see docs/storage.md, Indexes.
     sa.Index("ix_symfonic_pauses_session_state", "session_id", "state", "expires_at"),
     sa.Index("ix_symfonic_pauses_due", "state", "expires_at"),

@@ -149,15 +149,27 @@ async def claim_read(
     principal: Principal,
     status: AnswerStatus,
     now: datetime,
+    edited_args_digest: str | None = None,
 ) -> WonClaim | None:
-    """Claim a pause read, authorised and validated first; ``None``: the claim lost."""
+    """Claim a pause read, authorised and validated first; ``None``: the claim lost.
+
+    ``edited_args_digest``: an edit's digest of the call it runs, written with the claim."""
     scope = IssuerScope(pause.principal, pause.agent)
     turn = ResumedTurn(agent.guarded, principal.name, pause.session_id, scope, uuid.uuid4().hex)
     admitted = turn.admission(budgeted=True)(agent, scope)
     lease = ClaimLease(
         agent.store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock
     )
-    claim = Claim(pause.pause_id, turn.claim_id, principal.name, answer, status, now, lease.until())
+    claim = Claim(
+        pause.pause_id,
+        turn.claim_id,
+        principal.name,
+        answer,
+        status,
+        now,
+        lease.until(),
+        edited_args_digest,
+    )
     taking = TurnCheckpointStore(agent.store).claim(claim)
     claimed = await _claimed(agent.store, claim, taking, session_id=pause.session_id)
     return None if claimed is None else WonClaim(pause, turn, admitted, lease, claimed)

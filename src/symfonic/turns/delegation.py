@@ -175,6 +175,8 @@ def delegated_interaction(
         # Down a chain of delegates, the one that asked is named.
         sub_agent=asked.sub_agent or tool.agent.name,
         delegated_pause_id=pause_id,
+        # What the person approves is the delegate's gated call, not the task given to it.
+        args_digest=asked.args_digest,
     )
 
 

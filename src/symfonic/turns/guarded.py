@@ -50,6 +50,7 @@ class GuardedConversation:
             response_schema=pending.response_schema,
             expires_at=datetime.fromtimestamp(now.timestamp() + self.pause_ttl, UTC),
             sub_agent=pending.sub_agent,
+            args_digest=pending.args_digest,
         )
 
     async def record_pause(

@@ -9,7 +9,8 @@ either publishes, records a second pause, or moves the pause to ``abandoned``,
 each write retried within the claim's lease while the store is out of reach.
 
 The steps are modules of their own: :mod:`~symfonic.turns.claim` (the checks
-and the claim), :mod:`~symfonic.turns.replay` (an identical answer already
+and the claim), :mod:`~symfonic.turns.asked_digest` (the question the answer
+was given to), :mod:`~symfonic.turns.replay` (an identical answer already
 settled), :mod:`~symfonic.turns.run_on` (the kernel continued from the
 checkpoint), :mod:`~symfonic.turns.delegated_resume` (through a delegate first,
 when the pause stands for a delegate's) and :mod:`~symfonic.turns.resumed_turn`
@@ -36,6 +37,7 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
+from symfonic.turns.asked_digest import edited_digest, same_question
 from symfonic.turns.claim import authorised_pause, claim_read, refusal, replayable
 from symfonic.turns.delegated_resume import resume_through
 from symfonic.turns.outcomes import error_event
@@ -51,6 +53,7 @@ async def resume_turn(
     status: AnswerStatus = "resolved",
     *,
     pause: PauseRecord | None = None,
+    args_digest: str | None = None,
 ) -> AsyncGenerator[Event, None]:
     now = agent.clock()
     pause = await authorised_pause(agent, token, principal, now, pause)
@@ -60,8 +63,11 @@ async def resume_turn(
                 yield event
             return
         raise refusal(pause, now)
+    if args_digest is not None:
+        same_question(pause, args_digest)
     validate_answer(pause.response_schema, answer, status, pause.kind)
-    won = await claim_read(agent, pause, answer, principal, status, now)
+    edited = await edited_digest(agent.store, pause, answer, status)
+    won = await claim_read(agent, pause, answer, principal, status, now, edited)
     if won is None:
         # Lost the race. If the winner has already settled with this very
         # answer, this request is an identical replay and gets its outcome.

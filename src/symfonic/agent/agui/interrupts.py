@@ -97,10 +97,13 @@ def interrupt_of(event: TurnPausedEvent) -> Interrupt:
 
 
 def _metadata(event: TurnPausedEvent) -> dict[str, Any]:
-    """What symfonic adds to an interrupt: the kind, the pause, and the delegate that asked."""
+    """What symfonic adds to an interrupt: the kind, the pause, the delegate that asked,
+    and an approval's digest of the call it asks about."""
     metadata: dict[str, Any] = {"kind": event.kind.value, "pauseId": event.pause_id}
     if event.sub_agent is not None:
         metadata["subAgent"] = event.sub_agent
+    if event.args_digest is not None:
+        metadata["argsDigest"] = event.args_digest
     return metadata
 
 

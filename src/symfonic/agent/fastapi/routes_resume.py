@@ -43,7 +43,12 @@ def resume_router(service: HttpService) -> APIRouter:
     ) -> Response:
         agent, pause = await host.pause_of_token(body.token)
         events = agent.resume_stream(
-            body.token, body.answer, principal, status=body.status, pause=pause
+            body.token,
+            body.answer,
+            principal,
+            status=body.status,
+            pause=pause,
+            args_digest=body.args_digest,
         )
         return await respond(request, events, service.shares, principal)
 

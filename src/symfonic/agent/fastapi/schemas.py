@@ -148,6 +148,13 @@ class ResumeRequest(_Body):
     status: Literal["resolved", "cancelled"] = Field(
         default="resolved", description="`cancelled`: the person declined to answer."
     )
+    args_digest: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The approval's `args_digest` as the person was shown it. One that is "
+        "not the pause's is refused with 409 `stale_question` before anything is claimed; "
+        "the token stays usable.",
+    )
 
     @model_validator(mode="after")
     def _answered_unless_cancelled(self) -> ResumeRequest:
@@ -230,6 +237,11 @@ class PauseView(BaseModel, PauseQuestion, frozen=True):
     state: PauseState
     answered_by: str | None = None
     answered_at: datetime | None = None
+    edited_args_digest: str | None = Field(
+        default=None,
+        description="For an approval answered with an edit: the digest of the edited call, "
+        "beside `args_digest`, the call that was asked about.",
+    )
     token: str | None = Field(
         default=None,
         description="The single-use pause token; only on pending pauses this caller may answer.",

@@ -141,7 +141,8 @@ _WHEN = {
     403: "This principal may not answer this pause.",
     404: "Unknown session or agent, or a token that does not verify or names no pause.",
     409: "The pause is being answered (`already_claimed`) or was already answered with "
-    "another answer (`already_answered`); the session is busy or paused; or "
+    "another answer (`already_answered`); the answer's `args_digest` is not the pause's "
+    "(`stale_question`, the token is not spent); the session is busy or paused; or "
     "`base_revision` does not match.",
     410: "The pause expired or was abandoned.",
     413: "The body is larger than the service accepts.",

@@ -37,6 +37,11 @@ class PauseData(BaseModel):
     tool_call_id: str
     audience: str | None = Field(description="the scope that may answer it; null: its owner")
     expires_at: datetime
+    args_digest: str | None = Field(
+        default=None,
+        description="an approval's SHA-256 (hex) of its tool and arguments as RFC 8785 JSON; "
+        "null for other kinds",
+    )
     url: str | None = Field(
         default=None, description="the pause in the web inbox, when an inbox URL is configured"
     )
@@ -55,6 +60,10 @@ class AskingPauseData(PauseData):
 class AnsweredPauseData(PauseData):
     answered_by: str | None
     answered_at: datetime | None
+    edited_args_digest: str | None = Field(
+        default=None,
+        description="for an approval answered with an edit: the digest of the edited call",
+    )
 
 
 class FailedTurnData(BaseModel):
@@ -149,6 +158,7 @@ def pause_data(
         "tool_call_id": pause.tool_call_id,
         "audience": pause.audience,
         "expires_at": pause.expires_at,
+        "args_digest": pause.args_digest,
         "url": None if inbox_url is None else f"{inbox_url.rstrip('/')}/inbox#{pause.pause_id}",
     }
     model = _PAUSE_DATA.get(event, PauseData)
@@ -157,6 +167,7 @@ def pause_data(
     elif model is AnsweredPauseData:
         fields["answered_by"] = pause.answered_by
         fields["answered_at"] = pause.answered_at
+        fields["edited_args_digest"] = pause.edited_args_digest
     return model(**fields)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from symfonic.core.args_digest import args_digest
 from symfonic.core.contracts.types import InteractionKind, PendingInteraction
 
 ASK_HUMAN = "ask_human"
@@ -137,4 +138,5 @@ def approval_pending(
         query=query,
         response_schema=approval_schema(parameters),
         audience=audience,
+        args_digest=args_digest(tool_name, args),
     )

@@ -81,6 +81,7 @@ def _interaction_body(pending: PendingInteraction) -> dict[str, Any]:
         "audience": pending.audience,
         "sub_agent": pending.sub_agent,
         "delegated_pause_id": pending.delegated_pause_id,
+        "args_digest": pending.args_digest,
     }
 
 
@@ -95,6 +96,7 @@ def _interaction_of(body: Mapping[str, Any]) -> PendingInteraction:
         audience=body.get("audience"),
         sub_agent=body.get("sub_agent"),
         delegated_pause_id=body.get("delegated_pause_id"),
+        args_digest=body.get("args_digest"),
     )
 
 

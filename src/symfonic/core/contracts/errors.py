@@ -16,6 +16,7 @@
         ├── InvalidAnswer              422  answer fails the pause's response_schema
         ├── PauseAlreadyClaimed        409  being answered right now
         │   └── PauseAlreadyAnswered   409  superseded or published, with another answer
+        ├── StaleQuestion              409  the answer's args_digest is not the pause's
         ├── RevisionConflict           409
         ├── SessionBusy                409  a turn is running
         ├── SessionPaused              409  a pause is pending and on_pending_pause=reject
@@ -121,6 +122,14 @@ class PauseAlreadyAnswered(PauseAlreadyClaimed):
     """Answered and settled with another answer; the same answer would be a replay."""
 
     code = "already_answered"
+
+
+class StaleQuestion(RequestError):
+    """The answer names another question than the pause asks: its ``args_digest``
+    differs. Refused before the claim, so the token stays usable."""
+
+    code = "stale_question"
+    status = 409
 
 
 class RevisionConflict(RequestError):

@@ -90,6 +90,9 @@ class PauseRecord(PauseQuestion):
     pause is never listed nor answered by its token; the parent's pause is."""
     delegated_pause_id: str | None = None
     """Set on a parent's pause that stands for a delegate's: that pause's id."""
+    edited_args_digest: str | None = None
+    """For an approval answered with an edit: the digest of the edited call, written
+    with the claim beside ``args_digest`` (what was asked), so the row shows both."""
 
     def answerable(self, now: datetime) -> bool:
         """Whether an answer sent at ``now`` may still claim this pause: it is pending
@@ -112,6 +115,7 @@ class Claim:
     status: AnswerStatus
     at: datetime
     lease_until: datetime
+    edited_args_digest: str | None = None
 
 
 @dataclass(frozen=True)

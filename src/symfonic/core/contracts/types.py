@@ -109,6 +109,13 @@ class PauseQuestion:
     sub_agent: str | None = None
     """The agent that asked, when it is not the session's own: a delegate's pause
     is answered through its parent's, and this names the delegate."""
+    args_digest: str | None = None
+    """An approval's proof of what is asked: the SHA-256 of its tool and arguments as
+    RFC 8785 JSON (:mod:`symfonic.core.args_digest`). Fixed when the pause is asked
+    and stored on its row, not recomputed from the checkpoint: every view of a
+    pause (listing, feed, webhooks) reads the row alone, and the checkpoint that
+    holds the arguments is gone once the pause is answered. ``None`` for other
+    kinds."""
 
 
 _QUESTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PauseQuestion))
@@ -165,6 +172,8 @@ class PendingInteraction:
     """For a delegate call whose agent paused: that agent's name."""
     delegated_pause_id: str | None = None
     """For a delegate call whose agent paused: the pause recorded in its own session."""
+    args_digest: str | None = None
+    """For an approval: the digest of the gated call (:mod:`symfonic.core.args_digest`)."""
 
 
 @dataclass(frozen=True)

@@ -269,7 +269,8 @@ async function send(pause, answer, status) {
     response = await api("v1/resume", {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify({ token: pause.token, answer, status }),
+      // The digest of the call this card showed: a changed question is refused, not approved.
+      body: JSON.stringify({ token: pause.token, answer, status, args_digest: pause.args_digest ?? undefined }),
     });
   } catch {
     return "The answer could not be sent: the service did not answer. Check the connection and try again.";
