@@ -50,6 +50,7 @@ from symfonic.storage.history import (
     revision_conflict,
     with_history,
 )
+from symfonic.storage.owed import Kind
 from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of
 from symfonic.storage.runs import END_RUN, END_RUN_TEXT
 from symfonic.storage.statements import Dialect, Statement, first, json_text
@@ -340,9 +341,11 @@ async def abandon_claim(
             return await store.cleanup(ABANDON_CLAIM, params) == 1
         return await store.cleanup_transaction(abandon_then_owe)
     except StoreUnavailable:
-        store.owed.owe(
-            ("abandon", session_id, claim_id), lambda: store.transaction(abandon_then_owe)
-        )
+
+        async def abandon_later() -> int:
+            return int(await store.transaction(abandon_then_owe))
+
+        store.owed.owe(Kind.ABANDON, session_id, claim_id, abandon_later)
         raise
 
 

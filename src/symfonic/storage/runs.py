@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.store import RunRequest, RunStart, SessionRecord, TurnPublish
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import MessageBody
@@ -35,6 +36,7 @@ from symfonic.storage.history import (
     revision_conflict,
     with_history,
 )
+from symfonic.storage.owed import Kind
 from symfonic.storage.rows import SESSION_COLUMNS, session_of
 from symfonic.storage.statements import (
     UNSYNCED,
@@ -44,7 +46,7 @@ from symfonic.storage.statements import (
     first,
     json_text,
 )
-from symfonic.storage.transactions import Connection, SqlTransactions
+from symfonic.storage.transactions import Body, Connection, SqlTransactions
 from symfonic.storage.webhooks import owe_failed_turn
 
 CREATE_SESSION = Statement(
@@ -127,7 +129,12 @@ async def begin_run(store: SqlTransactions, request: RunRequest) -> RunStart | N
         "base_revision": request.base_revision,
         "refuse_pending": request.refuse_pending,
     }
-    started = await with_history(store, BEGIN_RUN, params, "revision")
+    try:
+        started = await with_history(store, BEGIN_RUN, params, "revision")
+    except StoreUnavailable:
+        # The marker may have been set with only the reply lost.
+        _owe_end_run(store, request.session_id, request.run_id, None)
+        raise
     if started is None:
         return None
     row, turn_history = started
@@ -141,19 +148,40 @@ async def end_run(
     """Clear this run's marker (only this run's); retried like every cleanup.
 
     A turn that failed also owes ``turn.failed``, in the same transaction. A
-    clear that still fails is the store's to retry at its next sweep
-    (:mod:`symfonic.storage.unended_runs`).
+    clear that still fails is owed by the store to its next sweep
+    (:mod:`symfonic.storage.owed`).
     """
+    try:
+        if failure is None:
+            params = {"session_id": session_id, "run_id": run_id}
+            await store.cleanup(END_RUN[store.dialect], params)
+        else:
+            await store.cleanup_transaction(_ending(store, session_id, run_id, failure))
+    except StoreUnavailable:
+        _owe_end_run(store, session_id, run_id, failure)
+        raise
+
+
+def _ending(
+    store: SqlTransactions, session_id: str, run_id: str, failure: FailedTurn | None
+) -> Body[int]:
+    """One transaction: clear the run's marker if it still holds it, and owe its failure."""
     params = {"session_id": session_id, "run_id": run_id}
-    if failure is None:
-        await store.cleanup(END_RUN[store.dialect], params)
-        return
 
-    async def end_then_owe(connection: Connection) -> None:
-        await connection.count(END_RUN[store.dialect], params)
-        await owe_failed_turn(connection, failure)
+    async def end_then_owe(connection: Connection) -> int:
+        cleared = await connection.count(END_RUN[store.dialect], params)
+        if failure is not None:
+            await owe_failed_turn(connection, failure)
+        return cleared
 
-    await store.cleanup_transaction(end_then_owe)
+    return end_then_owe
+
+
+def _owe_end_run(
+    store: SqlTransactions, session_id: str, run_id: str, failure: FailedTurn | None
+) -> None:
+    ending = _ending(store, session_id, run_id, failure)
+    store.owed.owe(Kind.END_RUN, session_id, run_id, lambda: store.transaction(ending))
 
 
 async def publish_turn(store: SqlTransactions, publish: TurnPublish) -> int:

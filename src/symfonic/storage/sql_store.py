@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
@@ -65,16 +64,12 @@ from symfonic.storage import (
     webhook_destinations,
     webhooks,
 )
+from symfonic.storage.owed import Kind
 from symfonic.storage.pause_changes import PauseChangeRecord
-from symfonic.storage.unended_runs import UnendedRuns
 
 
 class SqlStore(PauseChangeRecord):
     """A ``Store`` in SQL; adapters supply how transactions run."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self._unended = UnendedRuns()
 
     # sessions and first turns
 
@@ -88,21 +83,12 @@ class SqlStore(PauseChangeRecord):
         return await runs.history(self, session_id, up_to_revision)
 
     async def begin_run(self, request: RunRequest) -> RunStart | None:
-        try:
-            return await runs.begin_run(self, request)
-        except StoreUnavailable:
-            # The marker may have been set with only the reply lost.
-            self._unended.owe(request.session_id, request.run_id)
-            raise
+        return await runs.begin_run(self, request)
 
     async def end_run(
         self, session_id: str, run_id: str, failure: FailedTurn | None = None
     ) -> None:
-        try:
-            await runs.end_run(self, session_id, run_id, failure)
-        except StoreUnavailable:
-            self._unended.owe(session_id, run_id, failure)
-            raise
+        await runs.end_run(self, session_id, run_id, failure)
 
     async def publish_turn(self, publish: TurnPublish) -> int:
         return await runs.publish_turn(self, publish)
@@ -130,12 +116,11 @@ class SqlStore(PauseChangeRecord):
         return await pause_writes.abandon_pending(self, session_id)
 
     async def sweep(self, now: datetime) -> SweepReport:
-        # Claims owed an abandon since the store could not write go first: a claim
-        # whose turn failed is released within one sweep of writes working again.
-        await self.owed.settle()
-        ended = await self._unended.clear(self)
+        # Cleanups owed since the store could not write go first: a failed turn's
+        # claim or session is released within one sweep of writes working again.
+        settled = await self.owed.settle()
         report = await pause_writes.sweep(self, now)
-        return replace(report, runs_ended=ended)
+        return replace(report, runs_ended=settled[Kind.END_RUN])
 
     # reading pauses
 

@@ -1,7 +1,7 @@
-"""The background sweep: pending pauses past their expiry, claims past their lease,
-the run markers of this worker's turns that failed while the store was away
-(:mod:`symfonic.storage.unended_runs`), and, with a retention, finished sessions
-idle for longer than it keeps them.
+"""The background sweep: first the cleanups this worker's failed turns could not
+write while the store was unable (:mod:`symfonic.storage.owed`), then pending
+pauses past their expiry, claims past their lease, and, with a retention,
+finished sessions idle for longer than it keeps them.
 
 A worker that dies mid-resume cannot abandon its own claim; its lease simply
 stops being renewed. Some live worker has to notice, and every worker running
@@ -48,7 +48,10 @@ async def _sweep_once(
 ) -> None:
     report = await host.sweep(expiring_lead)
     if report.runs_ended:
-        logger.info("cleared %d run markers of turns that failed in an outage", report.runs_ended)
+        logger.info(
+            "cleared %d run markers of turns that ended while the store could not write",
+            report.runs_ended,
+        )
     if report.expired or report.abandoned:
         logger.info(
             "swept %d expired pauses and %d lapsed claims", report.expired, report.abandoned

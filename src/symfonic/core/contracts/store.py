@@ -246,7 +246,8 @@ class PruneBatch:
 class SweepReport:
     expired: int
     abandoned: int
-    # Run markers of turns that failed while the store was away, cleared now.
+    # Run markers cleared now by the cleanups their turns owed while the store
+    # could not write (a marker another turn has since taken is not counted).
     runs_ended: int = 0
 
 
@@ -412,8 +413,9 @@ class Store(Protocol):
     async def sweep(self, now: datetime) -> SweepReport:
         """Expire stale pending pauses and abandon claims whose lease ran out.
 
-        First, clear the run markers of this worker's turns that ended while the
-        store was out of reach (their clear failed), so their sessions take turns.
+        First, write the cleanups this worker's failed turns owe since the store
+        could not write them (abandon their claims, clear their run markers), so
+        their pauses and sessions take turns again.
         """
         ...
 
