@@ -82,14 +82,19 @@ def _scans_pending(access: str, states: str) -> bool:
     return "pending" in states or ":state" in states
 
 
-def sqlite_scans(url: str, statement: Statement, params: Params) -> list[str]:
-    """The steps of SQLite's plan that read the pauses table wide."""
+def sqlite_plan(url: str, statement: Statement, params: Params) -> list[str]:
+    """The steps of SQLite's plan for ``statement``, in words (``EXPLAIN QUERY PLAN``)."""
     connection = sqlite3.connect(path_of(url))
     try:
         plan = connection.execute(f"EXPLAIN QUERY PLAN {statement.text}", _bound(params))
-        details = [str(row[3]) for row in plan.fetchall()]
+        return [str(row[3]) for row in plan.fetchall()]
     finally:
         connection.close()
+
+
+def sqlite_scans(url: str, statement: Statement, params: Params) -> list[str]:
+    """The steps of SQLite's plan that read the pauses table wide."""
+    details = sqlite_plan(url, statement, params)
     return [detail for detail in details if _sqlite_wide(detail, statement.text)]
 
 
@@ -103,8 +108,8 @@ def _sqlite_wide(detail: str, text: str) -> bool:
     return _scans_pending(detail.partition("(")[2], text)
 
 
-async def postgres_scans(url: str, statement: Statement, params: Params) -> list[str]:
-    """The nodes of PostgreSQL's plan that read the pauses table wide."""
+async def postgres_plan(url: str, statement: Statement, params: Params) -> list[dict[str, Any]]:
+    """Every node of PostgreSQL's plan for ``statement`` (``EXPLAIN (FORMAT JSON)``)."""
     import asyncpg
 
     connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
@@ -115,7 +120,12 @@ async def postgres_scans(url: str, statement: Statement, params: Params) -> list
     finally:
         await connection.close()
     (root,) = json.loads(text)
-    nodes = list(_nodes(root["Plan"]))
+    return list(_nodes(root["Plan"]))
+
+
+async def postgres_scans(url: str, statement: Statement, params: Params) -> list[str]:
+    """The nodes of PostgreSQL's plan that read the pauses table wide."""
+    nodes = await postgres_plan(url, statement, params)
     wide = [_describe(node) for node in nodes if _postgres_wide(node)]
     return wide + [
         f"Sort of {_describe(node['Plans'][0])}" for node in nodes if _sorts_a_range(node)

@@ -11,18 +11,23 @@ PostgreSQL with autovacuum off, so never analysed either) and after ``ANALYZE``.
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 import anyio
 import pytest
 from bench.scale_load import SCOPE, Layout, load_pending
 
-from plans_support import Recorded, postgres_scans, record_statements, sqlite_scans
+from plans_support import (
+    Recorded,
+    postgres_plan,
+    postgres_scans,
+    record_statements,
+    sqlite_plan,
+    sqlite_scans,
+)
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
@@ -188,40 +193,13 @@ async def _vacuumed(url: str) -> None:
 async def _count_plan(url: str, statement: Statement, params: Params) -> list[str]:
     """The ways the count's plan reads the pauses table."""
     if url.startswith("sqlite"):
-        import sqlite3
-
-        from symfonic.storage.sqlite import _bound
-        from symfonic.storage.sqlite_file import path_of
-
-        connection = sqlite3.connect(path_of(url))
-        try:
-            plan = connection.execute(f"EXPLAIN QUERY PLAN {statement.text}", _bound(params))
-            details = [str(row[3]) for row in plan.fetchall()]
-        finally:
-            connection.close()
+        details = sqlite_plan(url, statement, params)
         return [d.partition(" (")[0] for d in details if "symfonic_pauses" in d]
-    import asyncpg
-
-    connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
-    try:
-        text = await connection.fetchval(
-            f"EXPLAIN (FORMAT JSON) {statement.positional}", *statement.values(params)
-        )
-    finally:
-        await connection.close()
-    (root,) = json.loads(text)
-    nodes = list(_walk(root["Plan"]))
     return [
         f"{node['Node Type']} {node.get('Index Name', '')}".strip()
-        for node in nodes
+        for node in await postgres_plan(url, statement, params)
         if node.get("Relation Name") == "symfonic_pauses"
     ]
-
-
-def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("Plans", []):
-        yield from _walk(child)
 
 
 async def test_a_scope_holders_total_reads_the_index_alone(store_url: str) -> None:
