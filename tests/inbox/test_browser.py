@@ -263,6 +263,9 @@ def test_two_tabs_answer_one_pause_one_wins_and_the_other_says_it_was_answered(
     card(second, pause).get_by_label(re.compile("Reason for rejecting")).fill("not today")
     for page in (first, second):
         card(page, pause).get_by_role("button", name="Approve").wait_for()
+    # Without its feed the second tab rereads the list every few seconds; a reread
+    # landing just after the first tab's claim would take the card off before its click.
+    second.route(re.compile(r"/v1/pauses\?"), lambda route: route.abort())
     # One tab approves, the other rejects; both clicks go out before either answer returns.
     selector = f'[data-pause-id="{pause["pause"]["pause_id"]}"]'
     first.evaluate(f"document.querySelector('{selector} button.primary').click()")
