@@ -79,7 +79,7 @@ async def test_the_delegated_pause_is_listed_once_and_answered_with_the_parents_
         assert parent_view["parent_session_id"] is None
         assert parent_view["pending_pause"]["sub_agent"] == "billing"
 
-        child_token = front.guarded.signer.mint(child.pause_id)
+        child_token = front.settlement.signer.mint(child.pause_id)
         refused = await client.post(
             "/v1/resume", json={"token": child_token, "answer": {"decision": "approve"}}
         )

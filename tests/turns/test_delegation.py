@@ -296,7 +296,7 @@ async def test_replay_returns_the_outcome_a_different_answer_409_and_the_childs_
         row = await parent.store.get_pause(paused.pause.pause_id)
         assert row is not None and row.delegated_pause_id is not None
         # The delegate's own pause is never answerable by a token of its own.
-        child_token = parent.guarded.signer.mint(row.delegated_pause_id)
+        child_token = parent.settlement.signer.mint(row.delegated_pause_id)
         with pytest.raises(PauseNotFound):
             await parent.resume(child_token, APPROVE, principal="alice")
         done = await parent.resume(paused.pause.token, APPROVE, principal="alice")

@@ -99,11 +99,11 @@ async def test_the_agent_that_paused_claims_without_reading_and_another_reads_on
 async def test_a_resume_handed_the_row_leaves_nothing_kept(workers: Workers) -> None:
     # The HTTP route reads the row to find the pause's agent and hands it on.
     paused = await workers.here.run("pay")
-    assert paused.pause is not None and len(workers.here.guarded.recent) == 1
+    assert paused.pause is not None and len(workers.here.settlement.recent) == 1
     row = await workers.here.store.get_pause(paused.pause.pause_id)
     events = [e async for e in workers.here.resume_stream(paused.pause.token, APPROVE, pause=row)]
     assert events[-1].type == "response.complete"
-    assert len(workers.here.guarded.recent) == 0
+    assert len(workers.here.settlement.recent) == 0
 
 
 async def test_a_pause_answered_on_another_worker_replays_or_refuses_here(
@@ -163,14 +163,14 @@ async def test_the_kept_record_is_the_row_the_store_reads_back(store_url: str) -
     async with agent:
         first = await agent.run("pay twice", principal="alice")
         assert first.pause is not None
-        kept = agent.guarded.recent.take(first.pause.pause_id)
+        kept = agent.settlement.recent.take(first.pause.pause_id)
         assert kept is not None and kept == await agent.store.get_pause(first.pause.pause_id)
-        agent.guarded.recent.remember(kept)
+        agent.settlement.recent.remember(kept)
         # A second pause of the same turn: which pause it superseded is settled in the
         # store's transaction, and nothing a resume checks; everything else is the row.
         second = await agent.resume(first.pause.token, APPROVE, "alice")
         assert second.pause is not None
-        kept = agent.guarded.recent.take(second.pause.pause_id)
+        kept = agent.settlement.recent.take(second.pause.pause_id)
         row = await agent.store.get_pause(second.pause.pause_id)
         assert kept is not None and row is not None and row.supersedes == first.pause.pause_id
         assert replace(kept, supersedes=row.supersedes) == row

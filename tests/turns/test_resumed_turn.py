@@ -107,7 +107,7 @@ async def _claimed_turn(agent: SymfonicAgent, paused: TurnResult) -> ResumedTurn
     )
     assert won
     turn = ResumedTurn(
-        agent.guarded, "local", pause.session_id, IssuerScope(pause.principal, pause.agent),
+        agent.settlement, "local", pause.session_id, IssuerScope(pause.principal, pause.agent),
         claim_id,
     )
     turn.claimed = True
@@ -123,14 +123,14 @@ async def test_release_is_idempotent_and_never_makes_the_pause_redeemable(paid: 
     flow, agent, paused = paid
     turn = await _claimed_turn(agent, paused)
     abandons: list[str] = []
-    desk = agent.guarded.pauses
-    real_abandon = desk.abandon
+    settlement = agent.settlement
+    real_abandon = settlement.abandon
 
     async def counting(session_id: str, claim_id: str, failure: object = None) -> bool:
         abandons.append(claim_id)
         return await real_abandon(session_id, claim_id)
 
-    desk.abandon = counting  # type: ignore[method-assign]
+    settlement.abandon = counting  # type: ignore[method-assign]
     await turn.release()
     await turn.release()
     assert abandons == [turn.claim_id]
@@ -155,7 +155,7 @@ async def test_release_without_a_won_claim_or_after_settling_does_nothing(paid: 
     pause = await agent.store.get_pause(paused.pause.pause_id)
     assert pause is not None
     scope = IssuerScope(pause.principal, pause.agent)
-    lost = ResumedTurn(agent.guarded, "local", pause.session_id, scope, uuid.uuid4().hex)
+    lost = ResumedTurn(agent.settlement, "local", pause.session_id, scope, uuid.uuid4().hex)
     await lost.release()
     assert await _state(agent, pause.pause_id) is PauseState.PENDING
 
@@ -211,7 +211,7 @@ async def test_admission_runs_the_budget_before_the_claim(store_url: str) -> Non
         paused = await agent.run("pay")  # uses the one turn
         assert paused.pause is not None
         turn = ResumedTurn(
-            agent.guarded, "local", paused.session_id, IssuerScope("local", agent.name), "c"
+            agent.settlement, "local", paused.session_id, IssuerScope("local", agent.name), "c"
         )
         with pytest.raises(BudgetRefused):
             turn.admission(budgeted=True)(agent, IssuerScope("local", agent.name))

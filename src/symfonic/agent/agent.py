@@ -58,9 +58,9 @@ from symfonic.turns.delegation import (
     DelegationHost,
     check_delegates,
 )
-from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.outcomes import collect
 from symfonic.turns.resume import resume_turn
+from symfonic.turns.settlement import Settlement
 from symfonic.turns.start import OnPendingPause, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
@@ -139,7 +139,7 @@ class SymfonicAgent:
         self.record_answers = record_answers
         self._store_arg = store
         self._store: Store | None = None
-        self._guarded: GuardedConversation | None = None
+        self._settlement: Settlement | None = None
         self._owns_store = False
         self._recording = False
         self._open_lock = anyio.Lock()
@@ -160,10 +160,10 @@ class SymfonicAgent:
 
     async def open(self) -> None:
         """Open the store (and its pool) if it is not open yet; idempotent."""
-        if self._guarded is not None:
+        if self._settlement is not None:
             return  # every call opens first; once open, that costs no lock
         async with self._open_lock:
-            if self._guarded is not None:
+            if self._settlement is not None:
                 return
             if self._store_arg is None or isinstance(self._store_arg, str):
                 store = open_store(store_url(self._store_arg))
@@ -177,7 +177,7 @@ class SymfonicAgent:
             if self._recording:
                 store = traced(store)
             self._store = store
-            self._guarded = GuardedConversation(
+            self._settlement = Settlement(
                 store, TokenSigner(await store.signing_secret()), pause_ttl=self.pause_ttl
             )
 
@@ -188,7 +188,7 @@ class SymfonicAgent:
         async with self._open_lock:
             if self._store is not None and self._owns_store:
                 await self._store.__aexit__(None, None, None)
-            self._store, self._guarded, self._owns_store = None, None, False
+            self._store, self._settlement, self._owns_store = None, None, False
 
     def use_store(self, store: Store) -> None:
         """Share an opened store (a server hosting several agents); before first use."""
@@ -215,10 +215,10 @@ class SymfonicAgent:
         return self._store
 
     @property
-    def guarded(self) -> GuardedConversation:
-        if self._guarded is None:
+    def settlement(self) -> Settlement:
+        if self._settlement is None:
             raise ConfigurationError("the agent is not open")
-        return self._guarded
+        return self._settlement
 
     # delegation -------------------------------------------------------------
 
@@ -343,7 +343,7 @@ class SymfonicAgent:
                 return listed
 
     def token_for(self, pause: PauseRecord) -> str:
-        return self.guarded.signer.mint(pause.pause_id)
+        return self.settlement.signer.mint(pause.pause_id)
 
     async def sweep(self) -> SweepReport:
         """Expire stale pauses and abandon claims whose worker stopped renewing."""

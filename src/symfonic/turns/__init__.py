@@ -8,8 +8,8 @@
 - :mod:`~symfonic.turns.resumed_turn`: settling a claim (publish, second pause, abandon);
 - :mod:`~symfonic.turns.lease`: keeping the claim, and how long its writes may wait;
 - :mod:`~symfonic.turns.budget`: quotas refused before the claim, plans enforced during the turn;
-- :mod:`~symfonic.turns.guarded` and :mod:`~symfonic.turns.pause_desk`: the writes a turn
-  ends in, each one transaction, and what a finished turn may publish;
+- :mod:`~symfonic.turns.settlement`: the writes a turn ends in, each one transaction,
+  and what a finished turn may publish;
 - :mod:`~symfonic.turns.delegation`: another agent as a tool, its first turn in its own session;
 - :mod:`~symfonic.turns.delegated_resume`: resuming through a delegate's pause, then the caller;
 - :mod:`~symfonic.turns.resume`: the resume's steps in order;

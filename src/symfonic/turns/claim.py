@@ -100,8 +100,8 @@ async def authorised_pause(
     time), else the row. The kept record is taken either way: a pause asked
     about once is not kept any longer.
     """
-    pause_id = agent.guarded.signer.verify(token)
-    kept = None if pause_id is None else agent.guarded.recent.take(pause_id)
+    pause_id = agent.settlement.signer.verify(token)
+    kept = None if pause_id is None else agent.settlement.recent.take(pause_id)
     pause = read if read is not None and read.pause_id == pause_id else None
     if pause is None and kept is not None and kept.answerable(now):
         pause = kept
@@ -155,7 +155,7 @@ async def claim_read(
 
     ``edited_args_digest``: an edit's digest of the call it runs, written with the claim."""
     scope = IssuerScope(pause.principal, pause.agent)
-    turn = ResumedTurn(agent.guarded, principal.name, pause.session_id, scope, uuid.uuid4().hex)
+    turn = ResumedTurn(agent.settlement, principal.name, pause.session_id, scope, uuid.uuid4().hex)
     admitted = turn.admission(budgeted=True)(agent, scope)
     lease = ClaimLease(
         agent.store, pause.session_id, turn.claim_id, seconds=agent.claim_lease, clock=agent.clock

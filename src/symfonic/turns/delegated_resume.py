@@ -68,8 +68,8 @@ from symfonic.turns.delegation import (
 )
 from symfonic.turns.lease import ClaimLease
 from symfonic.turns.outcomes import logger
-from symfonic.turns.pause_desk import answer_of_result
 from symfonic.turns.run_on import continue_from, kernel_resume
+from symfonic.turns.settlement import answer_of_result
 
 Keep = Callable[[], Awaitable[None]]
 
@@ -259,10 +259,10 @@ class _DelegateResume:
         if result.stop_reason is StopReason.PAUSED:
             assert result.interaction is not None
             # A claim lease later than the caller's pause, which is recorded after it.
-            event = host.guarded.paused_event(result, now=host.clock() + lease.length)
+            event = host.settlement.paused_event(result, now=host.clock() + lease.length)
             scope = IssuerScope(self._owner, tool.agent.name)
             await lease.outlast(
-                lambda: host.guarded.record_pause(
+                lambda: host.settlement.record_pause(
                     turn.session_id,
                     scope,
                     event,
@@ -283,7 +283,7 @@ class _DelegateResume:
             return Delegated(failed_observation(tool, unusable), False, result.rounds), False
         done = result
         await lease.outlast(
-            lambda: host.guarded.pauses.publish(
+            lambda: host.settlement.publish_resume(
                 turn.session_id, lease.claim_id, answer, messages=done.messages
             )
         )
@@ -293,6 +293,6 @@ class _DelegateResume:
         """Abandon the delegate's claim that settled nothing; shielded, never raising."""
         with anyio.CancelScope(shield=True):
             try:
-                await self._delegate.host.guarded.pauses.abandon(session_id, claim_id)
+                await self._delegate.host.settlement.abandon(session_id, claim_id)
             except Exception:
                 logger.warning("could not abandon a delegate's claimed pause", exc_info=True)

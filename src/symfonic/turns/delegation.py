@@ -58,9 +58,8 @@ from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import IssuerScope
-from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.outcomes import logger
-from symfonic.turns.pause_desk import answer_of_result
+from symfonic.turns.settlement import Settlement, answer_of_result
 
 DEFAULT_DELEGATION_DEPTH = 3
 
@@ -80,7 +79,7 @@ class DelegationHost(Protocol):
     def store(self) -> Store: ...
 
     @property
-    def guarded(self) -> GuardedConversation: ...
+    def settlement(self) -> Settlement: ...
 
 
 class DelegateAgent(Protocol):
@@ -249,7 +248,7 @@ class BoundDelegate:
                 answer = answer_of_result(result)
             except UnusableFinal as unusable:
                 return Delegated(failed_observation(self.tool, unusable), False, result.rounds)
-            await self.host.guarded.publish_turn(session_id, 0, result.messages, run_id)
+            await self.host.settlement.publish_turn(session_id, 0, result.messages, run_id)
             ended = True
             return Delegated(answer, ok=True, rounds=result.rounds)
         finally:
@@ -290,10 +289,10 @@ class BoundDelegate:
         self, call: DelegatedCall, session_id: str, owner: str, run_id: str, result: KernelResult
     ) -> str:
         """Record the delegate's pause in its own session, marked as the caller's."""
-        guarded = self.host.guarded
+        settlement = self.host.settlement
         later = self.host.clock() + timedelta(seconds=self.host.claim_lease)
-        event = guarded.paused_event(result, now=later)
-        await guarded.record_pause(
+        event = settlement.paused_event(result, now=later)
+        await settlement.record_pause(
             session_id,
             IssuerScope(owner, self.tool.agent.name),
             event,

@@ -127,7 +127,7 @@ async def resume_turn(
             assert result is not None
             terminal: Event
             if result.stop_reason is StopReason.PAUSED:
-                terminal = agent.guarded.paused_event(result, now=agent.clock())
+                terminal = agent.settlement.paused_event(result, now=agent.clock())
                 await turn.settle(terminal)
             else:
                 terminal = ResponseCompleteEvent(answer=result.answer)

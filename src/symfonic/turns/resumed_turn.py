@@ -39,9 +39,8 @@ from symfonic.core.contracts.types import (
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.kernel.limits import Limits
 from symfonic.turns.budget import BudgetedAgent, IssuerScope, admit_resume_budget
-from symfonic.turns.guarded import GuardedConversation
 from symfonic.turns.lease import ClaimLease
-from symfonic.turns.pause_desk import answer_of_result
+from symfonic.turns.settlement import Settlement, answer_of_result
 
 logger = logging.getLogger(__name__)
 
@@ -77,17 +76,17 @@ Admission = Callable[[BudgetedAgent, IssuerScope], Admitted]
 
 
 class ResumedTurn:
-    """State shared by the guarded admission, the frames, and the cleanup."""
+    """State shared by the admission, the frames, and the cleanup."""
 
     def __init__(
         self,
-        guarded: GuardedConversation,
+        guarded: Settlement,
         principal: str,
         session_id: str,
         scope: IssuerScope,
         claim_id: str,
     ) -> None:
-        self._guarded = guarded
+        self._settlement = guarded
         self._principal = principal
         self.session_id = session_id
         self._scope = scope
@@ -114,7 +113,7 @@ class ResumedTurn:
 
     async def settle(self, event: ResponseCompleteEvent | TurnPausedEvent) -> None:
         """Publish a completion, or record a second pause, before its frame."""
-        pauses = self._guarded.pauses
+        settlement = self._settlement
         if isinstance(event, ResponseCompleteEvent):
             if self._observer is None or not self._observer.done:
                 raise UnusableFinal("resumed turn completed without a kernel result")
@@ -122,7 +121,7 @@ class ResumedTurn:
             answer = answer_of_result(result)
             assert result is not None
             self.revision = await self._within_lease(
-                lambda: pauses.publish(
+                lambda: settlement.publish_resume(
                     self.session_id,
                     self.claim_id,
                     answer,
@@ -136,8 +135,8 @@ class ResumedTurn:
             paused = self._observer.result
 
             async def record() -> None:
-                pause = await pauses.pending(self.session_id, self.claim_id)
-                await self._guarded.record_pause(
+                pause = await settlement.claimed_pause(self.session_id, self.claim_id)
+                await self._settlement.record_pause(
                     self.session_id,
                     self._scope,
                     event,
@@ -165,7 +164,7 @@ class ResumedTurn:
         with anyio.CancelScope(shield=True):
             try:
                 await self._within_lease(
-                    lambda: self._guarded.pauses.abandon(self.session_id, self.claim_id, failure)
+                    lambda: self._settlement.abandon(self.session_id, self.claim_id, failure)
                 )
             except Exception:
                 logger.warning(

@@ -19,7 +19,7 @@ from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import Quota
-from symfonic.turns.guarded import GuardedConversation
+from symfonic.turns.settlement import Settlement
 
 
 class TurnRuntime(Protocol):
@@ -36,7 +36,7 @@ class TurnRuntime(Protocol):
     def store(self) -> Store: ...
 
     @property
-    def guarded(self) -> GuardedConversation: ...
+    def settlement(self) -> Settlement: ...
 
     def kernel(
         self,

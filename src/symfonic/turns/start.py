@@ -39,9 +39,9 @@ from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
 from symfonic.turns.budget import IssuerScope, admit_resume_budget
 from symfonic.turns.outcomes import error_event, logger
-from symfonic.turns.pause_desk import answer_of_result
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
+from symfonic.turns.settlement import answer_of_result
 
 OnPendingPause = Literal["reject", "abandon"]
 
@@ -151,8 +151,8 @@ async def first_turn(
             result = observe.result
             assert result is not None
             if result.stop_reason is StopReason.PAUSED:
-                paused = agent.guarded.paused_event(result, now=agent.clock())
-                await agent.guarded.record_pause(
+                paused = agent.settlement.paused_event(result, now=agent.clock())
+                await agent.settlement.record_pause(
                     session_id,
                     scope,
                     paused,
@@ -165,7 +165,7 @@ async def first_turn(
                 yield paused
                 return
             answer = answer_of_result(result)
-            revision = await agent.guarded.publish_turn(
+            revision = await agent.settlement.publish_turn(
                 session_id, session.revision, result.messages, run_id
             )
             ended = True

@@ -180,7 +180,7 @@ async def plan_resume(
             f"a thread has at most one open interrupt; this resume has {len(entries)} entries"
         )
     entry = entries[0]
-    pause_id = agent.guarded.signer.verify(entry.interrupt_id)
+    pause_id = agent.settlement.signer.verify(entry.interrupt_id)
     pause = None if pause_id is None else await store.get_pause(pause_id)
     if pause is None or pause.session_id != session.session_id:
         raise ResumeMismatch("the resume entry names no interrupt of this thread")

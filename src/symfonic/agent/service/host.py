@@ -151,7 +151,7 @@ class ServiceHost:
 
         The record goes on to the resume, which would otherwise read it again.
         """
-        signer = self.agents[self.default_agent].guarded.signer
+        signer = self.agents[self.default_agent].settlement.signer
         pause_id = signer.verify(token)
         pause = None if pause_id is None else await self.store.get_pause(pause_id)
         if pause is None or pause.agent not in self.agents:

@@ -223,7 +223,7 @@ class WebhookDispatcher:
                 leased,
                 sent_at=self._clock(),
                 settings=self.settings,
-                mint=self._host.agent(None).guarded.signer.mint,
+                mint=self._host.agent(None).settlement.signer.mint,
             )
         except Exception as failure:
             # Not the receiver's doing: the lease lapses and the delivery is sent again.

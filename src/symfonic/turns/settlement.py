@@ -1,0 +1,228 @@
+"""The writes a turn ends in, each one transaction, and what a finished turn may publish.
+
+Every turn ends in exactly one of these writes: a first turn publishes
+(:meth:`Settlement.publish_turn`) or records its pause; a resumed turn
+publishes at its claim (:meth:`Settlement.publish_resume`), records a second
+pause that supersedes the claimed one, or abandons the claim. Every pause is
+written together with its checkpoint, so a token handed to a client always
+names a pause that some other worker can resume.
+
+A claimed pause's writes are keyed by the claim, and claim ids are never
+reused, so a retry whose first attempt committed but lost its reply finds its
+own write already done: the claim has left ``claimed`` the way this write
+would have moved it. That check, :meth:`Settlement._done_already`, is the one
+place such a retry is told apart from a claim someone else settled.
+
+:func:`answer_of_result` is the single rule for what a finished turn publishes,
+used by first turns and resumed turns alike: the answer comes from the kernel's
+raw done result, and a turn that stopped at the tool limit, over its budget, or
+with an empty answer is refused with :class:`UnusableFinal` and publishes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+from langchain_core.messages import BaseMessage
+
+from symfonic.capabilities.human.tokens import TokenSigner, new_pause_id
+from symfonic.capabilities.human.turnstate import TurnCheckpointStore
+from symfonic.core.contracts.errors import (
+    InteractionConfigurationError,
+    PauseAbandoned,
+    UnusableFinal,
+)
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import (
+    NewPause,
+    PauseRecord,
+    ResumePublish,
+    Store,
+    TurnPublish,
+)
+from symfonic.core.contracts.types import (
+    KernelResult,
+    PauseState,
+    StopReason,
+    TurnPausedEvent,
+    asked,
+)
+from symfonic.core.contracts.webhooks import FailedTurn
+from symfonic.core.messages import bodies_of
+from symfonic.turns.budget import IssuerScope
+from symfonic.turns.recent_pauses import RecentPauses
+
+__all__ = ["Settlement", "UnusableFinal", "answer_of_result"]
+
+
+def answer_of_result(result: KernelResult | None) -> str:
+    """The publishable answer of a kernel done result, or ``UnusableFinal``."""
+    if result is None:
+        raise UnusableFinal("the turn ended without a kernel result", code="internal")
+    if result.stop_reason is StopReason.TOOL_LIMIT:
+        raise UnusableFinal(
+            "the turn stopped at the tool limit before giving an answer", code="tool_limit"
+        )
+    if result.stop_reason is StopReason.BUDGET:
+        raise UnusableFinal(
+            "the turn used its model-call or token budget before giving an answer",
+            code="budget_exhausted",
+        )
+    if result.stop_reason is not StopReason.FINAL:
+        raise UnusableFinal(f"a {result.stop_reason.value} turn has no answer", code="internal")
+    if not result.answer.strip():
+        raise UnusableFinal("the model's final answer was empty", code="empty_answer")
+    return result.answer
+
+
+class Settlement:
+    """An agent's store, signer and pause time to live: every write a turn ends in.
+
+    It also keeps the records of the pauses it wrote (``recent``), for the
+    resume that comes back to this agent (:mod:`symfonic.turns.recent_pauses`).
+    """
+
+    def __init__(self, store: Store, signer: TokenSigner, *, pause_ttl: float) -> None:
+        self.store = store
+        self.signer = signer
+        self.pause_ttl = pause_ttl
+        self.recent = RecentPauses()
+
+    def paused_event(self, result: KernelResult, *, now: datetime) -> TurnPausedEvent:
+        """The frame announcing a pause, with a freshly minted id and token."""
+        pending = result.interaction
+        if pending is None:
+            raise InteractionConfigurationError("a paused result must name its interaction")
+        pause_id = new_pause_id()
+        return TurnPausedEvent(
+            pause_id=pause_id,
+            pause_token=self.signer.mint(pause_id),
+            interrupt_id=f"int_{pause_id}",
+            tool_call_id=pending.tool_call_id,
+            kind=pending.kind,
+            query=pending.query,
+            response_schema=pending.response_schema,
+            expires_at=datetime.fromtimestamp(now.timestamp() + self.pause_ttl, UTC),
+            sub_agent=pending.sub_agent,
+            args_digest=pending.args_digest,
+        )
+
+    async def record_pause(
+        self,
+        session_id: str,
+        scope: IssuerScope,
+        event: TurnPausedEvent,
+        result: KernelResult,
+        base_revision: int,
+        *,
+        supersedes: str | None = None,
+        run_id: str | None = None,
+        principal: Principal | None = None,
+        parent_session_id: str | None = None,
+    ) -> None:
+        """Write the pause row and its checkpoint in one transaction.
+
+        ``principal``: whose message the turn answers, kept in the checkpoint.
+        ``parent_session_id``: for a delegate's own pause, the session whose pause
+        stands for it. With ``supersedes`` (a claim id), the pause is the claimed
+        turn's second one; recorded twice, it is recorded once.
+        """
+        assert result.interaction is not None
+        pause = PauseRecord(
+            **asked(event),
+            session_id=session_id,
+            principal=scope.owner,
+            agent=scope.agent,
+            audience=result.interaction.audience,
+            base_revision=base_revision,
+            state=PauseState.PENDING,
+            # The agent's clock when the event was built, which its expiry counts from.
+            created_at=event.expires_at - timedelta(seconds=self.pause_ttl),
+            parent_session_id=parent_session_id,
+            delegated_pause_id=result.interaction.delegated_pause_id,
+        )
+        checkpoint = TurnCheckpointStore.record_of(
+            event.pause_id, session_id, base_revision, result, principal
+        )
+        try:
+            await self.store.record_pause(
+                NewPause(pause, checkpoint, supersedes=supersedes, run_id=run_id)
+            )
+            self.recent.remember(pause)
+        except PauseAbandoned:
+            if supersedes is None:
+                raise
+            done = await self._done_already(
+                session_id,
+                supersedes,
+                lambda settled: (
+                    settled.state is PauseState.SUPERSEDED
+                    and (settled.outcome or {}).get("pause_id") == event.pause_id
+                ),
+            )
+            if done is None:
+                raise
+
+    async def publish_turn(
+        self,
+        session_id: str,
+        base_revision: int,
+        messages: Sequence[BaseMessage],
+        run_id: str,
+    ) -> int:
+        """Commit a first turn at ``base_revision``, ending its run; the new revision."""
+        publish = TurnPublish(session_id, base_revision, bodies_of(messages), run_id)
+        return await self.store.publish_turn(publish)
+
+    async def publish_resume(
+        self,
+        session_id: str,
+        claim_id: str,
+        answer: str,
+        *,
+        messages: Sequence[BaseMessage],
+    ) -> int:
+        """Commit a resumed turn at its pause's base revision; the new revision.
+
+        Publishing a claim twice is publishing it once: the retry finds the pause
+        already published by this very claim, and that is its answer.
+        """
+        try:
+            publish = ResumePublish(session_id, claim_id, bodies_of(messages), answer)
+            return await self.store.publish_resume(publish)
+        except PauseAbandoned:
+            done = await self._done_already(
+                session_id, claim_id, lambda settled: settled.state is PauseState.PUBLISHED
+            )
+            if done is None:
+                raise
+            return done.base_revision + 1
+
+    async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord:
+        """The pause this claim answers, as recorded."""
+        pause = await self.store.claimed_pause(session_id, claim_id)
+        if pause is None:
+            raise PauseAbandoned("this claim names no pause", claim_id=claim_id)
+        return pause
+
+    async def abandon(
+        self, session_id: str, claim_id: str, failure: FailedTurn | None = None
+    ) -> bool:
+        """Move the claimed pause to ``abandoned``; false if it already left ``claimed``.
+
+        ``failure``: the error the turn ended in, owed as ``turn.failed`` with it.
+        """
+        return await self.store.abandon_claim(session_id, claim_id, failure)
+
+    async def _done_already(
+        self, session_id: str, claim_id: str, this_write: Callable[[PauseRecord], bool]
+    ) -> PauseRecord | None:
+        """The claimed pause, if a write refused as ``PauseAbandoned`` had in fact been done.
+
+        The write's first attempt may have committed and lost its reply; the
+        retry then finds the claim settled, by ``this_write``. Settled any other
+        way (``None``), the claim is lost, and the refusal stands.
+        """
+        settled = await self.store.claimed_pause(session_id, claim_id)
+        return settled if settled is not None and this_write(settled) else None
