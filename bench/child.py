@@ -3,18 +3,11 @@
 A process per configuration makes peak RSS a property of that configuration, and
 keeps one system's caches, pools and garbage from slowing the next. The store's
 schema is created before, by ``python -m bench.child CONFIG OUT --schema``, a
-process of its own: a serving worker does not migrate its database (the first
-one to start does, once), and symfonic's migrations load SQLAlchemy and Alembic,
-which a worker that finds its schema at head never does. The phases::
-
-    open → setup → seed sessions → warm-up → pacing round (skipped if the warm-up
-         was slow) → seed the sessions the timed section will need
-         → probe reset (PG: CHECKPOINT, then another warm-up) → gc.freeze()
-         → bytes probe begins → timed section → bytes probe ends → close
-         → rows probe begins → open → counting pass → close → rows probe ends
-
-The result (or the error) is written as JSON to OUT, never to stdout, so library
-chatter on stdout cannot corrupt it.
+process of its own, as a serving worker finds its schema already migrated. The
+phases are :meth:`_Run.prepare`, :meth:`_Run.timed` and :meth:`_Run.count_rows`
+(``bench/README.md``, "Phases of one configuration"). The result (or the error)
+is written as JSON to OUT, never to stdout, so library chatter on stdout cannot
+corrupt it.
 """
 
 from __future__ import annotations
@@ -227,7 +220,6 @@ def run(config: ChildConfig) -> dict[str, Any]:
         "status": "ok",
         "peak_rss_bytes": peak,
         "baseline_rss_bytes": baseline,
-        "versions": workload.versions(),
         "settings": workload.settings(),
     }
 

@@ -1,15 +1,10 @@
 """Timing and concurrency: the one piece of code that times every system.
 
-``concurrency`` slots run in one event loop; each slot draws from its own pool of
-sessions, so no session ever runs two turns at once (that would be a conflict,
-not a load). A slot stops starting cycles at the deadline, at its share of the
-cycle cap, or when its sessions are used up, whichever comes first; cycles already
-started always finish and count.
-
-History is kept near its nominal size H: every cycle adds four messages to its
-session, so a session serves at most ``cycles_per_session(H)`` cycles, letting
-history drift by at most ~10% (or by 8 messages at H = 0). Sessions are handed out
-least-used first, so within a slot they age evenly.
+``concurrency`` slots run in one event loop, each drawing from its own sessions,
+so no session runs two turns at once. A slot stops starting cycles at the
+deadline, at its share of the cycle cap, or when its sessions are used up;
+cycles already started finish and count. A session serves at most
+``cycles_per_session(H)`` cycles, so its history stays within ~10% of H.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The HTTP resume benchmark: a step of ``python -m bench``, or alone as
 ``python -m bench.http_bench --out http.json``.
 
-Measures what a front end sees when it answers pauses: the latency of
-``POST /v1/resume`` (JSON variant, so the clock stops when the resumed turn
-has published) and the resumes per second the service sustains, at 1, 16 and
-64 concurrent clients, on SQLite and PostgreSQL. The server is a real
-``symfonic serve`` process (uvicorn, the scripted demo agent) on a loopback
-port; the clients are one httpx process. Every pause is created before the
-clock starts, so only resumes are timed. Bounded: at most ``--resumes`` per
-level, and ``--time-limit`` seconds each for creating a level's pauses and for
-resuming them.
-
-CPU seconds are read around each level's resumes, for the server process
-(``/proc/<pid>/stat``) and for this client process, so the report can say
-whether the server or the shared cores were the bound.
+The latency of ``POST /v1/resume`` (JSON, so the clock stops when the resumed
+turn has published) and the resumes per second, at each level of concurrent
+clients, against a real ``symfonic serve`` process on a loopback port. Every
+pause is created before the clock starts; the server's and this client's CPU
+seconds are read around each level's resumes, so the report can say whether
+the server or the shared cores were the bound.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +30,9 @@ from typing import Any
 
 import httpx
 
-if __package__ in (None, ""):  # `python bench/http_bench.py`: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.stats import percentile
+from bench.stores import DEFAULT_POSTGRES_URL, fresh_store
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 MESSAGE = "Pay alice 42 EUR for the design work"
 APPROVE = {"decision": "approve"}
 JSON_ONLY = {"Accept": "application/json"}
@@ -62,7 +52,7 @@ def _server_cpu(server: Server) -> float | None:
     return None if server.pid is None else process_cpu_seconds(server.pid)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -77,26 +67,28 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 @contextmanager
-def serving(store: str, log: Path, *, python: str = sys.executable) -> Iterator[Server]:
+def serving(
+    store: str,
+    log: Path,
+    *,
+    keys: str = "",
+    pool_size: int | None = SERVER_POOL_SIZE,
+    flags: Sequence[str] = (),
+    python: str = sys.executable,
+) -> Iterator[Server]:
     """A ``symfonic serve`` process on loopback, once healthy.
 
+    ``keys``: its ``SYMFONIC_API_KEYS`` (none: every caller is the local
+    principal); ``pool_size``: its PostgreSQL pool (None: the default);
     ``python``: the interpreter whose installed symfonic serves, so another
     checkout's build can be measured the same way (the soak's "before").
     """
-    port = _free_port()
-    env = {**os.environ, "SYMFONIC_API_KEYS": "", "SYMFONIC_POOL_SIZE": str(SERVER_POOL_SIZE)}
-    command = [
-        python,
-        "-m",
-        "symfonic",
-        "serve",
-        "--port",
-        str(port),
-        "--store",
-        store,
-        "--log-level",
-        "warning",
-    ]
+    port = free_port()
+    env = {**os.environ, "SYMFONIC_API_KEYS": keys}
+    if pool_size is not None:
+        env["SYMFONIC_POOL_SIZE"] = str(pool_size)
+    command = [python, "-m", "symfonic", "serve", "--port", str(port), "--store", store]
+    command += ["--log-level", "warning", *flags]
     with log.open("wb") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -217,27 +209,6 @@ async def measure_level(
     }
 
 
-@contextmanager
-def store_for(kind: str, postgres_url: str, workdir: Path) -> Iterator[str]:
-    """A fresh store: a new SQLite file, or a new PostgreSQL database dropped afterwards."""
-    if kind == "sqlite":
-        path = workdir / "http-bench.db"
-        try:
-            yield f"sqlite:///{path}"
-        finally:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-        return
-    from bench.probes import pg_admin
-
-    name = f"symfonic_bench_http_{uuid.uuid4().hex[:10]}"
-    pg_admin.create_database(postgres_url, name)
-    try:
-        yield pg_admin.database_url(postgres_url, name)
-    finally:
-        pg_admin.drop_database(postgres_url, name)
-
-
 def _error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -247,8 +218,10 @@ def _server_on(kind: str, args: argparse.Namespace, workdir: Path) -> Iterator[S
     if args.url:
         yield Server(args.url.rstrip("/"), None)
         return
+    server_url = "sqlite" if kind == "sqlite" else args.postgres_url
+    name = "http-bench" if kind == "sqlite" else f"symfonic_bench_http_{uuid.uuid4().hex[:10]}"
     with (
-        store_for(kind, args.postgres_url, workdir) as store,
+        fresh_store(server_url, workdir, name) as store,
         serving(store, workdir / "server.log") as server,
     ):
         yield server
@@ -282,9 +255,7 @@ def run(args: argparse.Namespace, save: Callable[[dict[str, Any]], None]) -> dic
                 with _server_on(kind, args, workdir) as server:
                     for clients in args.clients:
                         count = max(args.resumes, clients)
-                        level = asyncio.run(
-                            measure_level(server, clients, count, args.time_limit)
-                        )
+                        level = asyncio.run(measure_level(server, clients, count, args.time_limit))
                         report["results"].append({"store": kind} | level)
                         save(report)
                         print(_row(kind, level), flush=True)

@@ -2,30 +2,25 @@
 
 It runs after the matrix, in the same run and process tree, on the same stores.
 A child of its own, like every configuration, so that a hung server or client
-cannot hang the run: past its time bound the child gets SIGTERM, which stops its
-``symfonic serve`` process and drops its database, then SIGKILL if it lingers.
-The child saves its JSON after every level, so a timeout keeps what was measured.
+cannot hang the run past its time bound; the child saves its JSON after every
+level, so a timeout keeps what was measured.
 """
 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.matrix import BUSY_THRESHOLD, ROOT, Store, busy_elsewhere, child_env
+from bench.matrix import BUSY_THRESHOLD, Store, busy_elsewhere, child_env, run_bounded, tail
 
 # Seconds the step may take beyond its levels' own limits: each server's start-up
 # (imports, migrations) and the clients' set-up.
 PER_STORE_SLACK = 60.0
 PER_LEVEL_SLACK = 20.0
-# After SIGTERM the child stops its server (up to 15 s) and drops a database.
-GRACE = 25.0
 
 
 @dataclass(frozen=True)
@@ -39,15 +34,6 @@ class HttpOptions:
         """The step's time bound, in seconds, for ``stores`` stores."""
         per_level = 2 * self.seconds + PER_LEVEL_SLACK
         return stores * (PER_STORE_SLACK + len(self.clients) * per_level)
-
-
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    child.send_signal(signal.SIGTERM)  # our own child, by its handle
-    try:
-        child.wait(timeout=GRACE)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
 
 
 def _command(stores: list[Store], options: HttpOptions, out: Path, workdir: Path) -> list[str]:
@@ -82,29 +68,13 @@ def run_http_step(stores: list[Store], options: HttpOptions, workdir: Path) -> d
     busy = busy_elsewhere()
     bound = options.bound(len(stores))
     began = time.monotonic()
-    timed_out = False
-    with log.open("w") as sink:
-        child = subprocess.Popen(
-            _command(stores, options, out, workdir),
-            cwd=ROOT,
-            env=child_env(),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            child.wait(timeout=bound)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _stop(child)
-        except BaseException:
-            _stop(child)  # interrupted: never leave a server running behind us
-            raise
+    code = run_bounded(_command(stores, options, out, workdir), log, bound, child_env())
     section: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {"results": []}
     problems = [f"{e['store']}: {e['error']}" for e in section.get("errors", [])]
-    if timed_out:
+    if code is None:
         problems.append(f"timed out after {bound:.0f} s; the levels measured by then are kept")
     elif not section.get("complete"):
-        problems.append(f"exited {child.returncode} without finishing: {_tail(log)}")
+        problems.append(f"exited {code} without finishing: {tail(log, 1500)}")
     failing = [r for r in section["results"] if r.get("failures")]
     problems += [
         f"{r['store']}, {r['clients']} clients: {r['failures']} resumes failed "
@@ -123,10 +93,3 @@ def run_http_step(stores: list[Store], options: HttpOptions, workdir: Path) -> d
             f"the machine was {busy:.0%} busy with other work just before the HTTP step"
         ]
     return section
-
-
-def _tail(path: Path, limit: int = 1500) -> str:
-    try:
-        return path.read_text(errors="replace")[-limit:]
-    except OSError:
-        return ""

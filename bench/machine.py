@@ -11,10 +11,24 @@ import platform
 import sqlite3
 import subprocess
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from bench.workloads.base import package_version
+PACKAGES = (
+    "langgraph",
+    "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
+    "langchain-core",
+)
+DRIVERS = ("asyncpg", "aiosqlite", "psycopg")
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def _cpu_model() -> str:
@@ -63,16 +77,11 @@ def describe(root: Path, postgres_version: str | None) -> dict[str, Any]:
         },
         "versions": {
             "python": platform.python_version(),
-            "symfonic": package_version("symfonic"),
+            "symfonic": _version("symfonic"),
             "symfonic_commit": _git_commit(root),
-            "langgraph": package_version("langgraph"),
-            "langgraph-checkpoint-sqlite": package_version("langgraph-checkpoint-sqlite"),
-            "langgraph-checkpoint-postgres": package_version("langgraph-checkpoint-postgres"),
-            "langchain-core": package_version("langchain-core"),
+            **{name: _version(name) for name in PACKAGES},
             "sqlite": sqlite3.sqlite_version,
             "postgresql": postgres_version or "not measured",
-            "asyncpg": package_version("asyncpg"),
-            "aiosqlite": package_version("aiosqlite"),
-            "psycopg": package_version("psycopg"),
+            **{name: _version(name) for name in DRIVERS},
         },
     }

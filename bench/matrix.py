@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,12 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ChildConfig
+from bench.stores import fresh_store
 from bench.workloads.base import StoreKind
 
 ROOT = Path(__file__).resolve().parent.parent
 # Above this share of CPU in use by others while the harness idles, a result is
 # flagged: on 2 cores, a neighbour's tests halve what the benchmark can do.
 BUSY_THRESHOLD = 0.15
+# Seconds a child has after SIGTERM (stopping a server, dropping a database).
+GRACE = 25.0
 
 
 @dataclass(frozen=True)
@@ -76,18 +80,40 @@ def configurations(
 def child_env(source: str = "") -> dict[str, str]:
     """The child's environment; ``source``, if given, is imported before what is installed."""
     env = dict(os.environ)
-    # `python bench/run.py` puts bench/ first on sys.path; the child needs the root.
+    # The child runs from the root, whatever the parent's working folder.
     paths = (str(ROOT), source, env.get("PYTHONPATH"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
-    child.kill()  # our own child, by its handle
-    child.wait()
+    child.send_signal(signal.SIGTERM)  # our own child, by its handle
+    try:
+        child.wait(timeout=GRACE)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
-def _tail(path: Path, limit: int = 2000) -> str:
+def run_bounded(command: list[str], log: Path, timeout: float, env: dict[str, str]) -> int | None:
+    """Run ``command`` from the root, its output in ``log``: its exit code, None if timed out.
+
+    Past ``timeout``, or if this process is interrupted, the child gets SIGTERM
+    (which lets it stop a server it started and drop a database), then SIGKILL.
+    """
+    with log.open("w") as sink:
+        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            return child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(child)
+            return None
+        except BaseException:
+            _stop(child)  # interrupted: never leave a child running behind us
+            raise
+
+
+def tail(path: Path, limit: int = 2000) -> str:
     try:
         return path.read_text(errors="replace")[-limit:]
     except OSError:
@@ -114,32 +140,15 @@ def _run_child_step(
     config.write(config_path)
     out_path.unlink(missing_ok=True)
     began = time.monotonic()
-    with log_path.open("w") as log:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "bench.child", str(config_path), str(out_path), *flags],
-            cwd=ROOT,
-            env=child_env(config.source),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _stop(child)
-            return {
-                "status": "error",
-                "error": f"timed out after {timeout:.0f} s",
-                "log": _tail(log_path),
-            }
-        except BaseException:
-            _stop(child)  # interrupted: never leave a child running behind us
-            raise
+    command = [sys.executable, "-m", "bench.child", str(config_path), str(out_path), *flags]
+    code = run_bounded(command, log_path, timeout, child_env(config.source))
     wall = round(time.monotonic() - began, 1)
-    if not out_path.exists():
+    if code is None or not out_path.exists():
+        problem = f"timed out after {timeout:.0f} s" if code is None else f"exited {code}"
         return {
             "status": "error",
-            "error": f"child exited {child.returncode} without a result",
-            "log": _tail(log_path),
+            "error": f"{problem} without a result",
+            "log": tail(log_path),
             "wall_seconds": wall,
         }
     result: dict[str, Any] = json.loads(out_path.read_text())
@@ -179,27 +188,11 @@ def run_configuration(
 def _run_on_fresh_store(
     store: Store, config: ChildConfig, workdir: Path, index: int, timeout: float, keep: bool
 ) -> dict[str, Any]:
-    if store.kind == "sqlite":
-        path = workdir / f"{index:03d}-{config.system}.db"
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-        try:
-            return run_child(replace(config, location=str(path)), workdir, index, timeout)
-        finally:
-            if not keep:
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-    from bench.probes import pg_admin
-
-    name = f"symfonic_bench_{os.getpid()}_{index:03d}"
-    pg_admin.create_database(store.url, name)
-    try:
-        location = pg_admin.database_url(store.url, name)
+    sqlite = store.kind == "sqlite"
+    name = f"{index:03d}-{config.system}" if sqlite else f"symfonic_bench_{os.getpid()}_{index:03d}"
+    with fresh_store(store.url, workdir, name, keep=keep) as url:
+        location = url.removeprefix("sqlite:///")
         return run_child(replace(config, location=location), workdir, index, timeout)
-    finally:
-        if not keep:
-            pg_admin.drop_database(store.url, name)
 
 
 def median_rounds(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:

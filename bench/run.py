@@ -1,10 +1,10 @@
-"""The one command: ``python -m bench`` (or ``python bench/run.py``).
+"""The one command: ``python -m bench``.
 
 Runs, in one run and one process tree, the whole matrix (symfonic, LangGraph and
 the floor, one child process per configuration), then the HTTP step (resumes
 against a real ``symfonic serve``); writes ``results.json`` after every
-configuration (a crash keeps what was measured), then the Markdown report and
-its plots. ``--report-only`` rebuilds the report from an existing
+configuration (a crash keeps what was measured), then the Markdown report.
+``--report-only`` rebuilds the report from an existing
 ``results.json`` without measuring anything.
 """
 
@@ -19,9 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.config import ChildConfig
 from bench.http_step import HttpOptions, run_http_step
 from bench.machine import describe
@@ -33,13 +30,12 @@ from bench.matrix import (
     median_rounds,
     run_configuration,
 )
-from bench.options import DEFAULT_POSTGRES_URL, parser, recorded_options
+from bench.options import parser, recorded_options
+from bench.stores import DEFAULT_POSTGRES_URL, reachable, server_version
 from bench.workloads import BASELINE, unavailable_reason
 
 
 def _stores(requested: list[str]) -> tuple[list[Store], list[str]]:
-    from bench.probes import pg_admin
-
     notes: list[str] = []
     if requested:
         wanted = requested
@@ -53,7 +49,7 @@ def _stores(requested: list[str]) -> tuple[list[Store], list[str]]:
         if item == "sqlite":
             stores.append(Store("sqlite", "sqlite"))
             continue
-        problem = pg_admin.reachable(item)
+        problem = reachable(item)
         if problem is None:
             stores.append(Store("postgresql", item))
         elif requested:
@@ -101,8 +97,6 @@ def _new_document(
 ) -> dict[str, Any]:
     pg_version = None
     if any(store.kind == "postgresql" for store in stores):
-        from bench.probes.pg_admin import server_version
-
         pg_version = server_version(next(s.url for s in stores if s.kind == "postgresql"))
     meta = describe(ROOT, pg_version) | {
         "command": " ".join(["python -m bench", *sys.argv[1:]]),
@@ -161,8 +155,10 @@ def measure(args: argparse.Namespace, results_path: Path) -> dict[str, Any]:
         results_path.write_text(json.dumps(document, indent=1))
     if args.http:
         options = HttpOptions(args.http_clients, args.http_resumes, args.http_seconds)
-        _say(f"[http] POST /v1/resume at {args.http_clients} clients (bound "
-             f"{options.bound(len(stores)):.0f} s) …")
+        _say(
+            f"[http] POST /v1/resume at {args.http_clients} clients (bound "
+            f"{options.bound(len(stores)):.0f} s) …"
+        )
         document["http"] = run_http_step(stores, options, workdir)
         for row in document["http"]["results"]:
             _say(f"    {_http_summary(row)}")
@@ -211,7 +207,3 @@ def main(argv: list[str] | None = None) -> int:
     for problem in http.get("problems", []):
         _say(f"!! http: {problem}")
     return 1 if failed or http.get("status") == "error" else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

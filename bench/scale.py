@@ -11,7 +11,10 @@ own calls, without HTTP in front):
 - the same through HTTP, the feed's snapshot, and 200 feed subscribers
   reconnecting at once (:mod:`bench.scale_http`);
 - a sweep of 10k expiries: its time, and the worst a write, a read and the
-  event loop waited meanwhile (:mod:`bench.scale_probe`);
+  event loop waited meanwhile: beside the work, on the same event loop as a
+  request in the same worker, a probe creates a session (a write) and reads a
+  pause (a read) every ``PERIOD`` seconds, and a ticker measures how late the
+  loop wakes it;
 - ``symfonic prune`` in another process deleting those 10k sessions: its time,
   and the worst write wait in this one;
 - store bytes per pending pause.
@@ -26,22 +29,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import anyio
 
 from bench.scale_http import http_figures
 from bench.scale_load import SCOPE, STEADY, STEADY_PAUSES, Layout, load_pending, pause_id
-from bench.scale_probe import while_probed
+from bench.stats import p50_p95_ms, timed
+from bench.stores import DEFAULT_POSTGRES_URL, fresh_store
 from symfonic.core.contracts.store import (
     CheckpointRecord,
     Claim,
@@ -60,20 +64,12 @@ SIZES = (1_000, 10_000, 100_000)
 TURNS = 200
 LISTS = 50
 EXPIRIES = 10_000
+PERIOD = 0.01
+TICK = 0.005
 NOW = datetime.now(UTC)
 DAY = timedelta(days=1)
 Figures = dict[str, float]
-
-
-def _percentiles(seconds: list[float]) -> tuple[float, float]:
-    ordered = sorted(seconds)
-    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.95)] * 1000
-
-
-async def _timed(step: Callable[[], Awaitable[Any]]) -> float:
-    started = time.perf_counter()
-    await step()
-    return time.perf_counter() - started
+T = TypeVar("T")
 
 
 def _pause(session_id: str) -> PauseRecord:
@@ -125,9 +121,9 @@ async def _turns(store: Store, figures: Figures) -> None:
         pauses.append(await _first_turn(store))
         firsts.append(time.perf_counter() - begun)
     figures["creation/s"] = TURNS / (time.perf_counter() - started)
-    figures["first turn p50"], figures["first turn p95"] = _percentiles(firsts)
-    resumes = [await _timed(lambda p=p: _resume(store, p)) for p in pauses]  # type: ignore[misc]
-    figures["resume p50"], figures["resume p95"] = _percentiles(resumes)
+    figures["first turn p50"], figures["first turn p95"] = p50_p95_ms(firsts)
+    resumes = [await timed(lambda p=p: _resume(store, p)) for p in pauses]  # type: ignore[misc]
+    figures["resume p50"], figures["resume p95"] = p50_p95_ms(resumes)
 
 
 async def _lists(store: Store, figures: Figures) -> None:
@@ -138,8 +134,56 @@ async def _lists(store: Store, figures: Figures) -> None:
     )
     for who, principal, scopes in inboxes:
         query = PauseQuery(PauseState.PENDING, principal, frozenset(scopes), limit=50)
-        seconds = [await _timed(lambda q=query: store.list_pauses(q)) for _ in range(LISTS)]  # type: ignore[misc]
-        figures[f"list {who} p50"], figures[f"list {who} p95"] = _percentiles(seconds)
+        seconds = [await timed(lambda q=query: store.list_pauses(q)) for _ in range(LISTS)]  # type: ignore[misc]
+        figures[f"list {who} p50"], figures[f"list {who} p95"] = p50_p95_ms(seconds)
+
+
+@dataclass
+class Waits:
+    """The worst waits seen, in seconds."""
+
+    write: float = 0.0
+    read: float = 0.0
+    loop: float = 0.0
+
+    @property
+    def worst(self) -> float:
+        return max(self.write, self.read, self.loop)
+
+
+async def _probe(store: Store, pause_id: str, waits: Waits) -> None:
+    while True:
+        started = time.perf_counter()
+        session = SessionRecord(uuid.uuid4().hex, "probe", "assistant", 0, {}, datetime.now(UTC))
+        await store.create_session(session)
+        wrote = time.perf_counter()
+        await store.get_pause(pause_id)
+        read = time.perf_counter()
+        waits.write = max(waits.write, wrote - started)
+        waits.read = max(waits.read, read - wrote)
+        await anyio.sleep(PERIOD)
+
+
+async def _tick(waits: Waits) -> None:
+    while True:
+        started = time.perf_counter()
+        await anyio.sleep(TICK)
+        waits.loop = max(waits.loop, time.perf_counter() - started - TICK)
+
+
+async def while_probed(store: Store, pause_id: str, work: Awaitable[T]) -> tuple[T, float, Waits]:
+    """Run ``work`` with the probe beside it: its result, its seconds, the worst waits."""
+    waits = Waits()
+    async with anyio.create_task_group() as group:
+        group.start_soon(_probe, store, pause_id, waits)
+        group.start_soon(_tick, waits)
+        await anyio.sleep(0.05)  # the probe is running before the work starts
+        started = time.perf_counter()
+        result = await work
+        seconds = time.perf_counter() - started
+        await anyio.sleep(0.05)
+        group.cancel_scope.cancel()
+    return result, seconds, waits
 
 
 async def _sweep(store: Store, url: str, size: int, figures: Figures) -> None:
@@ -227,31 +271,13 @@ async def _grow(url: str, sizes: tuple[int, ...]) -> dict[int, Figures]:
             figures: Figures = {}
             await _turns(store, figures)
             await _lists(store, figures)
-            await http_figures(url, figures, _percentiles)
+            await http_figures(url, figures)
             await _sweep(store, url, size, figures)
             await _prune(store, url, figures)
             await _bytes(url, size, figures)
             results[size] = figures
             print(f"{url.partition(':')[0]} {size}: {figures}", flush=True)
     return results
-
-
-def _fresh_sqlite() -> str:
-    return f"sqlite:///{tempfile.mkdtemp(prefix='symfonic-scale-')}/scale.db"
-
-
-def _fresh_postgres(base: str) -> str:
-    import asyncpg
-
-    name = f"symfonic_scale_{uuid.uuid4().hex[:8]}"
-
-    async def create() -> None:
-        connection = await asyncpg.connect("postgresql://" + base.partition("://")[2])
-        await connection.execute(f'CREATE DATABASE "{name}"')
-        await connection.close()
-
-    anyio.run(create)
-    return f"{base.rpartition('/')[0]}/{name}"
 
 
 def _table(results: dict[str, dict[int, Figures]]) -> str:
@@ -272,18 +298,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--stores", default="sqlite,postgresql")
     parser.add_argument(
-        "--postgres",
-        default=os.environ.get(
-            "SYMFONIC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1/test"
-        ),
+        "--postgres", default=os.environ.get("SYMFONIC_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
     )
     parser.add_argument("--out", type=Path, help="write the Markdown table here as well")
     args = parser.parse_args(argv)
     sizes = tuple(int(size) for size in args.sizes.split(","))
     results: dict[str, dict[int, Figures]] = {}
     for store in args.stores.split(","):
-        url = _fresh_sqlite() if store == "sqlite" else _fresh_postgres(args.postgres)
-        results[store] = anyio.run(_grow, url, sizes)
+        server = "sqlite" if store == "sqlite" else args.postgres
+        folder = Path(tempfile.mkdtemp(prefix="symfonic-scale-"))
+        with fresh_store(server, folder, f"symfonic_scale_{uuid.uuid4().hex[:8]}") as url:
+            results[store] = anyio.run(_grow, url, sizes)
     table = _table(results)
     print(table)
     if args.out is not None:

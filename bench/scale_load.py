@@ -94,33 +94,10 @@ def _pauses(layout: Layout, stamp: Stamp) -> list[tuple[object, ...]]:
     ]
 
 
-SESSION_COLUMNS = (
-    "session_id",
-    "principal",
-    "agent",
-    "revision",
-    "message_count",
-    "metadata",
-    "created_at",
-    "active_at",
-)
+SESSION_COLUMNS = "session_id principal agent revision message_count metadata created_at active_at"
 PAUSE_COLUMNS = (
-    "pause_id",
-    "session_id",
-    "principal",
-    "agent",
-    "audience",
-    "kind",
-    "query",
-    "response_schema",
-    "tool_call_id",
-    "interrupt_id",
-    "base_revision",
-    "state",
-    "created_at",
-    "expires_at",
-    "checkpoint_format",
-    "checkpoint",
+    "pause_id session_id principal agent audience kind query response_schema tool_call_id"
+    " interrupt_id base_revision state created_at expires_at checkpoint_format checkpoint"
 )
 
 
@@ -128,9 +105,9 @@ def _sqlite_stamp(value: datetime) -> str:
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
-def _insert(table: str, columns: tuple[str, ...]) -> str:
-    marks = ", ".join("?" for _ in columns)
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+def _insert(table: str, columns: str) -> str:
+    names = columns.split()
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
 
 
 def _load_sqlite(path: str, layout: Layout) -> None:
@@ -161,12 +138,12 @@ async def _load_postgres(url: str, layout: Layout) -> None:
             await connection.copy_records_to_table(
                 "symfonic_sessions",
                 records=_sessions(layout, lambda at: at),
-                columns=list(SESSION_COLUMNS),
+                columns=SESSION_COLUMNS.split(),
             )
             await connection.copy_records_to_table(
                 "symfonic_pauses",
                 records=_pauses(layout, lambda at: at),
-                columns=list(PAUSE_COLUMNS),
+                columns=PAUSE_COLUMNS.split(),
             )
     finally:
         await connection.close()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -26,3 +29,16 @@ def latency_ms(values: Sequence[float]) -> dict[str, float | None]:
         return None if value is None else round(value * 1000, 3)
 
     return {"p50_ms": ms(percentile(values, 50)), "p99_ms": ms(percentile(values, 99))}
+
+
+def p50_p95_ms(seconds: Sequence[float]) -> tuple[float, float]:
+    """The median and the 95th percentile (nearest rank), in milliseconds."""
+    ordered = sorted(seconds)
+    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.95)] * 1000
+
+
+async def timed(step: Callable[[], Awaitable[Any]]) -> float:
+    """The seconds ``step`` took."""
+    started = time.perf_counter()
+    await step()
+    return time.perf_counter() - started

@@ -26,21 +26,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import ExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
+
+from bench.http_bench import free_port
+from bench.stores import fresh_store
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 STATUS = {"/ok": 200, "/fail": 500, "/moved": 301}
@@ -90,9 +92,7 @@ class Receiver:
     """The child process, and what it has received, by path."""
 
     def __init__(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
+        self.port = free_port()
         command = [sys.executable, "-m", "bench.webhook_drain", "--receiver", str(self.port)]
         self.process = subprocess.Popen(command)
         self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}")
@@ -252,14 +252,15 @@ async def burst(
     )
 
 
-async def measure(url: Callable[[], Awaitable[str]], options: argparse.Namespace) -> None:
+async def measure(stores: Sequence[str], options: argparse.Namespace) -> None:
+    """The three measurements, each on a store of its own."""
     receiver = Receiver()
     try:
         await receiver.ready()
-        print(await drain(await url(), receiver, options.pauses, options.within), flush=True)
-        alone = await burst(await url(), receiver, ["/ok"], options)
+        print(await drain(stores[0], receiver, options.pauses, options.within), flush=True)
+        alone = await burst(stores[1], receiver, ["/ok"], options)
         print(f"burst, alone: {alone}", flush=True)
-        beside = await burst(await url(), receiver, ["/ok", *BAD], options)
+        beside = await burst(stores[2], receiver, ["/ok", *BAD], options)
         print(f"burst, beside hang/500/301: {beside}", flush=True)
     finally:
         await receiver.close()
@@ -280,35 +281,13 @@ def main() -> None:
     if options.receiver:
         asyncio.run(_receive(options.receiver))
         return
-    made: list[str] = []
-    with tempfile.TemporaryDirectory() as directory:
-
-        async def fresh() -> str:
-            if options.store == "sqlite":
-                return f"sqlite:///{Path(directory) / uuid.uuid4().hex}.db"
-            name = f"webhook_drain_{uuid.uuid4().hex[:8]}"
-            await _admin(options.store, f'CREATE DATABASE "{name}"')
-            made.append(name)
-            return f"{options.store.rpartition('/')[0]}/{name}"
-
-        try:
-            print(f"store: {options.store.split('@')[-1]}", flush=True)
-            anyio.run(measure, fresh, options)
-        finally:
-            for name in made:
-                drop = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
-                asyncio.run(_admin(options.store, drop))
-
-
-async def _admin(url: str, statement: str) -> None:
-    """One statement on the server's admin database (CREATE and DROP DATABASE)."""
-    import asyncpg
-
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
+    with tempfile.TemporaryDirectory() as directory, ExitStack() as stack:
+        names = [f"webhook_drain_{uuid.uuid4().hex[:8]}" for _ in range(3)]
+        stores = [
+            stack.enter_context(fresh_store(options.store, Path(directory), name)) for name in names
+        ]
+        print(f"store: {options.store.split('@')[-1]}", flush=True)
+        anyio.run(measure, stores, options)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,10 @@
 """How bytes and rows written are measured: one probe per store, the same for every system.
 
-A probe watches the database from its own connection and never from inside a
-workload, so symfonic, LangGraph and the floor are measured by identical code
-(the brief's "same method for both systems on the same store"). The child drives it:
-
-* ``begin_bytes`` / ``end_bytes`` bracket the timed section (workload open, idle at
-  the start) and return the bytes the database wrote for it;
-* ``begin_rows`` / ``end_rows`` bracket a separate counting pass of a few cycles, run
-  with the workload closed at both ends, and return the rows inserted, updated or
-  deleted in it. Rows get their own pass because each store can only count them
-  exactly at a moment when no workload connection is open (see the subclasses).
+A probe watches the database from its own connection, never from inside a
+workload, so every system is measured by identical code. ``begin_bytes`` and
+``end_bytes`` bracket the timed section; ``begin_rows`` and ``end_rows`` bracket a
+separate counting pass run with the workload closed at both ends, the one
+moment each store can count rows exactly.
 """
 
 from __future__ import annotations

@@ -1,34 +1,42 @@
-"""PostgreSQL: bytes are this database's WAL, rows come from ``pg_stat_user_tables``.
+"""PostgreSQL: bytes are this database's share of the WAL, rows come from ``pg_stat_user_tables``.
 
-Every configuration runs in a database of its own (created and dropped by the
-parent), so the table statistics of that database belong to one workload only.
-
-Bytes. The WAL inserted between just before and just after the timed section,
-read synchronously from the WAL position (``pg_stat_wal.wal_bytes`` is the same
-quantity, but a backend publishes it only when it flushes its statistics, up to
-10 s later in PostgreSQL 15, so it cannot bracket a few seconds of work), and
-narrowed to this database's share by :mod:`bench.probes.pg_wal`. The reset before
-the last warm-up is a ``CHECKPOINT``, so every system starts from the same state
-of full-page images.
-
-Rows. ``n_tup_ins + n_tup_upd + n_tup_del`` summed over the database's user
-tables. A backend publishes these counters when it disconnects (at the latest;
-otherwise at most once a second and lazily), so the counting pass is bracketed by
-the workload's connections being closed: the probe waits until no other backend
-is connected to the database, clears its statistics snapshot and reads.
+Every configuration runs in a database of its own, so its table statistics
+belong to one workload. Bytes: the WAL inserted between just before and just
+after the timed section, read from the WAL position, scaled to this database's
+share of the window's records when ``pg_walinspect`` can decode them (records
+naming its relations, and the other records of their transactions); a
+temporary replication slot keeps the window's segments until they are read.
+Rows: ``n_tup_ins + n_tup_upd + n_tup_del`` once the workload's backends have
+disconnected, which is when a backend publishes its counters. Why each reading
+is taken this way: ``bench/README.md``, "How bytes and rows are measured".
 """
 
 from __future__ import annotations
 
+import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
 from bench.probes.base import StoreProbe
-from bench.probes.pg_wal import WalMeter, WalReading
 
 SETTLE_TIMEOUT_SECONDS = 15.0
+FLUSH_TIMEOUT_SECONDS = 10.0
+
+_SHARE = """
+WITH recs AS (
+    SELECT xid, record_length, block_ref FROM pg_get_wal_records_info(%(start)s, %(end)s)
+), ours AS (
+    SELECT DISTINCT xid FROM recs WHERE strpos(block_ref, %(tag)s) > 0 AND xid <> '0'::xid
+)
+SELECT
+    coalesce(sum(record_length) FILTER (
+        WHERE strpos(block_ref, %(tag)s) > 0 OR xid IN (SELECT xid FROM ours)), 0)::bigint,
+    coalesce(sum(record_length), 0)::bigint
+FROM recs
+"""
 
 _ROWS = (
     "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables"
@@ -43,6 +51,91 @@ _OTHER_BACKENDS = (
     "SELECT count(*) FROM pg_stat_activity"
     " WHERE datname = current_database() AND pid <> pg_backend_pid()"
 )
+
+
+@dataclass(frozen=True)
+class WalReading:
+    total: int  # LSN distance: every database's WAL in the window
+    ours: int  # this database's share (== total when not attributed)
+    attributed: bool
+
+    @property
+    def foreign_share(self) -> float:
+        return 1 - self.ours / self.total if self.total else 0.0
+
+
+class WalMeter:
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self.slot = f"bench_probe_{os.getpid()}"
+        self.problem: str | None = None
+        self._start = ""
+        self._slot_taken = False
+
+    def enable(self) -> None:
+        """Install pg_walinspect in this database (before any measurement)."""
+        try:
+            self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        except psycopg.Error as error:
+            self.problem = f"pg_walinspect unavailable ({error.diag.message_primary})"
+
+    def _lsn(self, function: str) -> str:
+        row = self.conn.execute(f"SELECT {function}()::text").fetchone()
+        return str(row[0]) if row else "0/0"
+
+    def begin(self) -> None:
+        if self.problem is None:
+            try:
+                self.conn.execute(
+                    "SELECT pg_create_physical_replication_slot(%s, true, true)", (self.slot,)
+                )
+                self._slot_taken = True
+            except psycopg.Error:
+                pass  # no slot: segments might be recycled; end() falls back if so
+        self._start = self._lsn("pg_current_wal_insert_lsn")
+
+    def end(self) -> WalReading:
+        end = self._lsn("pg_current_wal_insert_lsn")
+        row = self.conn.execute(
+            "SELECT pg_wal_lsn_diff(%s::pg_lsn, %s::pg_lsn)::bigint", (end, self._start)
+        ).fetchone()
+        total = int(row[0]) if row else 0
+        try:
+            if self.problem is None:
+                return self._attribute(total, end)
+        except psycopg.Error as error:
+            self.problem = f"WAL attribution failed ({error.diag.message_primary})"
+        finally:
+            self._release_slot()
+        return WalReading(total, total, False)
+
+    def _attribute(self, total: int, end: str) -> WalReading:
+        # pg_walinspect reads only flushed WAL; a commit of our own flushes past `end`.
+        self.conn.execute("SELECT pg_current_xact_id()")
+        deadline = time.monotonic() + FLUSH_TIMEOUT_SECONDS
+        while not self._flushed_past(end):
+            if time.monotonic() > deadline:
+                raise psycopg.OperationalError("WAL not flushed past the window")
+            time.sleep(0.05)
+        oid_row = self.conn.execute(
+            "SELECT oid FROM pg_database WHERE datname = current_database()"
+        ).fetchone()
+        tag = f"/{oid_row[0] if oid_row else 0}/"
+        row = self.conn.execute(_SHARE, {"start": self._start, "end": end, "tag": tag}).fetchone()
+        ours, decoded = (int(row[0]), int(row[1])) if row else (0, 0)
+        share = ours / decoded if decoded else 1.0
+        return WalReading(total, round(total * share), True)
+
+    def _flushed_past(self, lsn: str) -> bool:
+        row = self.conn.execute(
+            "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def _release_slot(self) -> None:
+        if self._slot_taken:
+            self.conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
+            self._slot_taken = False
 
 
 class PostgresProbe(StoreProbe):

@@ -1,26 +1,13 @@
 """SQLite: bytes are WAL frames appended, rows are counted by temporary triggers.
 
-Bytes. Every system runs the file in WAL mode, where every committed page is
-appended to the ``-wal`` file as one frame of ``page_size + 24`` bytes; that is the
-write volume of a commit, whatever the schema. Frames are read from ``mxFrame`` in
-the WAL-index header (the ``-shm`` file), which SQLite keeps current for every
-connection. The catch is that a checkpoint followed by a WAL restart rewinds
-``mxFrame`` to 0, and the workloads' own connections (which the probe cannot
-reach to set ``wal_autocheckpoint=0``) checkpoint every 1000 pages. So the probe
-holds a read transaction open across the timed section, on a snapshot taken just
-after a marker write: a WAL in use by a reader is never restarted, so ``mxFrame``
-only grows. Side effect, the same for every system: checkpoints cannot copy pages
-past the probe's snapshot, so the timed section does not pay checkpoint I/O. (A
-checkpoint that waits for readers would wait for the probe: the symfonic
-workload tells its store's checkpoint not to wait.)
-
-Rows. SQLite keeps no per-table statistics, and ``total_changes`` belongs to a
-connection the probe cannot reach inside symfonic. During the counting pass the
-probe installs ``AFTER INSERT/UPDATE/DELETE … FOR EACH ROW`` triggers on every
-table the workload created, each adding one to a counter row, then removes them.
-This counts each affected row once (an ``INSERT OR REPLACE`` counts as one insert,
-an upsert that updates counts as one update), the same accounting as
-``total_changes``.
+Bytes: frames of ``page_size + 24`` bytes, read from ``mxFrame`` in the WAL-index
+header (``-shm``) before and after the timed section, while the probe holds a
+read transaction open on a snapshot taken just after a marker write, so that no
+checkpoint can restart the WAL under it. Rows: ``AFTER INSERT/UPDATE/DELETE …
+FOR EACH ROW`` triggers on every table of the workload, each adding one to a
+counter, for the counting pass only (their own writes would distort bytes). Why,
+and what it costs every system alike: ``bench/README.md``, "How bytes and rows
+are measured".
 """
 
 from __future__ import annotations

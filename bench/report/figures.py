@@ -1,6 +1,6 @@
 """The figures the report shows, how each is formatted, and lookups into results.json.
 
-One table of names here keeps the Markdown tables, the plots and the target checks
+One table of names here keeps the Markdown tables and the target checks
 reading the same keys with the same units.
 """
 
@@ -16,7 +16,6 @@ from bench.workloads import BASELINE
 STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 SYSTEM_TITLES = {
     "symfonic": "symfonic",
-    "symfonic+otel": "symfonic, OpenTelemetry SDK on",
     "symfonic+normal": "symfonic, SQLite synchronous=NORMAL",
     BASELINE: "symfonic, baseline tree",
     "langgraph": "LangGraph",

@@ -150,7 +150,7 @@ def _rounds(results: Results) -> str:
     return "once" if rounds == 1 else f"{rounds} times"
 
 
-def render(results: Results, plots: list[str]) -> str:
+def render(results: Results) -> str:
     lines = [
         "# Benchmarks: symfonic, LangGraph and the floor",
         "",
@@ -178,8 +178,6 @@ def render(results: Results, plots: list[str]) -> str:
     lines += _problems(results) + _targets(results) + render_baseline(results)
     lines += render_bounds(results)
     lines += _machine(results.meta)
-    for name in plots:
-        lines += [f"![{name}]({name})", ""]
     for store in results.axis("store"):
         lines += _store_section(results, store)
     lines += render_http(results)

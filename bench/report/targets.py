@@ -13,12 +13,19 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from bench.report.ceiling import bound_share
 from bench.report.figures import STORE_TITLES, Results, ratio_text
 
 SPEEDUP_AT_ZERO = {"sqlite": 10.0, "postgresql": 5.0}
 BYTES_GROWTH_LIMIT = 1.2
 FLOOR_SHARE = 0.5
+# The floor with the two model calls and nothing else (bench.workloads.floor_model):
+# its share of the floor is the most any runtime on langchain-core reaches.
+BOUND = "floor+model"
+
+
+def bound_share(results: Results, store: str, history: int, concurrency: int) -> float | None:
+    """The floor + model calls' cycles per second as a share of the floor's, paired by round."""
+    return results.speedup(BOUND, "floor", store, history, concurrency)
 
 
 @dataclass(frozen=True)

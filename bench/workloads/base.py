@@ -2,17 +2,10 @@
 
 The driver (:mod:`bench.driver`) owns timing, concurrency and session rotation; a
 workload owns only how its system opens its store, seeds history and performs the
-two calls of a cycle. Keeping the split here is what makes the figures comparable:
-every system is timed by the same code around the same two awaits.
-
-Lifecycle, as the child process calls it::
-
-    open() → setup() → add_sessions(n) … → [pause/resume cycles] → close()
-    open() → [pause/resume cycles] → close()      # later passes reopen the store
-
-``open``/``close`` may run several times on one workload object: the probes need
-the store closed between passes (PostgreSQL flushes a backend's row statistics when
-it disconnects), so a workload must not assume it is opened once.
+two calls of a cycle, so every system is timed by the same code around the same
+two awaits. ``open``/``close`` may run several times on one workload: the probes
+need the store closed between passes (PostgreSQL flushes a backend's row
+statistics when it disconnects).
 """
 
 from __future__ import annotations
@@ -56,7 +49,7 @@ class WorkloadSpec:
     concurrency: int
     history: Sequence[HistoryBody]
     # PRAGMA synchronous applied to every SQLite connection the harness can reach,
-    # so all systems run at the same durability ("" = leave each system's default).
+    # so all systems run at the same durability.
     sqlite_synchronous: str = "FULL"
 
     @property
@@ -103,19 +96,6 @@ class Workload(ABC):
     async def close(self) -> None:
         """Release every connection, so the server sees the backends go away."""
 
-    def versions(self) -> dict[str, str]:
-        """Package versions that identify what was measured."""
-        return {}
-
     def settings(self) -> dict[str, Any]:
         """Non-default settings the workload applied (recorded in results.json)."""
         return {}
-
-
-def package_version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"

@@ -1,20 +1,12 @@
 """The floor with the model calls: the least any runtime on langchain-core can do.
 
-The floor (:mod:`bench.workloads.floor_sqlite`, :mod:`bench.workloads.floor_postgres`)
-is the database alone. A runtime built on langchain-core also calls its model
-twice a cycle through ``ainvoke``, the turn that pauses and the turn that resumes,
-each time with the whole conversation, and that cost is langchain-core's, paid
-whatever the runtime does around it. This system is the floor's three commits with
-those two calls in their places: the first before the pause is recorded, the
-second between the claim and the publish, on the same scripted model the other
-systems use, handed a ``ChatPromptValue`` (langchain-core's cheapest input).
-
-Nothing else: the history is a tuple of langchain-core messages built once and
-shared by every session, as if a runtime kept each conversation in memory and
-never read, decoded or rebuilt it. A runtime whose resume must work on any
-worker from the store alone does all of that; this one does none of it, so its
-speed is a bound no such runtime passes, and its share of the floor's speed is
-the most of the floor one can reach.
+The floor's three commits (:mod:`bench.workloads.floor`) with a cycle's two
+model calls in their places, the first before the pause is recorded, the second
+between the claim and the publish, each handed the whole conversation as a
+``ChatPromptValue`` (langchain-core's cheapest input). The history is built once
+and shared by every session, as if a runtime never read, decoded or rebuilt it:
+no runtime that resumes from the store does less, so its share of the floor's
+speed is the most of the floor one can reach.
 """
 
 from __future__ import annotations
@@ -25,18 +17,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.prompt_values import ChatPromptValue
 
 from bench.history import TOOL_NAME, TOOL_RESULT, USER_MESSAGE
-from bench.workloads import workload_class
 from bench.workloads.base import Workload, WorkloadError, WorkloadSpec, history_messages
-from bench.workloads.floor_rows import Floor
+from bench.workloads.floor import floor_for
 from bench.workloads.scripted_model import ScriptedToolModel
-
-
-def _floor(spec: WorkloadSpec) -> Floor:
-    """The store's own floor, as the harness runs it."""
-    floor = workload_class("floor", spec.store)(spec)
-    if not isinstance(floor, Floor):
-        raise TypeError(f"the {spec.store} floor does not split its cycle into commits")
-    return floor
 
 
 class ModelFloor(Workload):
@@ -44,7 +27,7 @@ class ModelFloor(Workload):
 
     def __init__(self, spec: WorkloadSpec) -> None:
         super().__init__(spec)
-        self._floor = _floor(spec)
+        self._floor = floor_for(spec)
         self._model = ScriptedToolModel()
         self._history = tuple(history_messages(spec.history))
 
@@ -83,9 +66,6 @@ class ModelFloor(Workload):
 
     async def close(self) -> None:
         await self._floor.close()
-
-    def versions(self) -> dict[str, str]:
-        return self._floor.versions()
 
     def settings(self) -> dict[str, Any]:
         return self._floor.settings() | {"history": "built once, shared by every session"}

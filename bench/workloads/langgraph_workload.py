@@ -1,18 +1,12 @@
 """The LangGraph side: ``create_react_agent`` + a tool that calls ``interrupt()``.
 
-This is LangGraph's documented human-in-the-loop pattern, run on its official
-savers: ``AsyncSqliteSaver`` and ``AsyncPostgresSaver`` (on a psycopg pool sized to
-the concurrency, as its docs recommend for concurrent use). A cycle is::
-
-    ainvoke({"messages": [user message]})   → the tool interrupts → "__interrupt__"
-    ainvoke(Command(resume={"decision": "approve"}))  → the tool runs → final answer
-
-History is preloaded into each thread's state with ``aupdate_state`` before any
-timing, so a thread holds H messages the way a long LangGraph conversation does.
-
-Only one knob is changed from LangGraph's defaults: ``PRAGMA synchronous`` on the
-SQLite saver's connection is set to the spec's value (NORMAL, symfonic's setting),
-so the SQLite figures compare equal durability rather than fsync counts.
+LangGraph's documented human-in-the-loop pattern on its official savers,
+``AsyncSqliteSaver`` and ``AsyncPostgresSaver`` (on a psycopg pool sized to the
+concurrency). A cycle is ``ainvoke`` with the user message, which interrupts,
+then ``ainvoke(Command(resume=…))``. History is preloaded with
+``aupdate_state``. The one knob changed from LangGraph's defaults: ``PRAGMA
+synchronous`` on the SQLite saver's connection is the spec's (FULL by default,
+as symfonic's own), so the SQLite figures compare equal durability.
 """
 
 from __future__ import annotations
@@ -24,10 +18,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command, interrupt
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
 
 from bench.history import TOOL_RESULT, USER_MESSAGE
-from bench.workloads.base import Workload, WorkloadError, history_messages, package_version
+from bench.workloads.base import Workload, WorkloadError, history_messages
 from bench.workloads.scripted_model import ScriptedToolModel
 
 with warnings.catch_warnings():
@@ -70,21 +68,14 @@ class LangGraphWorkload(Workload):
             )
 
     async def _open_sqlite(self, stack: AsyncExitStack) -> Any:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
         saver = await stack.enter_async_context(
             AsyncSqliteSaver.from_conn_string(self.spec.location)
         )
         await saver.setup()  # idempotent; sets WAL and creates the tables
-        if self.spec.sqlite_synchronous:
-            await saver.conn.execute(f"PRAGMA synchronous={self.spec.sqlite_synchronous}")
+        await saver.conn.execute(f"PRAGMA synchronous={self.spec.sqlite_synchronous}")
         return saver
 
     async def _open_postgres(self, stack: AsyncExitStack) -> Any:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from psycopg.rows import dict_row
-        from psycopg_pool import AsyncConnectionPool
-
         size = max(1, self.spec.concurrency)
         pool = AsyncConnectionPool(
             self.spec.location,
@@ -137,16 +128,7 @@ class LangGraphWorkload(Workload):
             await self._stack.aclose()
         self._stack = self._graph = self._saver = None
 
-    def versions(self) -> dict[str, str]:
-        names = ["langgraph", "langgraph-prebuilt", "langchain-core"]
-        names.append(
-            "langgraph-checkpoint-sqlite"
-            if self.spec.store == "sqlite"
-            else "langgraph-checkpoint-postgres"
-        )
-        return {name: package_version(name) for name in names}
-
     def settings(self) -> dict[str, Any]:
         if self.spec.store == "sqlite":
-            return {"sqlite_synchronous": self.spec.sqlite_synchronous or "default (FULL)"}
+            return {"sqlite_synchronous": self.spec.sqlite_synchronous}
         return {"pool_size": max(1, self.spec.concurrency)}

@@ -1,29 +1,27 @@
 """The symfonic side: ``SymfonicAgent`` with an approval gate on ``send_payment``.
 
-The same cycle as LangGraph's, through symfonic's public API::
-
-    agent.run(message=…)                     → status "paused", r.pause.token
-    agent.resume(token, {"decision": "approve"}) → the tool runs → status "complete"
-
-The model is the very class the LangGraph side uses
-(:class:`bench.workloads.scripted_model.ScriptedToolModel`), so both systems get
-the same two replies from the same code: one tool call, then the final answer,
-each delivered whole. History is
-seeded with ``agent.seed_history`` in one commit per session before any timing.
-
-The PostgreSQL pool is sized to the concurrency (``SYMFONIC_POOL_SIZE``) unless the
-environment already says otherwise, matching the LangGraph and floor pools.
+The same cycle as LangGraph's, through symfonic's public API: ``agent.run`` ends
+paused, ``agent.resume(token, {"decision": "approve"})`` runs the tool and
+completes. The model is the LangGraph side's own class
+(:class:`bench.workloads.scripted_model.ScriptedToolModel`); history is seeded
+with ``agent.seed_history``; the PostgreSQL pool is sized to the concurrency
+(``SYMFONIC_POOL_SIZE``) unless the environment says otherwise.
+``symfonic+normal`` is the same cycle on SQLite with ``?synchronous=normal``:
+beside ``symfonic`` (FULL) in one run, the price of syncing every commit.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from contextlib import AsyncExitStack
 from typing import Any
 
+import symfonic
 from bench.history import TOOL_NAME, TOOL_RESULT, USER_MESSAGE
-from bench.workloads.base import Workload, WorkloadError, package_version
+from bench.workloads.base import Workload, WorkloadError
 from bench.workloads.scripted_model import ScriptedToolModel
+from symfonic import SymfonicAgent
 
 PRINCIPAL = "bench"
 
@@ -43,10 +41,6 @@ class SymfonicWorkload(Workload):
     synchronous = "symfonic's default (FULL)"
 
     async def open(self) -> None:
-        # Imported here, not at module level, so a symfonic that does not import yet
-        # fails this workload alone (the registry reports it) and not the harness.
-        from symfonic import SymfonicAgent
-
         if self.spec.store == "postgresql":
             os.environ.setdefault("SYMFONIC_POOL_SIZE", str(max(1, self.spec.concurrency)))
         store = self.spec.sqlite_url if self.spec.store == "sqlite" else self.spec.location
@@ -96,15 +90,7 @@ class SymfonicWorkload(Workload):
             await self._stack.aclose()
         self._stack = self._agent = None
 
-    def versions(self) -> dict[str, str]:
-        return {
-            "symfonic": package_version("symfonic"),
-            "langchain-core": package_version("langchain-core"),
-        }
-
     def settings(self) -> dict[str, Any]:
-        import symfonic
-
         # Which tree ran: the installed one, or a --baseline's.
         package = {"package": os.path.dirname(symfonic.__file__)}
         if self.spec.store == "sqlite":
@@ -114,8 +100,6 @@ class SymfonicWorkload(Workload):
 
 def _checkpoints_give_up_at_once() -> None:
     """The store's checkpoint wait set to nothing, wherever this tree keeps it."""
-    import importlib
-
     for name in ("symfonic.storage.sqlite_checkpoints", "symfonic.storage.sqlite"):
         try:
             module = importlib.import_module(name)
@@ -123,3 +107,9 @@ def _checkpoints_give_up_at_once() -> None:
             continue
         if hasattr(module, "CHECKPOINT_WAIT_MS"):
             module.CHECKPOINT_WAIT_MS = 0
+
+
+class SymfonicNormalWorkload(SymfonicWorkload):
+    system = "symfonic+normal"
+    sqlite_options = "?synchronous=normal"
+    synchronous = "NORMAL (?synchronous=normal)"

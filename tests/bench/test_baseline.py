@@ -90,8 +90,9 @@ def _results() -> Results:
         {"symfonic": {1: 400.0, 2: 375.0, 3: 420.0}, BASELINE: {1: 500.0, 2: 500.0, 3: 600.0}},
         history=100,
     )
-    return Results({"meta": {"options": {"baseline": "/trees/before/src"}},
-                    "results": median_rounds(rows)})
+    return Results(
+        {"meta": {"options": {"baseline": "/trees/before/src"}}, "results": median_rounds(rows)}
+    )
 
 
 def test_each_row_is_judged_on_the_median_of_its_rounds_ratios() -> None:
@@ -104,8 +105,8 @@ def test_each_row_is_judged_on_the_median_of_its_rounds_ratios() -> None:
 
 
 def test_the_report_has_the_section_only_when_a_baseline_ran() -> None:
-    with_baseline = render(_results(), [])
+    with_baseline = render(_results())
     assert "## Against the baseline" in with_baseline
     assert "`/trees/before/src`" in with_baseline
     alone = Results({"results": median_rounds(_measured({"symfonic": {1: 450.0}}, 0))})
-    assert "## Against the baseline" not in render(alone, [])
+    assert "## Against the baseline" not in render(alone)

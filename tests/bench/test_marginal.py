@@ -1,6 +1,6 @@
 """The report's step-by-step reading of "the gap widens" agrees with the ratios it explains.
 
-``bench/report/marginal.py`` says the ratio rises over a step exactly when LangGraph's
+``bench/report/bounds.py`` says the ratio rises over a step exactly when LangGraph's
 cost per added message is at least the lower history's ratio times symfonic's. That
 is algebra on the run's own cycles per second, so it must never contradict the
 ratios the targets table compares.
@@ -9,8 +9,8 @@ ratios the targets table compares.
 from __future__ import annotations
 
 import pytest
+from bench.report.bounds import steps
 from bench.report.figures import Results
-from bench.report.marginal import steps
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 from bench.history import TOOL_NAME, make_history
-from bench.report.ceiling import bound_share
 from bench.report.figures import Results
-from bench.report.targets import Check, check_targets
+from bench.report.targets import Check, bound_share, check_targets
 from bench.workloads import unavailable_reason, workload_class
 from bench.workloads.base import WorkloadSpec
+from bench.workloads.floor import SqliteFloor
 from bench.workloads.floor_model import ModelFloor
-from bench.workloads.floor_sqlite import SqliteFloor
 from bench.workloads.scripted_model import ScriptedToolModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
