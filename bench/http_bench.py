@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -30,13 +29,13 @@ from typing import Any
 
 import httpx
 
+from bench.matrix import exit_on_sigterm
 from bench.stats import percentile
 from bench.stores import DEFAULT_POSTGRES_URL, fresh_store
 
 MESSAGE = "Pay alice 42 EUR for the design work"
 APPROVE = {"decision": "approve"}
 JSON_ONLY = {"Accept": "application/json"}
-STORE_NAMES = {"sqlite": "sqlite", "postgres": "postgresql", "postgresql": "postgresql"}
 # The server's pool: enough connections that 16 clients never queue for one.
 SERVER_POOL_SIZE = 24
 
@@ -93,7 +92,7 @@ def serving(
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # start-up on a loaded 2-core machine
         while True:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not start:\n{log.read_text()[-2000:]}")
@@ -230,11 +229,6 @@ def _server_on(kind: str, args: argparse.Namespace, workdir: Path) -> Iterator[S
 def run(args: argparse.Namespace, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Every store × level; ``save`` gets the report after each level, so a kill keeps it."""
     report: dict[str, Any] = {
-        "benchmark": "http_resume",
-        "agent": "symfonic.demo:agent (scripted model)",
-        "variant": "POST /v1/resume, Accept: application/json",
-        "python": sys.version.split()[0],
-        "cpus": os.cpu_count(),
         "options": {
             "stores": args.stores,
             "clients": args.clients,
@@ -276,10 +270,9 @@ def _row(store: str, level: dict[str, Any]) -> str:
 
 def _stores(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [name for name in names if name not in STORE_NAMES]
-    if unknown:
+    if unknown := set(names) - {"sqlite", "postgresql"}:
         raise argparse.ArgumentTypeError(f"unknown store(s) {unknown}: use sqlite,postgresql")
-    return [STORE_NAMES[name] for name in names]
+    return names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -330,14 +323,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    # SystemExit unwinds through the `finally` blocks that stop the server and drop
-    # the PostgreSQL database; SIGTERM's default would skip them.
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    exit_on_sigterm()
     args = parser().parse_args(argv)
 
     def save(report: dict[str, Any]) -> None:

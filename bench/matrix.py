@@ -95,6 +95,15 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
         child.wait()
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM raise SystemExit, so ``finally`` blocks stop servers and drop databases."""
+
+    def exit_now(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, exit_now)
+
+
 def run_bounded(command: list[str], log: Path, timeout: float, env: dict[str, str]) -> int | None:
     """Run ``command`` from the root, its output in ``log``: its exit code, None if timed out.
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from bench.matrix import (
     ROOT,
     Store,
     configurations,
+    exit_on_sigterm,
     median_rounds,
     run_configuration,
 )
@@ -174,14 +174,8 @@ def _http_summary(row: dict[str, Any]) -> str:
     )
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    # SystemExit unwinds through the `finally` blocks that drop PostgreSQL databases
-    # and stop the running child; SIGTERM's default would skip them.
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    exit_on_sigterm()
     args = parser(__doc__).parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / "results.json"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -38,9 +39,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
+import asyncpg
 
 from bench.scale_http import http_figures
 from bench.scale_load import SCOPE, STEADY, STEADY_PAUSES, Layout, load_pending, pause_id
@@ -216,10 +218,17 @@ async def _prune(store: Store, url: str, figures: Figures) -> None:
     figures["prune worst loop lag ms"] = waits.loop * 1000
 
 
+async def _postgres(url: str, statement: str) -> Any:
+    """``statement``'s first value, on a connection of its own to the store at ``url``."""
+    connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
+    try:
+        return await connection.fetchval(statement)
+    finally:
+        await connection.close()
+
+
 async def _bytes(url: str, pending: int, figures: Figures) -> None:
     if url.startswith("sqlite"):
-        import sqlite3
-
         connection = sqlite3.connect(url.removeprefix("sqlite:///"))
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         pages = connection.execute("PRAGMA page_count").fetchone()[0]
@@ -229,14 +238,11 @@ async def _bytes(url: str, pending: int, figures: Figures) -> None:
         used = (pages - free) * size
         figures["free pages %"] = 100 * free / pages
     else:
-        import asyncpg
-
-        connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
-        used = await connection.fetchval(
+        used = await _postgres(
+            url,
             "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
-            " WHERE c.relkind = 'r' AND c.relname LIKE 'symfonic_%'"
+            " WHERE c.relkind = 'r' AND c.relname LIKE 'symfonic_%'",
         )
-        await connection.close()
     figures["bytes/pending"] = used / pending
 
 
@@ -247,15 +253,8 @@ async def _settle(url: str) -> None:
     setting the visibility map an index-only scan (a scope's ``total``) needs.
     The test server runs with autovacuum off, so the benchmark does it itself.
     """
-    if not url.startswith("postgresql"):
-        return
-    import asyncpg
-
-    connection = await asyncpg.connect("postgresql://" + url.partition("://")[2])
-    try:
-        await connection.execute("VACUUM ANALYZE symfonic_sessions, symfonic_pauses")
-    finally:
-        await connection.close()
+    if url.startswith("postgresql"):
+        await _postgres(url, "VACUUM ANALYZE symfonic_sessions, symfonic_pauses")
 
 
 async def _grow(url: str, sizes: tuple[int, ...]) -> dict[int, Figures]:
