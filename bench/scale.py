@@ -1,28 +1,14 @@
 """``python -m bench.scale``: one store grown to 1k, 10k and 100k pending pauses, on each store.
 
-At each size, side by side in one run, through the store's port (the service's
-own calls, without HTTP in front):
-
-- a first turn that pauses (create the session, begin its run, record its
-  pause) and a resume (claim, publish): p50/p95, and pauses created per second;
-- a principal's inbox (``user7``: its page grows with the size), the inbox of
-  ``steady``, who owns 60 pending pauses at every size, and a scope holder's:
-  p50/p95;
-- the same through HTTP, the feed's snapshot, and 200 feed subscribers
-  reconnecting at once (:mod:`bench.scale_http`);
-- a sweep of 10k expiries: its time, and the worst a write, a read and the
-  event loop waited meanwhile: beside the work, on the same event loop as a
-  request in the same worker, a probe creates a session (a write) and reads a
-  pause (a read) every ``PERIOD`` seconds, and a ticker measures how late the
-  loop wakes it;
-- ``symfonic prune`` in another process deleting those 10k sessions: its time,
-  and the worst write wait in this one;
-- store bytes per pending pause.
-
-The pending pauses are bulk-loaded (:mod:`bench.scale_load`): 100k first turns
-through the service take longer than a run may, and the bulk load writes the
-same rows (plus ``steady``'s 60, loaded once). The ratios 100k / 1k are
-printed at the end. Figures: docs/scale.md.
+At each size, side by side in one run: a first turn that pauses and a resume,
+through the store's port; inboxes through the port and through HTTP
+(:mod:`bench.scale_http`); a sweep of 10k expiries and ``symfonic prune`` in
+another process, each while a probe on the same event loop, as a request in the
+same worker, writes and reads every ``PERIOD`` seconds and a ticker measures how
+late the loop wakes it; the store's bytes per pending pause. The pending pauses
+are bulk-loaded (:mod:`bench.scale_load`): 100k first turns through the service
+take longer than a run may. The ratios 100k / 1k are printed at the end; every
+figure and what it times: docs/scale.md.
 """
 
 from __future__ import annotations
