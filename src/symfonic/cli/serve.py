@@ -39,18 +39,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from symfonic.agent.fastapi.auth import Authenticator
-from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pending_gauge import PendingPauses
-from symfonic.agent.service.sweeper import SWEEP_INTERVAL
-from symfonic.cli.connections import (
-    DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS,
-    bounded_protocol,
-)
+from symfonic.cli.connections import bounded_protocol
 from symfonic.cli.observability import (
-    LOG_FORMS,
     Telemetry,
     export_of,
     flush_on_shutdown,
@@ -60,6 +53,12 @@ from symfonic.cli.observability import (
 from symfonic.cli.serve_agents import DEFAULT_AGENT, load_agent, serving_store
 from symfonic.cli.serve_banner import startup_line
 from symfonic.cli.serve_listen import is_loopback, listening_socket, port_of
+from symfonic.cli.serve_options import (
+    add_client_options,
+    add_log_options,
+    add_serving_options,
+    add_sweep_options,
+)
 from symfonic.cli.serve_webhooks import (
     WEBHOOK_SECRET,
     Served,
@@ -67,9 +66,10 @@ from symfonic.cli.serve_webhooks import (
     webhooks_of,
 )
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
-from symfonic.storage import DEFAULT_STORE, masked_url
+from symfonic.storage import masked_url
 
 if TYPE_CHECKING:
+    import uvicorn
     from fastapi import FastAPI
 
 # File descriptors kept for what is not a client connection: the store, logs, imports.
@@ -78,82 +78,11 @@ RESERVED_FILES = 64
 
 def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve agents over HTTP (SSE streams, JSON API)")
-    p.add_argument(
-        "agents",
-        nargs="*",
-        metavar="MODULE:ATTR",
-        help=f"agents to serve, the first is the default (default: {DEFAULT_AGENT})",
-    )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument(
-        "--port", default="8000", help="port to bind, 1-65535; 0: any free port (default: 8000)"
-    )
-    p.add_argument(
-        "--store",
-        help="store URL for every agent served (default: SYMFONIC_STORE, else the store "
-        f"the agents declare, else {DEFAULT_STORE})",
-    )
-    p.add_argument(
-        "--insecure",
-        action="store_true",
-        help="allow a non-loopback address without API keys (everyone is 'local')",
-    )
-    p.add_argument(
-        "--sweep-interval",
-        type=float,
-        default=SWEEP_INTERVAL,
-        help=f"seconds between sweeps of expired pauses and lapsed claims (default: "
-        f"{SWEEP_INTERVAL:g}; 0 disables)",
-    )
-    p.add_argument(
-        "--retention",
-        metavar="AGE",
-        help="delete finished sessions idle for longer than AGE (e.g. 30d) on every sweep "
-        "(default: keep everything)",
-    )
-    p.add_argument(
-        "--keep-answered",
-        action="store_true",
-        help="with --retention, keep answered pauses' rows as an audit",
-    )
-    p.add_argument(
-        "--header-timeout",
-        type=_positive,
-        default=DEFAULT_HEADER_TIMEOUT,
-        help=f"seconds a request's headers may take to arrive, however they trickle in "
-        f"(default: {DEFAULT_HEADER_TIMEOUT:g})",
-    )
-    p.add_argument(
-        "--max-connections",
-        type=_at_least_one,
-        default=DEFAULT_MAX_CONNECTIONS,
-        help=f"open connections at most; past it a new one displaces the oldest idle feed "
-        f"of the principal holding the most streams, or the connection waiting longest for "
-        f"headers (default: {DEFAULT_MAX_CONNECTIONS})",
-    )
-    p.add_argument(
-        "--max-streams-per-principal",
-        type=_at_least_one,
-        default=DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
-        help=f"streams (pause feeds, turn and AG-UI streams) one principal may hold open; "
-        f"one more is a 429 (default: {DEFAULT_MAX_STREAMS_PER_PRINCIPAL})",
-    )
-    p.add_argument(
-        "--cors-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="a browser origin (e.g. https://app.example) that may call the API, /v1/agui and "
-        "the feed with a key; repeatable (default: none, same-origin only)",
-    )
+    add_serving_options(p)
+    add_sweep_options(p)
+    add_client_options(p)
     add_webhook_options(p)
-    p.add_argument("--log-level", default="info", help="uvicorn log level (default: info)")
-    p.add_argument(
-        "--log-format",
-        choices=LOG_FORMS,
-        default="text",
-        help="log lines as text, or one JSON object a line with trace ids (default: text)",
-    )
+    add_log_options(p)
     p.set_defaults(run=run)
 
 
@@ -172,22 +101,6 @@ def retention_of(args: argparse.Namespace) -> Retention | None:
             raise ConfigurationError("--keep-answered needs --retention AGE")
         return None
     return Retention(parse_age(args.retention), keep_answered=args.keep_answered)
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
-    return value
-
-
-def _at_least_one(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number of at least 1")
-    return int(text)
 
 
 def fit_file_limit(max_connections: int) -> int:
@@ -280,6 +193,28 @@ async def _serve_on(
 ) -> int:
     """Announce what is served on the bound ``listener``, then serve until shut down."""
     port = listener.getsockname()[1]
+    max_connections = _announce(args, port, host, url, authenticator, served)
+    app = _app(args, host, authenticator, served, telemetry)
+    server = _server(app, args, port, max_connections)
+    async with anyio.create_task_group() as counting:
+        if telemetry is not None and telemetry.metrics:
+            pending = PendingPauses()
+            pending.register()
+            counting.start_soon(pending.keep_counting, host.store)
+        await server.serve(sockets=[listener])
+        counting.cancel_scope.cancel()
+    return 0 if server.started else 1
+
+
+def _announce(
+    args: argparse.Namespace,
+    port: int,
+    host: ServiceHost,
+    url: str,
+    authenticator: Authenticator,
+    served: Served,
+) -> int:
+    """Print the start-up line; the connection cap the file limit holds, said if lowered."""
     agents = list(host.agents.values())
     max_connections = fit_file_limit(args.max_connections)
     print(
@@ -292,10 +227,19 @@ async def _serve_on(
             f"{args.max_connections}; raise it (ulimit -n) for more",
             flush=True,
         )
-    # The server and the app are imported only when serving: every other command
-    # (demo, chat, --help) starts about a second sooner without them.
-    import uvicorn
+    return max_connections
 
+
+def _app(
+    args: argparse.Namespace,
+    host: ServiceHost,
+    authenticator: Authenticator,
+    served: Served,
+    telemetry: Telemetry | None,
+) -> FastAPI:
+    """The app the options ask for, traced if telemetry is on."""
+    # The app and the server are imported only when serving: every other command
+    # (demo, chat, --help) starts about a second sooner without them.
     from symfonic.agent.fastapi.app import create_app
 
     app = create_app(
@@ -308,11 +252,19 @@ async def _serve_on(
         max_streams_per_principal=args.max_streams_per_principal,
         cors_origins=served.cors_origins,
     )
-    shares = app.state.stream_shares
     if telemetry is not None:
         telemetry.instrument(app)
         flush_on_shutdown(app, telemetry)
     freeze_after_startup(app)
+    return app
+
+
+def _server(
+    app: FastAPI, args: argparse.Namespace, port: int, max_connections: int
+) -> uvicorn.Server:
+    """uvicorn serving ``app``, every connection bounded (:mod:`symfonic.cli.connections`)."""
+    import uvicorn
+
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -321,17 +273,9 @@ async def _serve_on(
         log_config=log_config(args.log_format, args.log_level, uvicorn.config.LOGGING_CONFIG),
         timeout_graceful_shutdown=10,
         server_header=False,
-        http=bounded_protocol(args.header_timeout, max_connections, shares),
+        http=bounded_protocol(args.header_timeout, max_connections, app.state.stream_shares),
     )
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as counting:
-        if telemetry is not None and telemetry.metrics:
-            pending = PendingPauses()
-            pending.register()
-            counting.start_soon(pending.keep_counting, host.store)
-        await server.serve(sockets=[listener])
-        counting.cancel_scope.cancel()
-    return 0 if server.started else 1
+    return uvicorn.Server(config)
 
 
 def _unopened(url: str, error: Exception) -> str:

@@ -11,7 +11,7 @@ is pulled before the response exists, so that is a 503 with ``Retry-After`` and
 nothing claimed, the same answer the native API gives.
 """
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from ag_ui.core import EventType, RunAgentInput
@@ -47,6 +47,22 @@ EVENT_FRAME = {
 }
 
 
+RUN_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The run's AG-UI events as SSE (`data:` one event as JSON). "
+        "A refused run is a stream of one `RUN_ERROR`.",
+        "content": {"text/event-stream": {"itemSchema": EVENT_FRAME}},
+    },
+    **documented(400, 401, 413, 415, 422, 429, 503),
+}
+
+CAPABILITIES_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "An AG-UI `AgentCapabilities` object."},
+    UnknownAgent.status: {"model": ErrorResponse, "description": "No agent of that name."},
+    **documented(401, 422, 503),
+}
+
+
 def agui_router(
     host: ServiceHost,
     principal: Callable[..., Any],
@@ -61,29 +77,15 @@ def agui_router(
     """
     router = APIRouter(tags=["ag-ui"], route_class=route_class)
     streams = shares if shares is not None else StreamShares()
-
-    async def ready() -> ServiceHost:
-        """The opened host; an app whose lifespan did not run opens it on first use."""
-        if not host.is_open:
-            await host.open()
-        return host
-
     Caller = Annotated[Principal, Depends(principal)]
-    Host = Annotated[ServiceHost, Depends(ready)]
+    Host = Annotated[ServiceHost, Depends(opening(host))]
 
     @router.post(
         "/v1/agui",
         response_class=RunEventStream,
         status_code=200,
         summary="Run an agent with the AG-UI 1.0 protocol",
-        responses={
-            200: {
-                "description": "The run's AG-UI events as SSE (`data:` one event as JSON). "
-                "A refused run is a stream of one `RUN_ERROR`.",
-                "content": {"text/event-stream": {"itemSchema": EVENT_FRAME}},
-            },
-            **documented(400, 401, 413, 415, 422, 429, 503),
-        },
+        responses=RUN_RESPONSES,
     )
     async def run(
         request: Request, run_input: RunAgentInput, caller: Caller, opened: Host
@@ -100,11 +102,7 @@ def agui_router(
     @router.get(
         "/v1/agui/capabilities",
         summary="The AG-UI capabilities an agent declares",
-        responses={
-            200: {"description": "An AG-UI `AgentCapabilities` object."},
-            UnknownAgent.status: {"model": ErrorResponse, "description": "No agent of that name."},
-            **documented(401, 422, 503),
-        },
+        responses=CAPABILITIES_RESPONSES,
     )
     async def capabilities(caller: Caller, opened: Host, agent: str | None = None) -> JSONResponse:
         """The AG-UI ``AgentCapabilities`` of ``agent`` (default: the service's first)."""
@@ -118,3 +116,17 @@ def agui_router(
         return JSONResponse(declared.model_dump(mode="json", by_alias=True))
 
     return router
+
+
+def opening(host: ServiceHost) -> Callable[[], Awaitable[ServiceHost]]:
+    """The dependency that gives ``host``, opened.
+
+    An app whose lifespan did not run (one mounted inside another) opens it on first use.
+    """
+
+    async def ready() -> ServiceHost:
+        if not host.is_open:
+            await host.open()
+        return host
+
+    return ready

@@ -22,8 +22,8 @@ ReDoc's page forbids its badge's image from a CDN, :mod:`.redoc`).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
@@ -102,19 +102,60 @@ def create_app(
     origin, with a key, never with the inbox's cookie (default: none, same-origin
     only; :mod:`~symfonic.agent.fastapi.cors`).
     """
+    host = _host_of(agents, store)
+    service = HttpService(
+        host, _authenticator(api_keys), StreamShares(max_streams_per_principal), key_brake
+    )
+    feed = PauseFeed(host)
+    dispatcher = WebhookDispatcher(host, webhooks, webhook_settings) if webhooks else None
+    app = _app_with_offline_docs(
+        title, _lifespan(host, feed, dispatcher, sweep_interval, retention)
+    )
+    app.add_middleware(BodyLimit, max_body_size=max_body_size)
+    app.state.symfonic = service
+    app.state.pause_feed = feed
+    app.state.webhooks = dispatcher
+    app.state.stream_shares = service.shares
+    errors.install(app)
+    _include_routes(app, service, feed)
+    install_inbox(app, service)
+    openapi.install(app)
+    # Added last, so it is outermost: a preflight is answered before the body
+    # limit or authentication see it, and every answer carries its headers.
+    install_cors(app, cors_origins)
+    return app
+
+
+def _host_of(
+    agents: SymfonicAgent | Sequence[SymfonicAgent] | ServiceHost, store: str | Store | None
+) -> ServiceHost:
     if isinstance(agents, ServiceHost):
         if store is not None:
             raise ValueError("pass the store to the ServiceHost, not to create_app")
-        host = agents
-    else:
-        host = ServiceHost([agents] if isinstance(agents, SymfonicAgent) else list(agents), store)
-    if not isinstance(api_keys, Authenticator):
-        spec = api_keys if api_keys is not None else os.environ.get("SYMFONIC_API_KEYS")
-        api_keys = Authenticator.from_spec(spec)
-    shares = StreamShares(max_streams_per_principal)
-    service = HttpService(host, api_keys, shares, key_brake)
-    feed = PauseFeed(host)
-    dispatcher = WebhookDispatcher(host, webhooks, webhook_settings) if webhooks else None
+        return agents
+    return ServiceHost([agents] if isinstance(agents, SymfonicAgent) else list(agents), store)
+
+
+def _authenticator(api_keys: str | Authenticator | None) -> Authenticator:
+    if isinstance(api_keys, Authenticator):
+        return api_keys
+    spec = api_keys if api_keys is not None else os.environ.get("SYMFONIC_API_KEYS")
+    return Authenticator.from_spec(spec)
+
+
+def _lifespan(
+    host: ServiceHost,
+    feed: PauseFeed,
+    dispatcher: WebhookDispatcher | None,
+    sweep_interval: float,
+    retention: Retention | None,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the store open, and what runs beside the requests.
+
+    The sweeper (unless ``sweep_interval`` is 0), the live feed's watch and the
+    webhook dispatcher run under one task group; shutdown cancels them, then
+    closes the store.
+    """
     expiring_lead = None
     if dispatcher is not None and dispatcher.wants_expiring:
         expiring_lead = dispatcher.settings.expiring_lead
@@ -136,6 +177,13 @@ def create_app(
         finally:
             await host.aclose()
 
+    return lifespan
+
+
+def _app_with_offline_docs(
+    title: str, lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]]
+) -> FastAPI:
+    """An app whose ``/docs`` and ``/redoc`` pages load nothing from another origin."""
     app = FastAPIOffline(
         title=title,
         version=_version(),
@@ -145,24 +193,19 @@ def create_app(
         redoc_url=None,
     )
     install_redoc(app)
-    app.add_middleware(BodyLimit, max_body_size=max_body_size)
-    app.state.symfonic = service
-    app.state.pause_feed = feed
-    app.state.webhooks = dispatcher
-    app.state.stream_shares = shares
-    errors.install(app)
+    return app
+
+
+def _include_routes(app: FastAPI, service: HttpService, feed: PauseFeed) -> None:
+    """The native API's routes and AG-UI's, all authenticating through ``service``."""
     app.include_router(sessions_router(service))
     app.include_router(resume_router(service))
     app.include_router(pause_feed_router(service, feed))
     app.include_router(pauses_router(service))
     app.include_router(webhooks_router(service))
-    app.include_router(agui_router(host, service.principal, service.route_class, shares))
-    install_inbox(app, service)
-    openapi.install(app)
-    # Added last, so it is outermost: a preflight is answered before the body
-    # limit or authentication see it, and every answer carries its headers.
-    install_cors(app, cors_origins)
-    return app
+    app.include_router(
+        agui_router(service.host, service.principal, service.route_class, service.shares)
+    )
 
 
 def _version() -> str:

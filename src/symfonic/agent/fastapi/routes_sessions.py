@@ -6,11 +6,13 @@ before its stream starts -- busy, paused, stale ``base_revision``, budget -- so
 a refusal is a JSON error and a 200 is always a turn that ran.
 """
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Request
 from starlette.responses import Response
 
+from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.negotiate import respond
 from symfonic.agent.fastapi.openapi import turn_responses
 from symfonic.agent.fastapi.schemas import (
@@ -27,9 +29,20 @@ from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import PauseState
+from symfonic.core.messages import MessageBody
 
 SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="The session's id.")]
+
+TURN_RESPONSES = {
+    **turn_responses(
+        "The turn's events as SSE (default), or its outcome as JSON with "
+        "`Accept: application/json`. The stream ends with exactly one of "
+        "`turn.paused`, `response.complete` or `error`."
+    ),
+    **documented(400, 401, 404, 409, 413, 415, 422, 429, 503),
+}
 
 
 def sessions_router(service: HttpService) -> APIRouter:
@@ -63,43 +76,12 @@ def sessions_router(service: HttpService) -> APIRouter:
         session = await agent.get_session(session_id, principal)
         open_pause = await host.store.open_pause(session_id)
         history = await host.store.history(session_id, session.revision)
-        pending = (
-            open_pause if open_pause is not None and open_pause.answerable(agent.clock()) else None
-        )
-        claimed = open_pause is not None and open_pause.state is PauseState.CLAIMED
-        status: SessionStatus = (
-            "running" if session.running or claimed else "paused" if pending else "idle"
-        )
-        return SessionView(
-            session_id=session.session_id,
-            agent=session.agent,
-            revision=session.revision,
-            status=status,
-            metadata=session.metadata,
-            parent_session_id=session.metadata.get("parent_session_id"),
-            pending_pause=None
-            if pending is None
-            else PauseView.of(
-                pending,
-                # A delegate's pause is answered with its caller's token, never its own.
-                agent.token_for(pending)
-                if principal.may_answer(pending) and pending.parent_session_id is None
-                else None,
-            ),
-            messages=[MessageView.model_validate(body) for body in history],
-        )
+        return session_view(agent, session, open_pause, history, principal)
 
     @router.post(
         "/{session_id}/turns",
         response_model=None,
-        responses={
-            **turn_responses(
-                "The turn's events as SSE (default), or its outcome as JSON with "
-                "`Accept: application/json`. The stream ends with exactly one of "
-                "`turn.paused`, `response.complete` or `error`."
-            ),
-            **documented(400, 401, 404, 409, 413, 415, 422, 429, 503),
-        },
+        responses=TURN_RESPONSES,
         summary="Run a turn: a user message to an answer, a pause, or an error",
     )
     async def post_turn(
@@ -116,3 +98,43 @@ def sessions_router(service: HttpService) -> APIRouter:
         return await respond(request, events, service.shares, principal)
 
     return router
+
+
+def session_view(
+    agent: SymfonicAgent,
+    session: SessionRecord,
+    open_pause: PauseRecord | None,
+    history: Sequence[MessageBody],
+    principal: Principal,
+) -> SessionView:
+    """``session`` as ``principal`` sees it.
+
+    Its pending pause is shown only while it can still be answered, and with its
+    token only to a principal who may answer it. A claimed pause means a resume
+    is running, so the session is ``running`` however its row reads.
+    """
+    pending = (
+        open_pause if open_pause is not None and open_pause.answerable(agent.clock()) else None
+    )
+    claimed = open_pause is not None and open_pause.state is PauseState.CLAIMED
+    status: SessionStatus = (
+        "running" if session.running or claimed else "paused" if pending else "idle"
+    )
+    return SessionView(
+        session_id=session.session_id,
+        agent=session.agent,
+        revision=session.revision,
+        status=status,
+        metadata=session.metadata,
+        parent_session_id=session.metadata.get("parent_session_id"),
+        pending_pause=None
+        if pending is None
+        else PauseView.of(
+            pending,
+            # A delegate's pause is answered with its caller's token, never its own.
+            agent.token_for(pending)
+            if principal.may_answer(pending) and pending.parent_session_id is None
+            else None,
+        ),
+        messages=[MessageView.model_validate(body) for body in history],
+    )

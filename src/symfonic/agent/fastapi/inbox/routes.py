@@ -88,41 +88,37 @@ def _to_inbox(request: Request) -> RedirectResponse:
 
 def install_inbox(app: FastAPI, service: HttpService) -> None:
     """Add the inbox's routes and files to ``app``."""
-    page, sign_in = _template("page.html"), _template("sign_in.html")
-    router = APIRouter(include_in_schema=False)
+    app.include_router(Inbox(service).router())
+    app.mount("/inbox/static", StaticFiles(directory=HERE / "static"), name="inbox-static")
 
-    def signed_in_page(principal: str, csrf: str) -> HTMLResponse:
-        sign_out = (
-            ""
-            if service.authenticator.open
-            else '<form method="post" action="inbox/sign-out" class="sign-out">'
-            f'<input type="hidden" name="csrf_token" value="{html.escape(csrf)}">'
-            '<button type="submit">Sign out</button></form>'
-        )
-        agent_options = "".join(
-            f'<option value="{html.escape(name)}">{html.escape(name)}</option>'
-            for name in service.host.agents
-        )
-        return _page(
-            page,
-            principal=html.escape(principal),
-            csrf=html.escape(csrf),
-            sign_out=sign_out,
-            agent_options=agent_options,
-        )
 
-    @router.get("/inbox")
-    async def inbox(request: Request) -> Response:
-        if service.authenticator.open:
-            return signed_in_page("local", "")
-        session = await service.web_session(request)
+class Inbox:
+    """The inbox's pages, over the service whose keys and sign-in sessions they share."""
+
+    def __init__(self, service: HttpService) -> None:
+        self.service = service
+        self.page = _template("page.html")
+        self.sign_in_form = _template("sign_in.html")
+
+    def router(self) -> APIRouter:
+        router = APIRouter(include_in_schema=False)
+        router.add_api_route("/inbox", self.inbox, methods=["GET"])
+        router.add_api_route("/inbox", self.sign_in_with_key, methods=["POST"])
+        router.add_api_route("/inbox/sign-out", self.sign_out, methods=["POST"])
+        return router
+
+    async def inbox(self, request: Request) -> Response:
+        """The page, or the sign-in form to a browser without a session."""
+        if self.service.authenticator.open:
+            return self.signed_in_page("local", "")
+        session = await self.service.web_session(request)
         if session is None:
-            return _page(sign_in, problem="")
-        return signed_in_page(session.principal.name, session.csrf_token)
+            return _page(self.sign_in_form, problem="")
+        return self.signed_in_page(session.principal.name, session.csrf_token)
 
-    @router.post("/inbox")
-    async def sign_in_with_key(request: Request) -> Response:
-        if service.authenticator.open:
+    async def sign_in_with_key(self, request: Request) -> Response:
+        """A session cookie for the key the form sent, or the form again saying why not."""
+        if self.service.authenticator.open:
             return _to_inbox(request)
         if _from_elsewhere(request):
             # Another site must not sign this browser in, even as someone else.
@@ -131,21 +127,21 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
             )
         key = (await _form(request)).get("key", "")
         try:
-            principal = service.principal_of_key(request, key)
+            principal = self.service.principal_of_key(request, key)
         except TooManyFailedKeys as braked:
             problem = (
                 '<p class="problem" role="alert">Too many keys that were not accepted came '
                 f"from here. Wait {braked.retry_after} seconds, then try again.</p>"
             )
-            return _page(sign_in, 429, problem=problem)
+            return _page(self.sign_in_form, 429, problem=problem)
         if principal is None:
             await anyio.sleep(WRONG_KEY_DELAY)
             problem = (
                 '<p class="problem" role="alert">That key was not accepted. '
                 "Check that you copied all of it, and try again.</p>"
             )
-            return _page(sign_in, 401, problem=problem)
-        cookie, _ = (await service.web_sessions()).issue(principal)
+            return _page(self.sign_in_form, 401, problem=problem)
+        cookie, _ = (await self.service.web_sessions()).issue(principal)
         response = _to_inbox(request)
         response.set_cookie(
             COOKIE_NAME,
@@ -158,12 +154,12 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
         )
         return response
 
-    @router.post("/inbox/sign-out")
-    async def sign_out(request: Request) -> Response:
-        session = await service.web_session(request)
+    async def sign_out(self, request: Request) -> Response:
+        """Forget the session cookie; a signed-in browser must send the page's CSRF token."""
+        session = await self.service.web_session(request)
         if session is not None:
             sent = request.headers.get(CSRF_HEADER) or (await _form(request)).get("csrf_token")
-            if not (await service.web_sessions()).csrf_matches(session, sent):
+            if not (await self.service.web_sessions()).csrf_matches(session, sent):
                 return HTMLResponse(
                     "<p>Signing out needs the page's token: go back to the inbox, reload it "
                     "and sign out from there.</p>",
@@ -174,5 +170,22 @@ def install_inbox(app: FastAPI, service: HttpService) -> None:
         response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
         return response
 
-    app.include_router(router)
-    app.mount("/inbox/static", StaticFiles(directory=HERE / "static"), name="inbox-static")
+    def signed_in_page(self, principal: str, csrf: str) -> HTMLResponse:
+        sign_out = (
+            ""
+            if self.service.authenticator.open
+            else '<form method="post" action="inbox/sign-out" class="sign-out">'
+            f'<input type="hidden" name="csrf_token" value="{html.escape(csrf)}">'
+            '<button type="submit">Sign out</button></form>'
+        )
+        agent_options = "".join(
+            f'<option value="{html.escape(name)}">{html.escape(name)}</option>'
+            for name in self.service.host.agents
+        )
+        return _page(
+            self.page,
+            principal=html.escape(principal),
+            csrf=html.escape(csrf),
+            sign_out=sign_out,
+            agent_options=agent_options,
+        )
