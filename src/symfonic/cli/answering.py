@@ -53,7 +53,7 @@ async def answer_pause(
             return Answered(
                 "answered",
                 await view.show(
-                    client.resume(token, reply.answer, reply.action, pause.get("args_digest"))
+                    client.answer(token, reply.answer, reply.action, pause.get("args_digest"))
                 ),
             )
         except ApiError as error:

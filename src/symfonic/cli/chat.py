@@ -40,17 +40,19 @@ class Chat:
 
     async def start(self, agent: str | None) -> None:
         session = await self.client.create_session(agent)
-        self.session_id = session["session_id"]
+        self.session_id = session.session_id
         self.term.line(
-            f"session {self.session_id} with agent {session['agent']}; Ctrl-D to quit", "dim"
+            f"session {self.session_id} with agent {session.agent}; Ctrl-D to quit", "dim"
         )
         self.term.blank()
 
     async def say(self, message: str) -> None:
         view = TurnView(self.term)
-        options = {"on_pending_pause": "abandon"} if self.abandon_next else {}
+        on_pending_pause = "abandon" if self.abandon_next else "reject"
         try:
-            last = await view.show(self.client.turn(self.session_id, message, **options))
+            last = await view.show(
+                self.client.turn(self.session_id, message, on_pending_pause=on_pending_pause)
+            )
         except ApiError as error:
             if error.code != "session_paused" or not self._abandon_wanted():
                 self.term.line(self.client.explain(error), "yellow", label="refused: ")

@@ -71,13 +71,14 @@ def describe(delivery: dict[str, Any]) -> str:
 async def _destinations(client: Client, term: Terminal, *, every: bool) -> None:
     """Each destination's circuit in words; without ``every``, only those not closed."""
     for destination in await client.webhook_destinations():
-        if every or destination["state"] != "closed":
-            term.line(destination["summary"], label=f"{destination['url']}: ", label_style="bold")
+        if every or destination.state != "closed":
+            term.line(destination.summary, label=f"{destination.url}: ", label_style="bold")
 
 
 async def _list(client: Client, term: Terminal, states: list[str] | None, limit: int) -> None:
     await _destinations(client, term, every=False)
-    deliveries = await client.webhook_deliveries(states, limit)
+    found = await client.webhook_deliveries(states, limit=limit)
+    deliveries = [delivery.model_dump(mode="json") for delivery in found]
     shown = " or ".join(states or ["failed", "pending"])
     if not deliveries:
         term.line(f"no {shown} webhook deliveries")
@@ -97,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
             if args.action == "resend":
                 delivery = await client.resend_delivery(args.id)
                 term.line(
-                    f"delivery #{delivery['id']} ({delivery['type']} to "
-                    f"{delivery['url']}) will be sent again"
+                    f"delivery #{delivery.id} ({delivery.type} to "
+                    f"{delivery.url}) will be sent again"
                 )
             elif args.action == "destinations":
                 await _destinations(client, term, every=True)

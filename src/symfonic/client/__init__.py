@@ -1,0 +1,44 @@
+"""A typed Python client for symfonic's HTTP API, sync and async, on httpx.
+
+``SymfonicClient`` and ``AsyncSymfonicClient`` speak the API the way the
+Python API speaks in process: turns stream the events of
+:mod:`symfonic.core.contracts.types` or return a ``TurnResult``, and a
+refusal raises the same exception types (``PauseExpired``,
+``PauseAlreadyClaimed``, …), each also an :class:`ApiError` with the
+service's status, code and message. The client depends on the contracts
+alone, never on the service's code.
+"""
+
+from symfonic.client.async_client import AsyncSymfonicClient
+from symfonic.client.calls import PauseFilter
+from symfonic.client.errors import ApiError
+from symfonic.client.events import FeedEvent, PauseChange, PauseSnapshot
+from symfonic.client.models import (
+    Delivery,
+    Destination,
+    Health,
+    Message,
+    Pause,
+    PausePage,
+    Session,
+    SessionCreated,
+)
+from symfonic.client.sync_client import SymfonicClient
+
+__all__ = [
+    "ApiError",
+    "AsyncSymfonicClient",
+    "Delivery",
+    "Destination",
+    "FeedEvent",
+    "Health",
+    "Message",
+    "Pause",
+    "PauseChange",
+    "PauseFilter",
+    "PausePage",
+    "PauseSnapshot",
+    "Session",
+    "SessionCreated",
+    "SymfonicClient",
+]

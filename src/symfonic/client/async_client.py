@@ -1,0 +1,248 @@
+"""``AsyncSymfonicClient``: the HTTP API from asyncio (or trio), on ``httpx.AsyncClient``.
+
+It speaks as the Python API does: ``stream`` yields the typed events of
+:mod:`symfonic.core.contracts.types`, ``run`` and ``resume`` return a
+``TurnResult``, and a refusal raises the Python API's exception type
+(:mod:`symfonic.client.errors`). The API key goes in the ``Authorization``
+header only. Use it as an ``async with`` block, which closes its connections;
+``transport=`` (``httpx.ASGITransport(app)``) runs it against an app in
+process, with no server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+
+from symfonic.client import calls
+from symfonic.client.calls import (
+    DEFAULT_TIMEOUT,
+    DEFAULT_URL,
+    OUTCOME,
+    STREAM,
+    Call,
+    OnPendingPause,
+    PauseFilter,
+    auth_headers,
+)
+from symfonic.client.errors import ApiError, error_of
+from symfonic.client.events import FeedEvent, event_of, feed_event_of, result_of
+from symfonic.client.feed import FEED_PATH, FEED_TIMEOUT, Reconnect, feed_params
+from symfonic.client.models import (
+    Delivery,
+    Destination,
+    Health,
+    Pause,
+    PausePage,
+    Session,
+    SessionCreated,
+)
+from symfonic.client.sse import FrameReader
+from symfonic.core.contracts.types import Answer, AnswerStatus, Event, TurnResult
+
+T = TypeVar("T")
+
+
+class AsyncSymfonicClient:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = auth_headers(api_key)
+        self.base_url, self.has_key = base_url, bool(headers)
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def __repr__(self) -> str:
+        return f"AsyncSymfonicClient({self.base_url!r})"
+
+    async def __aenter__(self) -> AsyncSymfonicClient:
+        await self._http.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._http.__aexit__(*exc)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, call: Call[T], headers: dict[str, str] | None = None) -> T:
+        response = await self._http.request(
+            call.method, call.path, params=call.params, json=call.body, headers=headers
+        )
+        if response.status_code >= 400:
+            raise error_of(response)
+        return call.read(response.json())
+
+    # sessions and turns ---------------------------------------------------
+
+    async def create_session(
+        self, agent: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> SessionCreated:
+        """A new session, bound to ``agent`` (default: the service's first)."""
+        return await self._send(calls.create_session(agent, metadata))
+
+    async def get_session(self, session_id: str) -> Session:
+        return await self._send(calls.get_session(session_id))
+
+    async def stream(
+        self,
+        message: str,
+        session_id: str,
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> AsyncGenerator[Event, None]:
+        """A turn's events as they happen, ending with exactly one of
+        ``TurnPausedEvent``, ``ResponseCompleteEvent`` or ``ErrorEvent``."""
+        body = calls.turn_body(message, base_revision, on_pending_pause)
+        path = f"{calls.session_path(session_id)}/turns"
+        async with aclosing(self._events(path, body)) as events:
+            async for event in events:
+                yield event
+
+    async def run(
+        self,
+        message: str,
+        session_id: str | None = None,
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> TurnResult:
+        """A turn's outcome; without ``session_id``, in a new session."""
+        if session_id is None:
+            session_id = (await self.create_session()).session_id
+        body = calls.turn_body(message, base_revision, on_pending_pause)
+        path = f"{calls.session_path(session_id)}/turns"
+        return await self._send(Call("POST", path, result_of, body=body), OUTCOME)
+
+    async def resume_stream(
+        self,
+        token: str,
+        answer: Answer = None,
+        *,
+        status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """Answer a pause and stream the resumed turn. Leaving the stream early
+        abandons the pause, as a client that hangs up does."""
+        body = calls.resume_body(token, answer, status, args_digest)
+        async with aclosing(self._events("/v1/resume", body)) as events:
+            async for event in events:
+                yield event
+
+    async def resume(
+        self,
+        token: str,
+        answer: Answer = None,
+        *,
+        status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
+    ) -> TurnResult:
+        """Answer a pause (``status="cancelled"``: decline it); the resumed turn's outcome."""
+        body = calls.resume_body(token, answer, status, args_digest)
+        return await self._send(Call("POST", "/v1/resume", result_of, body=body), OUTCOME)
+
+    async def _events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[Event, None]:
+        async with self._http.stream("POST", path, json=body, headers=STREAM) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise error_of(response)
+            reader = FrameReader()
+            async for line in response.aiter_lines():
+                frame = reader.feed(line)
+                event = None if frame is None else event_of(frame)
+                if event is not None:
+                    yield event
+
+    # pauses ---------------------------------------------------------------
+
+    async def list_pauses(
+        self,
+        which: PauseFilter | None = None,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> PausePage:
+        """One page of the pauses the caller may answer, oldest first."""
+        return await self._send(calls.pause_page(which or PauseFilter(), limit, cursor))
+
+    async def iter_pauses(
+        self, which: PauseFilter | None = None, *, page_size: int = calls.MAX_PAGE
+    ) -> AsyncGenerator[Pause, None]:
+        """Every pause the listing has, page after page, following each ``next_cursor``."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_pauses(which, limit=page_size, cursor=cursor)
+            for pause in page.pauses:
+                yield pause
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def pause_feed(
+        self,
+        *,
+        details: bool = False,
+        last_event_id: str | None = None,
+        attempts: int = 5,
+    ) -> AsyncGenerator[FeedEvent, None]:
+        """The live feed: a snapshot, then each change, reconnecting with
+        ``Last-Event-ID`` when the connection drops (:mod:`symfonic.client.feed`)."""
+        state = Reconnect(last_event_id, attempts)
+        while True:
+            try:
+                async with aclosing(self._feed_once(state, details)) as events:
+                    async for event in events:
+                        yield event
+                raise httpx.RemoteProtocolError("the service ended the feed")
+            except (ApiError, httpx.TransportError) as error:
+                await anyio.sleep(state.failed(error))
+
+    async def _feed_once(self, state: Reconnect, details: bool) -> AsyncGenerator[FeedEvent, None]:
+        params, headers = feed_params(details), state.headers()
+        async with self._http.stream(
+            "GET", FEED_PATH, params=params, headers=headers, timeout=FEED_TIMEOUT
+        ) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise error_of(response)
+            state.connected()
+            reader = FrameReader()
+            async for line in response.aiter_lines():
+                frame = reader.feed(line)
+                state.read(reader)
+                event = None if frame is None else feed_event_of(frame)
+                if event is not None:
+                    yield event
+
+    # webhooks and health --------------------------------------------------
+
+    async def webhook_deliveries(
+        self,
+        states: list[str] | None = None,
+        *,
+        type: str | None = None,
+        url: str | None = None,
+        limit: int = 50,
+    ) -> list[Delivery]:
+        """The webhook outbox, newest first (default: failed and pending); an operator's."""
+        return (await self._send(calls.deliveries(states, type, url, limit))).deliveries
+
+    async def webhook_destinations(self) -> list[Destination]:
+        return (await self._send(calls.destinations())).destinations
+
+    async def resend_delivery(self, delivery_id: int) -> Delivery:
+        return await self._send(calls.resend(delivery_id))
+
+    async def health(self) -> Health:
+        return await self._send(calls.health())

@@ -1,0 +1,83 @@
+"""A refusal from the HTTP API, raised as the Python API's own exception type.
+
+The service answers every refusal as ``{"error": {"code", "message"}}`` with a
+status (:mod:`symfonic.agent.http.errors`). The client raises :class:`ApiError`
+for each, carrying the status, the code and the message, and, where the Python
+API has a type for that code, as that type too: a 410 ``pause_expired`` is
+caught by ``except PauseExpired`` exactly as ``agent.resume`` would raise it,
+and by ``except ApiError`` with the rest. So a caller branches on a type, not
+on a parsed message, whichever side of HTTP it sits. httpx's own errors are
+left for what they are, a network that failed; a response never becomes one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+
+from symfonic.core.contracts.errors import RequestError, StoreUnavailable, SymfonicError
+
+# How much of a body that is not the error shape is quoted (a proxy's HTML page).
+QUOTED_CHARS = 200
+
+
+class ApiError(Exception):
+    """The service refused a request: ``status``, its ``code`` and ``message``.
+
+    ``retry_after`` is the ``Retry-After`` header in seconds, when the service
+    said when to come back (429, 503). A refusal the Python API has a type for
+    is also that type (and so a ``SymfonicError``); the others, such as 401
+    ``unauthenticated`` or 429 ``too_many_streams``, are HTTP's alone.
+    """
+
+    def __init__(
+        self, status: int, code: str, message: str, *, retry_after: int | None = None
+    ) -> None:
+        # Exception's own __init__: a core type's (BudgetRefused's) wants other arguments.
+        Exception.__init__(self, f"{status} {code}: {message}")
+        self.status, self.code, self.message = status, code, message
+        self.retry_after = retry_after
+        # What the Python API's RequestError carries, so code written for it works here.
+        self.fields: dict[str, object] = {} if retry_after is None else {"retry_after": retry_after}
+
+
+def _below(root: type[SymfonicError]) -> Iterator[type[SymfonicError]]:
+    for sub in root.__subclasses__():
+        if not issubclass(sub, ApiError):
+            yield sub
+            yield from _below(sub)
+
+
+def _refusal_types() -> dict[str, type[ApiError]]:
+    # One ApiError subclass per code the Python API has a type for, built once:
+    # e.g. ``PauseExpired`` here is both ApiError and core's PauseExpired. Types
+    # declared outside core (the HTTP layer's own) are not the Python API's.
+    found: dict[str, type[ApiError]] = {}
+    kinds: list[type[SymfonicError]] = [*_below(RequestError), StoreUnavailable]
+    for kind in kinds:
+        if not kind.__module__.startswith("symfonic.core.") or kind.code in found:
+            continue
+        found[kind.code] = type(kind.__name__, (ApiError, kind), {"__module__": __name__})
+    return found
+
+
+REFUSALS = _refusal_types()
+
+
+def _retry_after(response: httpx.Response) -> int | None:
+    value = response.headers.get("Retry-After", "")
+    return int(value) if value.isdigit() else None
+
+
+def error_of(response: httpx.Response) -> ApiError:
+    """The refusal a response with status 400 or more stands for (its body already read)."""
+    status, retry_after = response.status_code, _retry_after(response)
+    try:
+        error = response.json()["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        text = response.text[:QUOTED_CHARS].strip() or response.reason_phrase
+        return ApiError(status, "http_error", text, retry_after=retry_after)
+    kind = REFUSALS.get(code, ApiError)
+    return kind(status, code, message, retry_after=retry_after)

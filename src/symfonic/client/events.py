@@ -1,0 +1,102 @@
+"""A stream's frames as the Python API's typed events, and a JSON outcome as its result.
+
+A turn's frames become the events of :mod:`symfonic.core.contracts.types`
+(``TurnStartedEvent`` … ``ErrorEvent``), and its JSON outcome a
+``TurnResult``, exactly what ``agent.stream`` and ``agent.run`` give in
+process. A pause's token is read from ``token``, the name the whole API uses;
+``pause_token``, its deprecated alias, only when ``token`` is absent (an older
+service). The feed's frames become :class:`PauseSnapshot` and
+:class:`PauseChange`. A frame of a type this client does not know is passed
+over: a newer service may add events without breaking it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+from symfonic.client.models import Pause, PausePage, _Response
+from symfonic.client.sse import Frame
+from symfonic.core.contracts.types import (
+    STREAM_EVENTS,
+    Event,
+    PauseInfo,
+    PauseState,
+    TurnError,
+    TurnPausedEvent,
+    TurnResult,
+)
+
+_EVENT_TYPES: dict[str, type[Event]] = {kind.type: kind for kind in STREAM_EVENTS}
+_PAUSE_INFO = TypeAdapter(PauseInfo)
+SNAPSHOT = "pauses.snapshot"
+
+
+def event_of(frame: Frame) -> Event | None:
+    """The typed event a turn's frame carries; None for a type this client does not know."""
+    kind = _EVENT_TYPES.get(frame.type)
+    if kind is None:
+        return None
+    data = dict(frame.data)
+    if kind is TurnPausedEvent:
+        data["pause_token"] = data.get("token", data.get("pause_token"))
+    return kind.model_validate(data)
+
+
+def result_of(body: dict[str, Any]) -> TurnResult:
+    """A turn's JSON outcome (``Accept: application/json``) as the Python API's result."""
+    pause, error = body.get("pause"), body.get("error")
+    return TurnResult(
+        status=body["status"],
+        session_id=body["session_id"],
+        revision=body["revision"],
+        answer=body.get("answer"),
+        pause=None if pause is None else _PAUSE_INFO.validate_python(pause),
+        error=None if error is None else TurnError(error["code"], error["message"]),
+    )
+
+
+class PauseSnapshot(PausePage):
+    """``pauses.snapshot``: the first page of what the caller may answer now.
+
+    ``position`` is the frame's ``id:``, the store's change position.
+    """
+
+    type: Literal["pauses.snapshot"] = "pauses.snapshot"
+    position: str | None = None
+
+
+class PauseChange(_Response):
+    """``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``.
+
+    ``pause`` is the listing's item (token included) on ``pause.created`` while
+    it can be answered; ``answered_by``, ``decision`` and ``edited_args`` say
+    who answered and how, on ``pause.claimed`` and ``pause.answered``.
+    """
+
+    type: str
+    position: str | None = None
+    pause_id: str
+    session_id: str
+    agent: str
+    state: PauseState
+    at: datetime
+    answered_by: str | None = None
+    decision: Literal["approve", "edit", "reject", "answer", "decline"] | None = None
+    edited_args: dict[str, Any] | None = None
+    pause: Pause | None = None
+
+
+FeedEvent = PauseSnapshot | PauseChange
+
+
+def feed_event_of(frame: Frame) -> FeedEvent | None:
+    """The feed's frame as a typed event; None for a type this client does not know."""
+    extra = {"position": frame.id}
+    if frame.type == SNAPSHOT:
+        return PauseSnapshot.model_validate({**frame.data, **extra})
+    if frame.type.startswith("pause."):
+        return PauseChange.model_validate({**frame.data, **extra, "type": frame.type})
+    return None

@@ -1,0 +1,131 @@
+"""What the HTTP API answers, as typed models the client hands back.
+
+Each mirrors one response of the OpenAPI document (``docs/openapi.json``),
+field for field; a test holds them to it, so a field the service adds or
+renames fails there, not in a user's program. They depend on the contracts
+alone, never on the service's own schemas, so the client carries no server
+code. A pause is :class:`~symfonic.core.contracts.types.PauseQuestion` plus
+what the listing adds, as on the service. Unknown fields are ignored: a newer
+service does not break an older client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from symfonic.core.contracts.types import PauseQuestion, PauseState
+from symfonic.core.contracts.webhooks import (
+    CircuitState,
+    DeliveryState,
+    WebhookEventType,
+)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class SessionCreated(_Response):
+    session_id: str
+    agent: str
+    revision: int
+    status: Literal["idle"]
+
+
+class ToolCall(_Response):
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class Message(_Response):
+    """One committed message of a session."""
+
+    role: str
+    content: str | list[Any]
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: str | None = None
+
+
+class Pause(_Response, PauseQuestion, frozen=True):  # type: ignore[misc]
+    """A pause as the caller may see it; ``token`` only while the caller may answer it."""
+
+    session_id: str
+    agent: str
+    audience: str | None
+    state: PauseState
+    answered_by: str | None = None
+    answered_at: datetime | None = None
+    edited_args_digest: str | None = None
+    token: str | None = Field(default=None, repr=False)
+    created_at: datetime | None = None
+    asked_by: str | None = None
+    tool_name: str | None = None
+    tool_args: dict[str, Any] | None = None
+    recent_messages: list[Message] | None = None
+
+
+class PausePage(_Response):
+    """One page of a listing: ``total`` counts every page; ``next_cursor`` is None on the last."""
+
+    pauses: list[Pause]
+    total: int
+    next_cursor: str | None
+
+
+class Session(_Response):
+    session_id: str
+    agent: str
+    revision: int
+    status: Literal["idle", "running", "paused"]
+    metadata: dict[str, Any]
+    parent_session_id: str | None = None
+    pending_pause: Pause | None = None
+    messages: list[Message]
+
+
+class Delivery(_Response):
+    """One webhook event owed to one URL, and how its delivery went."""
+
+    id: int
+    message_id: str
+    url: str
+    type: WebhookEventType
+    state: DeliveryState
+    pause_id: str | None
+    session_id: str | None
+    occurred_at: datetime
+    attempts: int
+    next_attempt_at: datetime
+    last_status: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+
+
+class DeliveryList(_Response):
+    deliveries: list[Delivery]
+
+
+class Destination(_Response):
+    """One webhook URL's circuit: closed, open until ``retry_at``, or half-open."""
+
+    url: str
+    state: CircuitState
+    failures: int
+    retry_at: datetime | None
+    changed_at: datetime
+    last_error: str | None
+    summary: str
+
+
+class DestinationList(_Response):
+    destinations: list[Destination]
+
+
+class Health(_Response):
+    status: Literal["ok"]

@@ -1,0 +1,245 @@
+"""``SymfonicClient``: the HTTP API from plain (blocking) Python, on ``httpx.Client``.
+
+It speaks as the Python API does: ``stream`` yields the typed events of
+:mod:`symfonic.core.contracts.types`, ``run`` and ``resume`` return a
+``TurnResult``, and a refusal raises the Python API's exception type
+(:mod:`symfonic.client.errors`). The API key goes in the ``Authorization``
+header only. Use it as a ``with`` block, which closes its connections. It sends
+the same requests as :class:`~symfonic.client.async_client.AsyncSymfonicClient`
+(:mod:`symfonic.client.calls`) and reads them the same way; only the waiting
+differs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from contextlib import closing
+from typing import Any, TypeVar
+
+import httpx
+
+from symfonic.client import calls
+from symfonic.client.calls import (
+    DEFAULT_TIMEOUT,
+    DEFAULT_URL,
+    OUTCOME,
+    STREAM,
+    Call,
+    OnPendingPause,
+    PauseFilter,
+    auth_headers,
+)
+from symfonic.client.errors import ApiError, error_of
+from symfonic.client.events import FeedEvent, event_of, feed_event_of, result_of
+from symfonic.client.feed import FEED_PATH, FEED_TIMEOUT, Reconnect, feed_params
+from symfonic.client.models import (
+    Delivery,
+    Destination,
+    Health,
+    Pause,
+    PausePage,
+    Session,
+    SessionCreated,
+)
+from symfonic.client.sse import FrameReader
+from symfonic.core.contracts.types import Answer, AnswerStatus, Event, TurnResult
+
+T = TypeVar("T")
+
+
+class SymfonicClient:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = auth_headers(api_key)
+        self.base_url, self.has_key = base_url, bool(headers)
+        self._http = httpx.Client(
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def __repr__(self) -> str:
+        return f"SymfonicClient({self.base_url!r})"
+
+    def __enter__(self) -> SymfonicClient:
+        self._http.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._http.__exit__(*exc)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, call: Call[T], headers: dict[str, str] | None = None) -> T:
+        response = self._http.request(
+            call.method, call.path, params=call.params, json=call.body, headers=headers
+        )
+        if response.status_code >= 400:
+            raise error_of(response)
+        return call.read(response.json())
+
+    # sessions and turns ---------------------------------------------------
+
+    def create_session(
+        self, agent: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> SessionCreated:
+        """A new session, bound to ``agent`` (default: the service's first)."""
+        return self._send(calls.create_session(agent, metadata))
+
+    def get_session(self, session_id: str) -> Session:
+        return self._send(calls.get_session(session_id))
+
+    def stream(
+        self,
+        message: str,
+        session_id: str,
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> Generator[Event, None, None]:
+        """A turn's events as they happen, ending with exactly one of
+        ``TurnPausedEvent``, ``ResponseCompleteEvent`` or ``ErrorEvent``."""
+        body = calls.turn_body(message, base_revision, on_pending_pause)
+        path = f"{calls.session_path(session_id)}/turns"
+        with closing(self._events(path, body)) as events:
+            yield from events
+
+    def run(
+        self,
+        message: str,
+        session_id: str | None = None,
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> TurnResult:
+        """A turn's outcome; without ``session_id``, in a new session."""
+        if session_id is None:
+            session_id = (self.create_session()).session_id
+        body = calls.turn_body(message, base_revision, on_pending_pause)
+        path = f"{calls.session_path(session_id)}/turns"
+        return self._send(Call("POST", path, result_of, body=body), OUTCOME)
+
+    def resume_stream(
+        self,
+        token: str,
+        answer: Answer = None,
+        *,
+        status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
+    ) -> Generator[Event, None, None]:
+        """Answer a pause and stream the resumed turn. Leaving the stream early
+        abandons the pause, as a client that hangs up does."""
+        body = calls.resume_body(token, answer, status, args_digest)
+        with closing(self._events("/v1/resume", body)) as events:
+            yield from events
+
+    def resume(
+        self,
+        token: str,
+        answer: Answer = None,
+        *,
+        status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
+    ) -> TurnResult:
+        """Answer a pause (``status="cancelled"``: decline it); the resumed turn's outcome."""
+        body = calls.resume_body(token, answer, status, args_digest)
+        return self._send(Call("POST", "/v1/resume", result_of, body=body), OUTCOME)
+
+    def _events(self, path: str, body: dict[str, Any]) -> Generator[Event, None, None]:
+        with self._http.stream("POST", path, json=body, headers=STREAM) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise error_of(response)
+            reader = FrameReader()
+            for line in response.iter_lines():
+                frame = reader.feed(line)
+                event = None if frame is None else event_of(frame)
+                if event is not None:
+                    yield event
+
+    # pauses ---------------------------------------------------------------
+
+    def list_pauses(
+        self,
+        which: PauseFilter | None = None,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> PausePage:
+        """One page of the pauses the caller may answer, oldest first."""
+        return self._send(calls.pause_page(which or PauseFilter(), limit, cursor))
+
+    def iter_pauses(
+        self, which: PauseFilter | None = None, *, page_size: int = calls.MAX_PAGE
+    ) -> Generator[Pause, None, None]:
+        """Every pause the listing has, page after page, following each ``next_cursor``."""
+        cursor: str | None = None
+        while True:
+            page = self.list_pauses(which, limit=page_size, cursor=cursor)
+            yield from page.pauses
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def pause_feed(
+        self,
+        *,
+        details: bool = False,
+        last_event_id: str | None = None,
+        attempts: int = 5,
+    ) -> Generator[FeedEvent, None, None]:
+        """The live feed: a snapshot, then each change, reconnecting with
+        ``Last-Event-ID`` when the connection drops (:mod:`symfonic.client.feed`)."""
+        state = Reconnect(last_event_id, attempts)
+        while True:
+            try:
+                with closing(self._feed_once(state, details)) as events:
+                    yield from events
+                raise httpx.RemoteProtocolError("the service ended the feed")
+            except (ApiError, httpx.TransportError) as error:
+                time.sleep(state.failed(error))
+
+    def _feed_once(self, state: Reconnect, details: bool) -> Generator[FeedEvent, None, None]:
+        params, headers = feed_params(details), state.headers()
+        with self._http.stream(
+            "GET", FEED_PATH, params=params, headers=headers, timeout=FEED_TIMEOUT
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise error_of(response)
+            state.connected()
+            reader = FrameReader()
+            for line in response.iter_lines():
+                frame = reader.feed(line)
+                state.read(reader)
+                event = None if frame is None else feed_event_of(frame)
+                if event is not None:
+                    yield event
+
+    # webhooks and health --------------------------------------------------
+
+    def webhook_deliveries(
+        self,
+        states: list[str] | None = None,
+        *,
+        type: str | None = None,
+        url: str | None = None,
+        limit: int = 50,
+    ) -> list[Delivery]:
+        """The webhook outbox, newest first (default: failed and pending); an operator's."""
+        return (self._send(calls.deliveries(states, type, url, limit))).deliveries
+
+    def webhook_destinations(self) -> list[Destination]:
+        return (self._send(calls.destinations())).destinations
+
+    def resend_delivery(self, delivery_id: int) -> Delivery:
+        return self._send(calls.resend(delivery_id))
+
+    def health(self) -> Health:
+        return self._send(calls.health())
