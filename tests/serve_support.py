@@ -50,14 +50,16 @@ def serving(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     program: Sequence[str | Path] = PYTHON_M,
+    port: int | None = None,
 ) -> Iterator[Server]:
     """``symfonic serve ARGS`` on ``store`` (``None``: no ``--store``), once healthy.
 
     ``env`` replaces the inherited environment (the keys and unbuffered output
     are added to it); ``cwd`` is where the server runs; ``program`` is how
-    symfonic is started (``[console_script()]``: as a user types it).
+    symfonic is started (``[console_script()]``: as a user types it); ``port``:
+    where it listens (default: a free one).
     """
-    port = free_port()
+    port = port or free_port()
     env = {**(os.environ if env is None else env), "SYMFONIC_API_KEYS": keys,
            "PYTHONUNBUFFERED": "1"}
     store_option = [] if store is None else ["--store", store]

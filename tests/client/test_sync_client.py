@@ -7,16 +7,21 @@ once, and a second, different answer is refused with the Python API's type.
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
 from contextlib import closing
 from pathlib import Path
 
+import anyio
 import pytest
 
+from http_support import free_port
 from serve_support import KEYS, serving
 from symfonic import PauseAlreadyAnswered
 from symfonic.client import ApiError, PauseChange, PauseFilter, PauseSnapshot, SymfonicClient
 from symfonic.core.contracts.types import ErrorEvent, ResponseCompleteEvent, TurnPausedEvent
+from symfonic.demo import demo_agent
 
 pytestmark = pytest.mark.slow
 
@@ -90,3 +95,50 @@ def test_the_readmes_client_example_runs_as_written(
     paused = out.index("turn.paused")
     assert out[0] == "turn.started" and "tool.call" in out[:paused]
     assert out[paused + 1] == "complete" and "Done." in out
+
+
+def test_the_feed_follows_a_restarted_server_and_misses_nothing(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The server goes away, a pause is made while it is down, another process
+    serves the same store on the same port: the open feed reconnects by itself
+    with ``Last-Event-ID`` and reads that pause's creation, not a new snapshot."""
+    port = free_port()
+    seen: queue.Queue[PauseSnapshot | PauseChange | BaseException] = queue.Queue()
+    made: list[str] = []
+
+    def follow(client: SymfonicClient) -> None:
+        try:
+            with closing(client.pause_feed(attempts=12)) as feed:
+                for event in feed:
+                    seen.put(event)
+                    if isinstance(event, PauseChange) and event.pause_id in made:
+                        return
+        except BaseException as error:
+            seen.put(error)
+
+    with SymfonicClient(f"http://127.0.0.1:{port}", api_key="alice-secret-key") as client:
+        with serving(store_url, tmp_path / "first.log", keys=KEYS, port=port):
+            before = client.run("Pay bob 7 EUR").pause
+            assert before is not None
+            follower = threading.Thread(target=follow, args=(client,), daemon=True)
+            follower.start()
+            snapshot = seen.get(timeout=30)
+            assert isinstance(snapshot, PauseSnapshot)
+            assert [p.pause_id for p in snapshot.pauses] == [before.pause_id]
+        made.append(anyio.run(pause_in_process, store_url))
+        with serving(store_url, tmp_path / "second.log", keys=KEYS, port=port):
+            follower.join(timeout=90)
+    after = [seen.get_nowait() for _ in range(seen.qsize())]
+    assert after and all(isinstance(event, PauseChange) for event in after), after
+    last = after[-1]
+    assert isinstance(last, PauseChange) and last.pause_id == made[0]
+    assert last.type == "pause.created" and last.pause is not None and last.pause.token
+
+
+async def pause_in_process(store_url: str) -> str:
+    """A payment asked of alice through the Python API, with no server running."""
+    async with demo_agent(store_url) as agent:
+        result = await agent.run("Pay alice 5 EUR", principal="alice")
+    assert result.pause is not None
+    return result.pause.pause_id
