@@ -1,10 +1,7 @@
 """A real browser on a real ``symfonic serve``: what the inbox's browser tests share.
 
-The browser is Debian's Chromium at ``/usr/bin/chromium``, driven by
-Playwright; nothing here ever downloads a browser. Where Chromium is missing
-the browser tests are skipped and say why, unless ``SYMFONIC_REQUIRE_BROWSER=1``
-(CI sets it), which turns that skip into a failure, as
-``SYMFONIC_REQUIRE_POSTGRES`` does for PostgreSQL.
+The browser is Debian's Chromium (``chromium_support``: where it is, and when
+a browser test is skipped or, in CI, fails).
 """
 
 from __future__ import annotations
@@ -19,44 +16,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-import pytest
 
 from conftest import drop_postgres_database, fresh_postgres_database, require_postgres
 from serve_support import Server, serving
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-REQUIRE_BROWSER = os.environ.get("SYMFONIC_REQUIRE_BROWSER") == "1"
 KEYS = "alice=alice-secret-key,bob=bob-secret-key"
 HERE = Path(__file__).parent
 AGENTS = ("inbox_agents:payments", "inbox_agents:quick")
 QUICK_TTL = 4
 PAYMENTS_TTL = 3600
 T = TypeVar("T")
-
-
-def require_browser() -> None:
-    """Skip (or, in CI, fail) a browser test when Chromium or Playwright is missing."""
-    problem = None
-    if not os.access(CHROMIUM, os.X_OK):
-        problem = f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"
-    else:
-        try:
-            import playwright  # noqa: F401
-        except ImportError:
-            problem = "Playwright's Python package is not installed (pip install -e '.[dev]')"
-    if problem is None:
-        return
-    if REQUIRE_BROWSER:
-        pytest.fail(f"SYMFONIC_REQUIRE_BROWSER=1 but {problem}")
-    pytest.skip(problem)
 
 
 def _off_the_browsers_loop(work: Callable[[], T]) -> T:

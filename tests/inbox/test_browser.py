@@ -22,8 +22,6 @@ import httpx
 import pytest
 
 from browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     PAYMENTS_TTL,
     QUICK_TTL,
     Inbox,
@@ -31,9 +29,9 @@ from browser_support import (
     bearer,
     pause_state,
     postgres_database,
-    require_browser,
     serving_inbox,
 )
+from chromium_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
+from chromium_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from serve_support import serving
 
 pytestmark = pytest.mark.slow

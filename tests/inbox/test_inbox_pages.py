@@ -21,9 +21,10 @@ import anyio
 import httpx
 import pytest
 
-from browser_support import CHROMIUM, CHROMIUM_ARGS, Inbox, ask, bearer, require_browser
+from browser_support import Inbox, ask, bearer
 from browser_support import serving_inbox as serving
 from bulk_pauses import bulk_pauses
+from chromium_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from symfonic.core.contracts.types import InteractionKind
 from symfonic.storage import open_store
 
