@@ -95,7 +95,13 @@ function Interrupts() {
   useInterrupt({
     render: ({ interrupt, resolve }) =>
       interrupt ? (
-        <InterruptCard interrupt={interrupt} messages={agent.messages} resolve={resolve} />
+        // Keyed by the interrupt: the next question gets a fresh card, not this one's state.
+        <InterruptCard
+          key={interrupt.id}
+          interrupt={interrupt}
+          messages={agent.messages}
+          resolve={resolve}
+        />
       ) : (
         <></>
       ),
