@@ -69,6 +69,49 @@ class Counters:
 BoundModel = Runnable[LanguageModelInput, BaseMessage]
 
 
+@dataclass
+class _Progress:
+    """One run of the loop so far: the turn's messages and what it has used."""
+
+    messages: list[BaseMessage]
+    used: Counters
+
+    def spent(self, limits: Limits) -> bool:
+        """Whether the turn's model calls or tokens are used up."""
+        used = self.used
+        return used.model_calls >= limits.max_model_calls or (
+            limits.max_tokens_per_turn is not None and used.tokens >= limits.max_tokens_per_turn
+        )
+
+    def replied(self, reply: AIMessage) -> None:
+        """Count one model call and its tokens, and keep its reply."""
+        tokens = reply.usage_metadata["total_tokens"] if reply.usage_metadata else 0
+        self.used = replace(
+            self.used, model_calls=self.used.model_calls + 1, tokens=self.used.tokens + int(tokens)
+        )
+        self.messages.append(reply)
+
+    def done(
+        self,
+        reason: StopReason,
+        *,
+        answer: str = "",
+        interaction: PendingInteraction | None = None,
+    ) -> KernelDone:
+        """The turn's end, with the messages as they stand now."""
+        return KernelDone(
+            KernelResult(
+                stop_reason=reason,
+                messages=tuple(self.messages),
+                answer=answer,
+                rounds=self.used.rounds,
+                model_calls=self.used.model_calls,
+                tokens=self.used.tokens,
+                interaction=interaction,
+            )
+        )
+
+
 def bind_tools(model: BaseChatModel, toolbox: RoundTools) -> BoundModel:
     """The model with every tool and interaction of ``toolbox`` bound to it."""
     return model.bind_tools(toolbox.bindings())
@@ -180,73 +223,79 @@ class Kernel:
     ) -> AsyncGenerator[RawEvent, None]:
         """Continue ``turn`` (the in-flight messages) against ``context`` (history).
 
-        Yields typed events and ends with exactly one :class:`KernelDone`.
+        Yields typed events and ends with exactly one :class:`KernelDone`. Each
+        round: stop if the budget is spent, ask the model, stop at its answer or
+        at the round limit, announce its calls, stop at the first that needs a
+        person, else answer them all. The round's steps are awaited, not nested
+        generators: a turn closed at its end leaves none for the event loop to close.
         """
-        messages = list(turn)
-        used = counters
-        limits = self.limits
+        progress = _Progress(list(turn), counters)
         while True:
-            if used.model_calls >= limits.max_model_calls or (
-                limits.max_tokens_per_turn is not None and used.tokens >= limits.max_tokens_per_turn
-            ):
-                yield self._done(StopReason.BUDGET, messages, used)
+            if progress.spent(self.limits):
+                yield progress.done(StopReason.BUDGET)
                 return
             reply: AIMessage | None = None
             with calls.model_call(self.model, recording=self.telemetry) as traced:
-                async for item in self._call_model([*context, *messages]):
+                async for item in self._call_model([*context, *progress.messages]):
                     if isinstance(item, TextDeltaEvent):
                         yield item
                     else:
                         reply = item
                 assert reply is not None
                 traced.replied(reply.usage_metadata)
-            tokens = reply.usage_metadata["total_tokens"] if reply.usage_metadata else 0
-            used = replace(used, model_calls=used.model_calls + 1, tokens=used.tokens + int(tokens))
-            messages.append(reply)
+            progress.replied(reply)
             if not reply.tool_calls:
-                yield self._done(StopReason.FINAL, messages, used, answer=text_of(reply))
+                yield progress.done(StopReason.FINAL, answer=text_of(reply))
                 return
-            if used.rounds >= limits.max_tool_rounds:
-                yield self._done(StopReason.TOOL_LIMIT, messages, used)
+            if progress.used.rounds >= self.limits.max_tool_rounds:
+                yield progress.done(StopReason.TOOL_LIMIT)
                 return
-            used = replace(used, rounds=used.rounds + 1)
+            progress.used = replace(progress.used, rounds=progress.used.rounds + 1)
             for call in reply.tool_calls:
-                yield ToolCallEvent(
-                    tool_call_id=str(call["id"]), name=call["name"], args=dict(call["args"])
-                )
+                yield _announced(call)
             stop = await self._first_stop(reply.tool_calls)
             if isinstance(stop, PendingInteraction):
-                yield self._done(StopReason.PAUSED, messages, used, interaction=stop)
+                yield progress.done(StopReason.PAUSED, interaction=stop)
                 return
             if stop is not None:
                 for message, event in _undecided_round(reply.tool_calls, stop):
-                    messages.append(message)
+                    progress.messages.append(message)
                     yield event
                 continue
-            # Delegates run before anything else in the round (see
-            # symfonic.kernel.delegates): the first that pauses is the round's stop.
-            for call in reply.tool_calls:
-                if call["name"] not in self.delegates:
-                    continue
-                outcome = await self._delegate(call, limits.max_tool_rounds - used.rounds)
-                if outcome.interaction is not None:
-                    yield self._done(
-                        StopReason.PAUSED, messages, used, interaction=outcome.interaction
-                    )
+            for call in self._delegates_first(reply.tool_calls):
+                answered = await self._answer(call, progress)
+                if isinstance(answered, PendingInteraction):
+                    yield progress.done(StopReason.PAUSED, interaction=answered)
                     return
-                used = replace(used, rounds=used.rounds + outcome.rounds)
-                message, event = _observed(call, outcome.observation, outcome.ok)
+                message, event = answered
                 # Answered now, in the transcript too: a later delegate of this
                 # round that pauses keeps this one's answer in its checkpoint.
-                messages.append(message)
+                progress.messages.append(message)
                 yield event
-            # Every delegate call is answered by now: none paused, or the round stopped.
-            for call in reply.tool_calls:
-                if call["name"] in self.delegates:
-                    continue
-                message, event = await self.dispatch(call)
-                messages.append(message)
-                yield event
+
+    def _delegates_first(self, round_calls: Sequence[ToolCall]) -> list[ToolCall]:
+        """The round's calls in the order they run: its delegates, then the rest.
+
+        A delegate that pauses pauses the turn before any ordinary call of its
+        round has run (see :mod:`symfonic.kernel.delegates`).
+        """
+        delegated = [call for call in round_calls if call["name"] in self.delegates]
+        if not delegated:
+            return list(round_calls)
+        return delegated + [call for call in round_calls if call["name"] not in self.delegates]
+
+    async def _answer(
+        self, call: ToolCall, progress: _Progress
+    ) -> tuple[ToolMessage, ToolResultEvent] | PendingInteraction:
+        """Run one call: its tool, or a delegate's turn, whose rounds count as the
+        turn's; a delegate's turn that pauses gives its interaction instead."""
+        if call["name"] not in self.delegates:
+            return await self.dispatch(call)
+        outcome = await self._delegate(call, self.limits.max_tool_rounds - progress.used.rounds)
+        if outcome.interaction is not None:
+            return outcome.interaction
+        progress.used = replace(progress.used, rounds=progress.used.rounds + outcome.rounds)
+        return _observed(call, outcome.observation, outcome.ok)
 
     async def _first_stop(
         self, calls: Sequence[ToolCall]
@@ -301,26 +350,9 @@ class Kernel:
             content=whole.content, tool_calls=calls, usage_metadata=whole.usage_metadata
         )
 
-    @staticmethod
-    def _done(
-        reason: StopReason,
-        messages: list[BaseMessage],
-        used: Counters,
-        *,
-        answer: str = "",
-        interaction: PendingInteraction | None = None,
-    ) -> KernelDone:
-        return KernelDone(
-            KernelResult(
-                stop_reason=reason,
-                messages=tuple(messages),
-                answer=answer,
-                rounds=used.rounds,
-                model_calls=used.model_calls,
-                tokens=used.tokens,
-                interaction=interaction,
-            )
-        )
+
+def _announced(call: ToolCall) -> ToolCallEvent:
+    return ToolCallEvent(tool_call_id=str(call["id"]), name=call["name"], args=dict(call["args"]))
 
 
 def _observed(call: ToolCall, content: str, ok: bool) -> tuple[ToolMessage, ToolResultEvent]:
