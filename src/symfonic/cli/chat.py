@@ -21,6 +21,7 @@ from symfonic.cli.client import DEFAULT_URL, ApiError, Client, Frame
 from symfonic.cli.prompts import Ask
 from symfonic.cli.render import TurnView
 from symfonic.cli.terminal import Interrupted, Terminal, failed
+from symfonic.client.calls import OnPendingPause
 
 
 def register(sub: Any) -> None:
@@ -48,7 +49,7 @@ class Chat:
 
     async def say(self, message: str) -> None:
         view = TurnView(self.term)
-        on_pending_pause = "abandon" if self.abandon_next else "reject"
+        on_pending_pause: OnPendingPause = "abandon" if self.abandon_next else "reject"
         try:
             last = await view.show(
                 self.client.turn(self.session_id, message, on_pending_pause=on_pending_pause)

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from symfonic.client import ApiError, AsyncSymfonicClient, PauseFilter
-from symfonic.client.calls import DEFAULT_URL, MAX_PAGE
+from symfonic.client.calls import DEFAULT_URL, MAX_PAGE, OnPendingPause
 from symfonic.core.contracts.types import AnswerStatus, Event, TurnPausedEvent
 
 __all__ = ["DEFAULT_URL", "ApiError", "Client", "Frame"]
@@ -54,7 +54,7 @@ class Client(AsyncSymfonicClient):
         return [pause.model_dump(mode="json") async for pause in pauses]
 
     def turn(
-        self, session_id: str, message: str, *, on_pending_pause: Any = "reject"
+        self, session_id: str, message: str, *, on_pending_pause: OnPendingPause = "reject"
     ) -> AsyncIterator[Frame]:
         return _frames(self.stream(message, session_id, on_pending_pause=on_pending_pause))
 

@@ -22,6 +22,7 @@ from symfonic.client import calls
 from symfonic.client.calls import (
     DEFAULT_TIMEOUT,
     DEFAULT_URL,
+    LIMITS,
     OUTCOME,
     STREAM,
     Call,
@@ -59,7 +60,11 @@ class AsyncSymfonicClient:
         headers = auth_headers(api_key)
         self.base_url, self.has_key = base_url, bool(headers)
         self._http = httpx.AsyncClient(
-            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+            base_url=base_url,
+            headers=headers,
+            timeout=timeout,
+            limits=LIMITS,
+            transport=transport,
         )
 
     def __repr__(self) -> str:

@@ -36,12 +36,14 @@ OUTCOME = {"Accept": "application/json"}
 DEFAULT_URL = "http://127.0.0.1:8000"
 # Reads wait as long as a turn takes: a JSON outcome sends nothing until the end.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)
-KEY_VARIABLE = "SYMFONIC_API_KEY"
+# `symfonic serve` closes a connection idle for 5 s; one reused at that moment is
+# reset. Dropping idle connections sooner leaves no such race.
+LIMITS = httpx.Limits(keepalive_expiry=4)
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
     """The key from the argument, else ``SYMFONIC_API_KEY``; no header without one."""
-    key = api_key if api_key is not None else os.environ.get(KEY_VARIABLE)
+    key = api_key if api_key is not None else os.environ.get("SYMFONIC_API_KEY")
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 

@@ -23,6 +23,7 @@ from symfonic.client import calls
 from symfonic.client.calls import (
     DEFAULT_TIMEOUT,
     DEFAULT_URL,
+    LIMITS,
     OUTCOME,
     STREAM,
     Call,
@@ -60,7 +61,11 @@ class SymfonicClient:
         headers = auth_headers(api_key)
         self.base_url, self.has_key = base_url, bool(headers)
         self._http = httpx.Client(
-            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+            base_url=base_url,
+            headers=headers,
+            timeout=timeout,
+            limits=LIMITS,
+            transport=transport,
         )
 
     def __repr__(self) -> str:
