@@ -132,7 +132,7 @@ def test_the_official_client_pauses_resumes_and_replays(server: tuple[str, str])
     assert seen["replay"]["result"] == seen["second"]["result"]
     assert types(replay) == [
         "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-        "RUN_FINISHED",
+        "MESSAGES_SNAPSHOT", "RUN_FINISHED",
     ]
 
     # The client's own transcript: the call answered on its id, then the answer.

@@ -55,6 +55,7 @@ REPLAYED = [
     "TEXT_MESSAGE_START",
     "TEXT_MESSAGE_CONTENT",
     "TEXT_MESSAGE_END",
+    "MESSAGES_SNAPSHOT",
     "RUN_FINISHED",
 ]
 
@@ -276,6 +277,11 @@ async def test_two_tabs_approving_at_once_pay_once_and_both_get_the_outcome(
 
     assert frames(seen["first"])[-2:] == ["MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     assert types(seen["second"]) == REPLAYED
+    # The second tab's transcript gets the tool's real result too, not its own.
+    tools = [m for m in snapshot_of(seen["second"]).messages if isinstance(m, ToolMessage)]
+    assert [(t.tool_call_id, t.content) for t in tools] == [
+        (interrupt.tool_call_id, "sent 5 to bob")
+    ]
     assert (
         finished(seen["second"]).result
         == finished(seen["first"]).result

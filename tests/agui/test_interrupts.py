@@ -341,7 +341,7 @@ async def test_an_identical_resume_replays_the_outcome_and_runs_nothing(svc: Ser
     again = await svc.resume(thread, entry)
     assert types(again) == [
         "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-        "RUN_FINISHED",
+        "MESSAGES_SNAPSHOT", "RUN_FINISHED",
     ]
     assert (finished(again).outcome, finished(again).result) == (first.outcome, first.result)
     assert svc.sent == [(5, "bob")]

@@ -219,6 +219,9 @@ def test_two_tabs_approving_at_once_pay_once_and_both_finish(
     for page in (first, second):
         page.get_by_text(f"Done. payment sent: 7 EUR to {CAROL_IBAN}").wait_for()
         assert card(page).count() == 0
+        # Each tab shows the tool's real result, not CopilotKit's {"approved": true}.
+        tool = page.locator('.tool[data-tool="send_payment"]')
+        assert f"payment sent: 7 EUR to {CAROL_IBAN}" in tool.inner_text()
     second.screenshot(path=str(tmp_path / "second-tab.png"))
     assert paid(served, CAROL_IBAN, 7) == 1
     say(second, "hello")  # neither tab is wedged

@@ -123,12 +123,22 @@ async def _ran(
 async def _resumed(
     plan: Resume, principal: Principal, projection: RunProjection
 ) -> AsyncGenerator[BaseEvent, None]:
-    """The resumed turn's events; one that ran ends with the thread's messages."""
+    """The resumed turn's events, ending with the thread's messages.
+
+    A replay (the same answer again, from a retry or a second tab) streams only
+    its outcome: its answer is said first, and the snapshot after it replaces it
+    and whatever the front end holds for the answered call (CopilotKit's own
+    ``{"approved": true}``) with the thread's messages, the tool's real result
+    among them, as in the run that carried the answer out.
+    """
     ran = False
     async with aclosing(plan.events(principal)) as events:
         async for symfonic_event in events:
             ran = ran or isinstance(symfonic_event, ToolResultEvent)
-            if ran and isinstance(symfonic_event, ResponseCompleteEvent | TurnPausedEvent):
+            if isinstance(symfonic_event, ResponseCompleteEvent | TurnPausedEvent):
+                if not ran and isinstance(symfonic_event, ResponseCompleteEvent):
+                    for event in projection.say(symfonic_event.answer):
+                        yield event
                 messages = await thread_messages(plan.agent.store, plan.pause.session_id)
                 for event in projection.snapshot(messages):
                     yield event
