@@ -25,6 +25,7 @@ from symfonic import (
     Principal,
     SymfonicAgent,
 )
+from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState, TurnStartedEvent
 from symfonic.testing import ScriptedChatModel, call, reply
@@ -96,12 +97,14 @@ async def test_the_agent_that_paused_claims_without_reading_and_another_reads_on
         assert (pause.answered_by, pause.answer_status) == (who.name, status)
 
 
-async def test_a_resume_handed_the_row_leaves_nothing_kept(workers: Workers) -> None:
+async def test_a_resume_resolved_from_the_row_leaves_nothing_kept(workers: Workers) -> None:
     # The HTTP route reads the row to find the pause's agent and hands it on.
     paused = await workers.here.run("pay")
     assert paused.pause is not None and len(workers.here.settlement.recent) == 1
-    row = await workers.here.store.get_pause(paused.pause.pause_id)
-    events = [e async for e in workers.here.resume_stream(paused.pause.token, APPROVE, pause=row)]
+    host = ServiceHost([workers.here])
+    await host.open()
+    _, resolved = await host.resolve(paused.pause.token)
+    events = [e async for e in workers.here.resume_stream(resolved, APPROVE)]
     assert events[-1].type == "response.complete"
     assert len(workers.here.settlement.recent) == 0
 

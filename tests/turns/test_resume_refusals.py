@@ -30,6 +30,7 @@ from symfonic import (
     SessionPaused,
     SymfonicAgent,
 )
+from symfonic.agent.service.host import ServiceHost
 from symfonic.capabilities.human.tokens import TokenSigner
 from symfonic.core.contracts.types import (
     PauseInfo,
@@ -303,25 +304,23 @@ async def test_another_principal_is_told_the_session_does_not_exist(store_url: s
         assert session.principal == "alice"
 
 
-async def test_a_pause_record_handed_to_the_resume_never_overrides_its_token(
-    store_url: str,
-) -> None:
+async def test_the_token_alone_decides_which_pause_a_resume_answers(store_url: str) -> None:
     payments = Payments()
     async with paying_agent(store_url, payments) as agent:
         mine = await agent.run("pay")
         other = await agent.run("pay")
         assert mine.pause is not None and other.pause is not None
-        others_record = await agent.store.get_pause(other.pause.pause_id)
-        assert others_record is not None
-        # The caller hands over another pause's record: the token still decides.
-        events = [
-            e async for e in agent.resume_stream(mine.pause.token, APPROVE, pause=others_record)
-        ]
+        # A transport resolves the token once, to route it, and the resume starts there.
+        host = ServiceHost([agent])
+        await host.open()
+        _, resolved = await host.resolve(mine.pause.token)
+        assert resolved.pause.pause_id == mine.pause.pause_id
+        events = [e async for e in agent.resume_stream(resolved, APPROVE)]
         assert isinstance(events[-1], ResponseCompleteEvent)
         assert await _state(agent, mine.pause.pause_id) is PauseState.PUBLISHED
         assert await _state(agent, other.pause.pause_id) is PauseState.PENDING
-        # And a record of a pause the caller may not answer is still refused.
+        # And a resolved pause the caller may not answer is still refused.
+        _, others = await host.resolve(other.pause.token)
         with pytest.raises(PauseForbidden):
-            await anext(agent.resume_stream(other.pause.token, APPROVE, "mallory",
-                                            pause=others_record))
+            await anext(agent.resume_stream(others, APPROVE, "mallory"))
         assert await _state(agent, other.pause.pause_id) is PauseState.PENDING

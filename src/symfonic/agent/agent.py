@@ -59,6 +59,7 @@ from symfonic.turns.delegation import (
     check_delegates,
 )
 from symfonic.turns.outcomes import collect
+from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resume import resume_turn
 from symfonic.turns.settlement import Settlement
 from symfonic.turns.start import OnPendingPause, first_turn, owned_session
@@ -412,22 +413,21 @@ class SymfonicAgent:
 
     async def resume_stream(
         self,
-        token: str,
+        token: str | ResolvedPause,
         answer: Answer,
         principal: Principal | str = "local",
         *,
         status: AnswerStatus = "resolved",
-        pause: PauseRecord | None = None,
         args_digest: str | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """The resumed turn's events. ``pause``: the record the token names, if the
-        caller has just read it; it spares the resume that read, and a record of
-        any other pause is ignored. ``args_digest``: as in :meth:`resume`."""
+        """The resumed turn's events; request errors raise before the first.
+
+        ``token``: the pause's token, or the pause a transport already resolved
+        it to (:func:`~symfonic.turns.resolve.resolve_row`), so that a token is
+        verified once. ``args_digest``: as in :meth:`resume`."""
         await self.open()
         who = Principal.of(principal)
-        resumed = resume_turn(
-            self, token, answer, who, status, pause=pause, args_digest=args_digest
-        )
+        resumed = self._resumed(token, answer, who, status, args_digest)
         async with aclosing(self._traced_resume(resumed, who, answer)) as events:
             async for event in events:
                 yield event
@@ -448,8 +448,27 @@ class SymfonicAgent:
         claimed, and the token stays usable."""
         await self.open()
         who = Principal.of(principal)
-        resumed = resume_turn(self, token, answer, who, status, args_digest=args_digest)
+        resumed = self._resumed(token, answer, who, status, args_digest)
         return await collect(self._traced_resume(resumed, who, answer))
+
+    async def _resumed(
+        self,
+        token: str | ResolvedPause,
+        answer: Answer,
+        who: Principal,
+        status: AnswerStatus,
+        args_digest: str | None,
+    ) -> AsyncGenerator[Event, None]:
+        """The resume pipeline on this agent, from resolving the token on."""
+        resolved = (
+            token
+            if isinstance(token, ResolvedPause)
+            else await resolve(self.settlement, token, self.clock())
+        )
+        turn = resume_turn(self, resolved, answer, who, status, args_digest=args_digest)
+        async with aclosing(turn) as events:
+            async for event in events:
+                yield event
 
     def _traced(
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None

@@ -4,7 +4,7 @@
 - :mod:`~symfonic.turns.claim`: a resume's checks, then the single-use claim;
 - :mod:`~symfonic.turns.replay`: an answer already settled, answered again;
 - :mod:`~symfonic.turns.rehydrate`: the paused round's messages, rebuilt from the checkpoint;
-- :mod:`~symfonic.turns.run_on`: the kernel continued from there;
+- :mod:`~symfonic.turns.continuation`: the kernel continued from there;
 - :mod:`~symfonic.turns.resumed_turn`: settling a claim (publish, second pause, abandon);
 - :mod:`~symfonic.turns.lease`: keeping the claim, and how long its writes may wait;
 - :mod:`~symfonic.turns.budget`: quotas refused before the claim, plans enforced during the turn;

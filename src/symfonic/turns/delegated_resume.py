@@ -34,7 +34,6 @@ from contextlib import aclosing
 from dataclasses import replace
 from datetime import timedelta
 
-import anyio
 from langchain_core.messages import BaseMessage
 
 from symfonic.capabilities.human.turnstate import ResumeOutcome, TurnCheckpoint, TurnCheckpointStore
@@ -56,10 +55,11 @@ from symfonic.core.contracts.types import (
     StopReason,
     ToolResultEvent,
 )
-from symfonic.core.messages import MessageBody, message_of, messages_of
+from symfonic.core.messages import message_of, messages_of
 from symfonic.kernel.delegates import Delegated
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import IssuerScope
+from symfonic.turns.continuation import continue_from, kernel_resume
 from symfonic.turns.delegation import (
     BoundDelegate,
     child_plan,
@@ -67,31 +67,30 @@ from symfonic.turns.delegation import (
     failed_observation,
 )
 from symfonic.turns.lease import ClaimLease
-from symfonic.turns.outcomes import logger
-from symfonic.turns.run_on import continue_from, kernel_resume
-from symfonic.turns.settlement import answer_of_result
+from symfonic.turns.resumed_turn import ResumedTurn
 
-Keep = Callable[[], Awaitable[None]]
+RenewClaims = Callable[[], Awaitable[None]]
+"""Renews every claim the resume already holds, up the chain of callers."""
 
 
-def resume_through(
+def continue_through_delegate(
     kernel: Kernel,
     outcome: ResumeOutcome,
     history: Sequence[BaseMessage],
     *,
     owner: str,
     answered_by: Principal,
-    keep: Keep,
+    renew_claims: RenewClaims,
 ) -> AsyncGenerator[RawEvent, None]:
     """Run a claimed turn on with the answer, through its delegate if its pause stands for one.
 
     ``owner``: the session's owner (a delegate's session has the same);
-    ``answered_by``: who answered; ``keep``: renews the claims already held.
+    ``answered_by``: who answered.
     """
     checkpoint = outcome.turn
     if checkpoint is None or checkpoint.interaction.delegated_pause_id is None:
         return kernel_resume(kernel, outcome, history)
-    return _through_delegate(kernel, outcome, history, checkpoint, owner, answered_by, keep)
+    return _through_delegate(kernel, outcome, history, checkpoint, owner, answered_by, renew_claims)
 
 
 async def _through_delegate(
@@ -101,7 +100,7 @@ async def _through_delegate(
     checkpoint: TurnCheckpoint,
     owner: str,
     answered_by: Principal,
-    keep: Keep,
+    renew_claims: RenewClaims,
 ) -> AsyncGenerator[RawEvent, None]:
     pending = checkpoint.interaction
     delegate = kernel.delegates.get(pending.tool_name)
@@ -111,8 +110,8 @@ async def _through_delegate(
             "agent does not have"
         )
     rounds_left = kernel.limits.max_tool_rounds - checkpoint.counters.rounds
-    step = _DelegateResume(delegate, kernel, owner, answered_by, keep)
-    delegated = await step.run(pending, outcome.response, outcome.status, rounds_left)
+    step = DelegateResume(delegate, kernel, owner, answered_by, renew_claims)
+    delegated = await step.claim_and_run(pending, outcome.response, outcome.status, rounds_left)
     if delegated.interaction is not None:
         # The caller's round stays stopped at the same call, on the new question.
         yield KernelDone(
@@ -142,7 +141,7 @@ async def _through_delegate(
             yield raw
 
 
-class _DelegateResume:
+class DelegateResume:
     """One delegate's pause, claimed and run on, for the caller's claimed pause."""
 
     def __init__(
@@ -151,148 +150,128 @@ class _DelegateResume:
         caller: Kernel,
         owner: str,
         answered_by: Principal,
-        keep: Keep,
+        renew_claims: RenewClaims,
     ) -> None:
         self._delegate = delegate
         self._caller = caller
         self._owner = owner
         self._answered_by = answered_by
-        self._keep = keep
+        self._renew_callers = renew_claims
 
-    async def run(
+    async def claim_and_run(
         self, pending: PendingInteraction, answer: Answer, status: AnswerStatus, rounds_left: int
     ) -> Delegated:
+        """Claim the delegate's pause with the person's answer, run it on, and settle it.
+
+        The claim is the root's single conditional statement; a lost reply is left
+        to the lease, which lapses with the caller's.
+        """
         host = self._delegate.host
         assert pending.delegated_pause_id is not None
         claim_id = uuid.uuid4().hex
         now = host.clock()
-        length = timedelta(seconds=host.claim_lease)
-        claim = Claim(
-            pending.delegated_pause_id,
-            claim_id,
-            self._answered_by.name,
-            answer,
-            status,
-            now,
-            now + length,
+        until = now + timedelta(seconds=host.claim_lease)
+        request = Claim(
+            pending.delegated_pause_id, claim_id, self._answered_by.name, answer, status, now, until
         )
-        claimed = await TurnCheckpointStore(host.store).claim(claim)
+        claimed = await TurnCheckpointStore(host.store).claim(request)
         if claimed is None or claimed.turn is None:
             raise PauseAbandoned(
                 "the delegate's pause this pause stands for can no longer be answered",
                 pause_id=pending.delegated_pause_id,
             )
-        turn = claimed.turn
         lease = ClaimLease(
             host.store,
-            turn.session_id,
+            claimed.turn.session_id,
             claim_id,
             seconds=host.claim_lease,
             clock=host.clock,
             renewed=now,
         )
-        settled = False
-        try:
-            delegated, settled = await self._run_on(
-                pending,
-                ResumeOutcome(turn, answer, turn.interaction.tool_call_id, "", status),
-                claimed.history,
-                lease,
-                rounds_left,
-            )
-            return delegated
-        finally:
-            if not settled:
-                await self._abandon(turn.session_id, claim_id)
-
-    async def _run_on(
-        self,
-        pending: PendingInteraction,
-        outcome: ResumeOutcome,
-        history: list[MessageBody],
-        lease: ClaimLease,
-        rounds_left: int,
-    ) -> tuple[Delegated, bool]:
-        """The delegate's turn run on, and settled: (what it came to, whether it settled)."""
-        tool, host = self._delegate.tool, self._delegate.host
-        turn = outcome.turn
-        assert turn is not None
-        caller_beat = self._caller.heartbeat
-
-        async def beat() -> None:
-            if caller_beat is not None:
-                await caller_beat()
-            await lease.beat()
-
-        async def keep() -> None:
-            await self._keep()
-            await lease.keep()
-
-        runs_for = turn.principal or Principal(self._owner)
-        kernel = tool.agent.kernel(
-            turn.session_id,
-            child_plan(tool.agent, turn.counters.rounds + rounds_left),
-            heartbeat=beat,
-            principal=runs_for,
-            host=host,
+        scope = IssuerScope(self._owner, self._delegate.tool.agent.name)
+        turn = ResumedTurn.won(
+            host.settlement,
+            scope,
+            self._answered_by.name,
+            lease,
+            claimed,
+            parent_session_id=self._caller.session_id,
         )
-        context = tool.agent.context(messages_of(history))
-        result: KernelResult | None = None
         try:
-            resumed = resume_through(
-                kernel,
-                outcome,
-                context,
-                owner=self._owner,
-                answered_by=self._answered_by,
-                keep=keep,
-            )
-            async with aclosing(resumed) as events:
-                async for raw in events:
-                    if isinstance(raw, KernelDone):
-                        result = raw.result
-                        break
-                    await keep()
+            return await self._run_and_settle(turn, lease, pending, answer, status, rounds_left)
+        finally:
+            await turn.release()
+
+    async def _run_and_settle(
+        self,
+        turn: ResumedTurn,
+        lease: ClaimLease,
+        pending: PendingInteraction,
+        answer: Answer,
+        status: AnswerStatus,
+        rounds_left: int,
+    ) -> Delegated:
+        """The delegate's turn run on, and settled as a root's: published, or paused again.
+
+        A delegate that cannot finish is an error observation for the caller's
+        model, and its claim, settled by nothing, is released."""
+        tool, host = self._delegate.tool, self._delegate.host
+        checkpoint = turn.checkpoint
+        assert checkpoint is not None
+        outcome = ResumeOutcome(checkpoint, answer, checkpoint.interaction.tool_call_id, "", status)
+        try:
+            result = await self._result(turn, lease, outcome, rounds_left)
         except ModelError as error:
-            return Delegated(failed_observation(tool, error), ok=False), False
-        assert result is not None
+            return Delegated(failed_observation(tool, error), ok=False)
         if result.stop_reason is StopReason.PAUSED:
             assert result.interaction is not None
             # A claim lease later than the caller's pause, which is recorded after it.
-            event = host.settlement.paused_event(result, now=host.clock() + lease.length)
-            scope = IssuerScope(self._owner, tool.agent.name)
-            await lease.outlast(
-                lambda: host.settlement.record_pause(
-                    turn.session_id,
-                    scope,
-                    event,
-                    result,
-                    turn.base_revision,
-                    supersedes=lease.claim_id,
-                    principal=runs_for,
-                    parent_session_id=self._caller.session_id,
-                )
-            )
+            event = await turn.pause_again(result, now=host.clock() + lease.length)
             stop = delegated_interaction(
                 tool, pending.tool_call_id, dict(pending.args), result.interaction, event.pause_id
             )
-            return Delegated("", ok=True, interaction=stop), True
+            return Delegated("", ok=True, interaction=stop)
         try:
-            answer = answer_of_result(result)
+            published = await turn.publish(result)
         except UnusableFinal as unusable:
-            return Delegated(failed_observation(tool, unusable), False, result.rounds), False
-        done = result
-        await lease.outlast(
-            lambda: host.settlement.publish_resume(
-                turn.session_id, lease.claim_id, answer, messages=done.messages
-            )
-        )
-        return Delegated(answer, ok=True, rounds=result.rounds), True
+            return Delegated(failed_observation(tool, unusable), False, result.rounds)
+        return Delegated(published, ok=True, rounds=result.rounds)
 
-    async def _abandon(self, session_id: str, claim_id: str) -> None:
-        """Abandon the delegate's claim that settled nothing; shielded, never raising."""
-        with anyio.CancelScope(shield=True):
-            try:
-                await self._delegate.host.settlement.abandon(session_id, claim_id)
-            except Exception:
-                logger.warning("could not abandon a delegate's claimed pause", exc_info=True)
+    async def _result(
+        self, turn: ResumedTurn, lease: ClaimLease, outcome: ResumeOutcome, rounds_left: int
+    ) -> KernelResult:
+        """Run the delegate's kernel on from its checkpoint, renewing every claim held."""
+        agent, checkpoint = self._delegate.tool.agent, outcome.turn
+        assert checkpoint is not None
+        callers_heartbeat = self._caller.heartbeat
+
+        async def heartbeat() -> None:
+            if callers_heartbeat is not None:
+                await callers_heartbeat()
+            await lease.renew_now()
+
+        async def renew_claims() -> None:
+            await self._renew_callers()
+            await lease.renew_if_due()
+
+        kernel = agent.kernel(
+            checkpoint.session_id,
+            child_plan(agent, checkpoint.counters.rounds + rounds_left),
+            heartbeat=heartbeat,
+            principal=turn.runs_for,
+            host=self._delegate.host,
+        )
+        resumed = continue_through_delegate(
+            kernel,
+            outcome,
+            agent.context(messages_of(turn.history)),
+            owner=self._owner,
+            answered_by=self._answered_by,
+            renew_claims=renew_claims,
+        )
+        async with aclosing(resumed) as events:
+            async for raw in events:
+                if isinstance(raw, KernelDone):
+                    return raw.result
+                await renew_claims()
+        raise ModelError("the delegate's turn ended without a result")

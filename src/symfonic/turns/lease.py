@@ -8,7 +8,7 @@ its next event, because whatever it would publish is no longer its to publish.
 
 The lease is also what keeps every other worker out, so it bounds how long the
 claim's own writes (publish, second pause, abandon) may wait for a store that is
-out of reach: :meth:`ClaimLease.outlast` retries them until a margin before the
+out of reach: :meth:`ClaimLease.retry_write` retries them until a margin before the
 lease as last written, and only a store that stays away longer than that loses
 the answer. A renewal that meets the outage is not a reason to stop the turn
 either, while the lease it already holds has time left.
@@ -16,7 +16,7 @@ either, while the lease it already holds has time left.
 A store that answers but cannot write (a full disk) is not an outage that
 passes in seconds: nothing is waited for then. The claim's writes fail at once
 (:class:`StoreCannotWrite`, the cleanup is owed to the sweep), and
-:meth:`ClaimLease.keep`, which runs before the gated call and after every event,
+:meth:`ClaimLease.renew_if_due`, which runs before the gated call and after every event,
 stops the turn as soon as the store has refused a write, so no further tool
 runs for a turn that could not be recorded.
 """
@@ -65,8 +65,7 @@ class ClaimLease:
     ) -> None:
         """``renewed``: when the lease the claim wrote was counted from (default: now)."""
         self._store = store
-        self._session_id = session_id
-        self._claim_id = claim_id
+        self.session_id = session_id
         self.claim_id = claim_id
         self._length = timedelta(seconds=seconds)
         self.length = self._length
@@ -87,7 +86,7 @@ class ClaimLease:
         stop = self.deadline() - self._length * RETRY_MARGIN
         return (stop - self._clock()).total_seconds()
 
-    async def keep(self) -> None:
+    async def renew_if_due(self) -> None:
         """Renew once a third of the lease has passed; cheap to call on every event.
 
         Raises :class:`StoreCannotWrite` once the store has refused a write for a
@@ -113,22 +112,22 @@ class ClaimLease:
                         "this resume's claim could not be renewed before its lease ran out; "
                         "nothing will be published"
                     ) from error
-                # The lease still holds; the next event or beat tries again.
+                # The lease still holds; the next event or heartbeat tries again.
                 logger.warning("could not renew a claim's lease: %s", error)
         if self._lost:
             raise PauseAbandoned(
                 "this resume's claim lapsed while the turn ran; nothing will be published"
             )
 
-    async def beat(self) -> None:
-        """Renew now, while a tool runs; a lost claim is raised at the next ``keep``."""
+    async def renew_now(self) -> None:
+        """Renew now, while a tool runs; a lost claim is raised at the next ``renew_if_due``."""
         try:
             await self._renew(self._clock())
         except StoreUnavailable as error:
-            # The next beat or event tries again; the lease has two thirds left.
+            # The next heartbeat or event tries again; the lease has two thirds left.
             logger.warning("could not renew a claim's lease: %s", error)
 
-    async def outlast(self, write: Callable[[], Awaitable[T]]) -> T:
+    async def retry_write(self, write: Callable[[], Awaitable[T]]) -> T:
         """Run one of the claim's writes, retried while the store is out of reach.
 
         Only :class:`StoreUnavailable` is retried: it means nothing was written
@@ -165,7 +164,7 @@ class ClaimLease:
         return await retrying(attempt)
 
     async def _renew(self, now: datetime) -> None:
-        held = await self._store.renew_claim(self._session_id, self._claim_id, now + self._length)
+        held = await self._store.renew_claim(self.session_id, self.claim_id, now + self._length)
         self._lost = not held
         if held:
             self._renewed = now

@@ -2,7 +2,7 @@
 
 This module owns exactly one translation: from a recorded turn state back into
 the messages a provider is sent. ``kernel_resume``
-(:mod:`symfonic.turns.run_on`) runs the kernel on from them; the seed's path,
+(:mod:`symfonic.turns.continuation`) runs the kernel on from them; the seed's path,
 :mod:`symfonic.agent.cutover.rehydration`, re-exports this module.
 
 From the checkpoint, and only from the checkpoint. Nothing here reads a

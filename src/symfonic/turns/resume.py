@@ -1,20 +1,20 @@
-"""A resume: verify, validate, admit, claim, run on, then publish or release.
+"""A resume, as its five steps in order: resolve, refuse or replay, claim, run, settle.
 
-The order is the guarantee. Everything that can refuse the request -- a token
-that does not verify, a principal who may not answer, a pause no longer
-pending, an answer that fails the schema, a refused budget -- is checked before
-the claim, so a refused request never spends the token. The claim is the one
-conditional statement that decides the race; after it, :class:`ResumedTurn`
-either publishes, records a second pause, or moves the pause to ``abandoned``,
-each write retried within the claim's lease while the store is out of reach.
-
-The steps are modules of their own: :mod:`~symfonic.turns.claim` (the checks
-and the claim), :mod:`~symfonic.turns.asked_digest` (the question the answer
-was given to), :mod:`~symfonic.turns.replay` (an identical answer already
-settled), :mod:`~symfonic.turns.run_on` (the kernel continued from the
-checkpoint), :mod:`~symfonic.turns.delegated_resume` (through a delegate first,
-when the pause stands for a delegate's) and :mod:`~symfonic.turns.resumed_turn`
-(the settlement).
+The order is the guarantee. The token is verified once, by
+:mod:`~symfonic.turns.resolve`, whichever transport received it, and the pause
+it names is the only pause the steps after it see. Everything that can refuse
+the request -- a principal who may not answer, a pause no longer pending, an
+answer to another question or failing the schema, a refused budget -- is
+decided before the claim (:mod:`~symfonic.turns.refusals`, then the admission
+in :mod:`~symfonic.turns.claim`), so a refused request never spends the token.
+The claim is the one conditional statement that decides the race, and it hands
+back the :class:`~symfonic.turns.resumed_turn.ResumedTurn` it won. :func:`run`
+continues the kernel from the checkpoint (:mod:`~symfonic.turns.continuation`,
+through a delegate first when the pause stands for one:
+:mod:`~symfonic.turns.delegated_resume`), and :func:`settle` ends the turn in
+one write: publish, or a second pause. A turn that fails after the claim
+abandons it instead, each write retried within the claim's lease while the
+store is out of reach.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
-from symfonic.capabilities.human.answers import validate_answer
 from symfonic.capabilities.human.turnstate import ResumeOutcome
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord
@@ -33,60 +32,61 @@ from symfonic.core.contracts.types import (
     KernelDone,
     ResponseCompleteEvent,
     StopReason,
+    TurnPausedEvent,
     TurnStartedEvent,
 )
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
-from symfonic.turns.asked_digest import edited_digest, same_question
-from symfonic.turns.claim import authorised_pause, claim_read, refusal, replayable
-from symfonic.turns.delegated_resume import resume_through
+from symfonic.turns.asked_digest import edited_digest
+from symfonic.turns.claim import claim
+from symfonic.turns.delegated_resume import continue_through_delegate
 from symfonic.turns.outcomes import error_event
-from symfonic.turns.replay import replay
+from symfonic.turns.refusals import refuse_or_replay, refuse_or_replay_lost
+from symfonic.turns.resolve import ResolvedPause
+from symfonic.turns.resumed_turn import ResumedTurn
 from symfonic.turns.runtime import TurnRuntime
 
 
 async def resume_turn(
     agent: TurnRuntime,
-    token: str,
+    resolved: ResolvedPause,
     answer: Answer,
     principal: Principal,
     status: AnswerStatus = "resolved",
     *,
-    pause: PauseRecord | None = None,
     args_digest: str | None = None,
 ) -> AsyncGenerator[Event, None]:
+    """Answer the resolved pause and run its turn on; request errors raise before any event."""
     now = agent.clock()
-    pause = await authorised_pause(agent, token, principal, now, pause)
-    if not pause.answerable(now):
-        if replayable(pause, answer, status):
-            for event in await replay(agent, pause):
-                yield event
-            return
-        raise refusal(pause, now)
-    if args_digest is not None:
-        same_question(pause, args_digest)
-    validate_answer(pause.response_schema, answer, status, pause.kind)
-    edited = await edited_digest(agent.store, pause, answer, status)
-    won = await claim_read(agent, pause, answer, principal, status, now, edited)
-    if won is None:
-        # Lost the race. If the winner has already settled with this very
-        # answer, this request is an identical replay and gets its outcome.
-        latest = await agent.store.get_pause(pause.pause_id) or pause
-        if replayable(latest, answer, status):
-            for event in await replay(agent, latest):
-                yield event
-            return
-        raise refusal(latest, agent.clock())
-    pause, turn, admitted, lease, claimed = won
-    turn.claimed = True
-    turn.lease = lease  # from here on, the claim's writes wait out an unreachable store
-    # The approval rules of the rounds still to come decide for whoever sent the
-    # turn's message, as recorded, never for the person answering the pause.
-    recorded = claimed.turn.principal if claimed.turn is not None else None
-    turn.runs_for = recorded or Principal(pause.principal)
+    pause = resolved.pause
+    replayed = await refuse_or_replay(agent, pause, answer, principal, status, args_digest, now)
+    turn: ResumedTurn | None = None
+    if replayed is None:
+        edited = await edited_digest(agent.store, pause, answer, status)
+        turn = await claim(agent, pause, answer, principal, status, now, edited)
+        if turn is None:
+            # Lost the race: an identical answer the winner settled is a replay.
+            replayed = await refuse_or_replay_lost(agent, pause, answer, status)
+    if turn is None:
+        for event in replayed or ():
+            yield event
+        return
+    async with aclosing(_claimed_turn(agent, turn, pause, answer, principal, status)) as events:
+        async for event in events:
+            yield event
+
+
+async def _claimed_turn(
+    agent: TurnRuntime,
+    turn: ResumedTurn,
+    pause: PauseRecord,
+    answer: Answer,
+    principal: Principal,
+    status: AnswerStatus,
+) -> AsyncGenerator[Event, None]:
+    """The won claim's frames: started, the kernel's, then the settled outcome or an error."""
     try:
         try:
-            history = messages_of(claimed.history)
             yield TurnStartedEvent(
                 session_id=pause.session_id,
                 run_id=turn.claim_id,
@@ -94,45 +94,10 @@ async def resume_turn(
                 base_revision=pause.base_revision,
                 resumed=True,
             )
-            # The lease is checked after every yield, before any more work: a
-            # consumer can hold the stream at a frame past the lease, and the
-            # gated call must not run for a claim the sweeper has taken back.
-            await lease.keep()
-            outcome = ResumeOutcome(
-                turn=claimed.turn,
-                response=answer,
-                tool_call_id=pause.tool_call_id,
-                interrupt_id=pause.interrupt_id,
-                status=status,
-            )
-            kernel = agent.kernel(
-                pause.session_id, admitted.plan, heartbeat=lease.beat, principal=turn.runs_for
-            )
-            resumed = resume_through(
-                kernel,
-                outcome,
-                agent.context(history),
-                owner=pause.principal,
-                answered_by=principal,
-                keep=lease.keep,
-            )
-            async with aclosing(resumed) as events:
+            async with aclosing(run(agent, turn, pause, answer, principal, status)) as events:
                 async for raw in events:
-                    admitted.observe(raw)
-                    if isinstance(raw, KernelDone):
-                        break
                     yield raw
-                    await lease.keep()
-            result = admitted.observe.result
-            assert result is not None
-            terminal: Event
-            if result.stop_reason is StopReason.PAUSED:
-                terminal = agent.settlement.paused_event(result, now=agent.clock())
-                await turn.settle(terminal)
-            else:
-                terminal = ResponseCompleteEvent(answer=result.answer)
-                await turn.settle(terminal)
-                terminal = terminal.model_copy(update={"revision": turn.revision})
+            terminal = await settle(agent, turn)
         except Exception as error:
             failed = error_event(error)
             await turn.release(
@@ -151,3 +116,58 @@ async def resume_turn(
         yield terminal
     finally:
         await turn.release()
+
+
+async def run(
+    agent: TurnRuntime,
+    turn: ResumedTurn,
+    pause: PauseRecord,
+    answer: Answer,
+    principal: Principal,
+    status: AnswerStatus,
+) -> AsyncGenerator[Event, None]:
+    """The kernel run on from the claimed checkpoint with the answer, up to its done result.
+
+    The lease is checked after every yield, before any more work: a consumer
+    can hold the stream at a frame past the lease, and the gated call must not
+    run for a claim the sweeper has taken back.
+    """
+    lease = turn.lease
+    assert lease is not None
+    await lease.renew_if_due()
+    outcome = ResumeOutcome(
+        turn=turn.checkpoint,
+        response=answer,
+        tool_call_id=pause.tool_call_id,
+        interrupt_id=pause.interrupt_id,
+        status=status,
+    )
+    kernel = agent.kernel(
+        pause.session_id, turn.plan, heartbeat=lease.renew_now, principal=turn.runs_for
+    )
+    resumed = continue_through_delegate(
+        kernel,
+        outcome,
+        agent.context(messages_of(turn.history)),
+        owner=pause.principal,
+        answered_by=principal,
+        renew_claims=lease.renew_if_due,
+    )
+    async with aclosing(resumed) as events:
+        async for raw in events:
+            turn.observe(raw)
+            if isinstance(raw, KernelDone):
+                return
+            yield raw
+            await lease.renew_if_due()
+
+
+async def settle(agent: TurnRuntime, turn: ResumedTurn) -> Event:
+    """Publish the run's answer, or record its second pause; the frame that says which."""
+    result = turn.result
+    assert result is not None
+    if result.stop_reason is StopReason.PAUSED:
+        paused: TurnPausedEvent = await turn.pause_again(result, now=agent.clock())
+        return paused
+    await turn.publish(result)
+    return ResponseCompleteEvent(answer=result.answer, revision=turn.revision)

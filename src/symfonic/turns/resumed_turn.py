@@ -1,4 +1,4 @@
-"""One selected-root resume: what it publishes, and what it settles on failure.
+"""A won claim's turn: what it runs with, and the one write it ends in.
 
 The final answer is read from the kernel's raw done result through the same
 ``answer_of_result`` the first-turn stream publishes with, never from the
@@ -13,9 +13,14 @@ scope. The token is already spent, so this never makes the pause redeemable
 again; it only stops a dead row from staying ``pending``.
 
 Each of those writes -- the publish, the second pause, the abandon -- is run
-through the claim's lease once the host hands it over (``lease``): a store out
-of reach is waited for while the lease keeps every other worker out, so a
-restart of the database does not cost the person their answer.
+through the claim's lease (:meth:`~symfonic.turns.lease.ClaimLease.retry_write`):
+a store out of reach is waited for while the lease keeps every other worker
+out, so a restart of the database does not cost the person their answer.
+
+The claim builds the turn (:meth:`ResumedTurn.won`) with everything it runs
+with -- the lease, whose message it answers, the admitted plan -- and a
+delegate's claimed pause is settled by the same class, its second pause marked
+with the session of the pause that stands for it.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 
 import anyio
 
+from symfonic.capabilities.human.turnstate import ClaimedTurn, TurnCheckpoint
 from symfonic.core.contracts.errors import UnusableFinal
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import (
@@ -37,6 +44,7 @@ from symfonic.core.contracts.types import (
     TurnPausedEvent,
 )
 from symfonic.core.contracts.webhooks import FailedTurn
+from symfonic.core.messages import MessageBody
 from symfonic.kernel.limits import Limits
 from symfonic.turns.budget import BudgetedAgent, IssuerScope, admit_resume_budget
 from symfonic.turns.lease import ClaimLease
@@ -76,7 +84,11 @@ Admission = Callable[[BudgetedAgent, IssuerScope], Admitted]
 
 
 class ResumedTurn:
-    """State shared by the admission, the frames, and the cleanup."""
+    """State shared by the admission, the frames, and the settlement of one claim.
+
+    Built unclaimed (the reference page's constructor) it only admits and
+    settles; :meth:`won` builds the turn a claim won, with what it runs with.
+    """
 
     def __init__(
         self,
@@ -100,58 +112,109 @@ class ResumedTurn:
         # Whose message the turn answers, read from the claimed checkpoint: a
         # second pause records it again for the resume after this one.
         self.runs_for: Principal | None = None
+        self.plan: Limits | None = None
+        self.checkpoint: TurnCheckpoint | None = None
+        self.history: list[MessageBody] = []
+        self._parent_session_id: str | None = None
+
+    @classmethod
+    def won(
+        cls,
+        settlement: Settlement,
+        scope: IssuerScope,
+        answered_by: str,
+        lease: ClaimLease,
+        claimed: ClaimedTurn,
+        *,
+        admitted: Admitted | None = None,
+        parent_session_id: str | None = None,
+    ) -> ResumedTurn:
+        """The turn a won claim runs: its lease, its checkpoint, and whom it runs for.
+
+        The approval rules of the rounds still to come decide for whoever sent
+        the turn's message, as recorded, never for the person answering the
+        pause. ``parent_session_id``: for a delegate's claimed pause, the session
+        of the pause that stands for it, which its second pause is marked with.
+        """
+        turn = cls(settlement, answered_by, lease.session_id, scope, lease.claim_id)
+        turn.claimed = True
+        turn.lease = lease
+        turn.checkpoint, turn.history = claimed.turn, claimed.history
+        recorded = claimed.turn.principal if claimed.turn is not None else None
+        turn.runs_for = recorded or Principal(scope.owner)
+        if admitted is not None:
+            turn._observer, turn.plan = admitted.observe, admitted.plan
+        turn._parent_session_id = parent_session_id
+        return turn
+
+    def observe(self, event: RawEvent) -> None:
+        """Show the admitted observer one raw event: the budget's guard, the done result."""
+        if self._observer is not None:
+            self._observer(event)
+
+    @property
+    def result(self) -> KernelResult | None:
+        """The kernel's done result, once the admitted observer has seen it."""
+        return None if self._observer is None else self._observer.result
 
     def admission(self, *, budgeted: bool) -> Admission:
         """The host's pre-claim admission hook, observing every raw event."""
 
         def admit(agent: BudgetedAgent, issuer_scope: IssuerScope) -> Admitted:
-            budget = admit_resume_budget(agent, issuer_scope) if budgeted else None
-            self._observer = FinalObserver(None if budget is None else budget.event_guard)
-            return Admitted(None if budget is None else budget.prepared_plan, self._observer)
+            admitted = admit_turn(agent, issuer_scope, budgeted=budgeted)
+            self._observer = admitted.observe
+            return admitted
 
         return admit
 
     async def settle(self, event: ResponseCompleteEvent | TurnPausedEvent) -> None:
         """Publish a completion, or record a second pause, before its frame."""
-        settlement = self._settlement
         if isinstance(event, ResponseCompleteEvent):
             if self._observer is None or not self._observer.done:
                 raise UnusableFinal("resumed turn completed without a kernel result")
-            result = self._observer.result
-            answer = answer_of_result(result)
-            assert result is not None
-            self.revision = await self._within_lease(
-                lambda: settlement.publish_resume(
-                    self.session_id,
-                    self.claim_id,
-                    answer,
-                    messages=result.messages,
-                )
-            )
-            self.settled = True
-            return
-        if isinstance(event, TurnPausedEvent):
+            await self.publish(self._observer.result)
+        elif isinstance(event, TurnPausedEvent):
             assert self._observer is not None and self._observer.result is not None
-            paused = self._observer.result
+            await self.record_second_pause(event, self._observer.result)
 
-            async def record() -> None:
-                pause = await settlement.claimed_pause(self.session_id, self.claim_id)
-                await self._settlement.record_pause(
-                    self.session_id,
-                    self._scope,
-                    event,
-                    paused,
-                    pause.base_revision,
-                    supersedes=self.claim_id,
-                    principal=self.runs_for,
-                )
+    async def publish(self, result: KernelResult | None) -> str:
+        """Publish the turn's answer at the claim; the answer (``UnusableFinal``: none)."""
+        answer = answer_of_result(result)
+        assert result is not None
+        self.revision = await self._retried(
+            lambda: self._settlement.publish_resume(
+                self.session_id, self.claim_id, answer, messages=result.messages
+            )
+        )
+        self.settled = True
+        return answer
 
-            await self._within_lease(record)
-            self.settled = True
+    async def pause_again(self, result: KernelResult, *, now: datetime) -> TurnPausedEvent:
+        """Record the turn's second pause, asked at ``now``, superseding the claimed one."""
+        event = self._settlement.paused_event(result, now=now)
+        await self.record_second_pause(event, result)
+        return event
 
-    async def _within_lease(self, write: Callable[[], Awaitable[T]]) -> T:
+    async def record_second_pause(self, event: TurnPausedEvent, result: KernelResult) -> None:
+        async def record() -> None:
+            pause = await self._settlement.claimed_pause(self.session_id, self.claim_id)
+            await self._settlement.record_pause(
+                self.session_id,
+                self._scope,
+                event,
+                result,
+                pause.base_revision,
+                supersedes=self.claim_id,
+                principal=self.runs_for,
+                parent_session_id=self._parent_session_id,
+            )
+
+        await self._retried(record)
+        self.settled = True
+
+    async def _retried(self, write: Callable[[], Awaitable[T]]) -> T:
         """One write of this claim: retried while the lease lasts, once without one."""
-        return await (write() if self.lease is None else self.lease.outlast(write))
+        return await (write() if self.lease is None else self.lease.retry_write(write))
 
     async def release(self, failure: FailedTurn | None = None) -> None:
         """Abandon a claimed pause that published nothing; idempotent, shielded.
@@ -163,7 +226,7 @@ class ResumedTurn:
         self.settled = True
         with anyio.CancelScope(shield=True):
             try:
-                await self._within_lease(
+                await self._retried(
                     lambda: self._settlement.abandon(self.session_id, self.claim_id, failure)
                 )
             except Exception:
@@ -172,3 +235,10 @@ class ResumedTurn:
                     self._principal,
                     exc_info=True,
                 )
+
+
+def admit_turn(agent: BudgetedAgent, scope: IssuerScope, *, budgeted: bool) -> Admitted:
+    """Admit one turn for ``scope``'s owner (``BudgetRefused``), and its observer."""
+    budget = admit_resume_budget(agent, scope) if budgeted else None
+    observe = FinalObserver(None if budget is None else budget.event_guard)
+    return Admitted(None if budget is None else budget.prepared_plan, observe)

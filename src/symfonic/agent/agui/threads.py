@@ -43,10 +43,16 @@ from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui.interrupts import answer_of
 from symfonic.agent.service.host import ServiceHost
-from symfonic.core.contracts.errors import PauseForbidden, RequestError, StoreUnavailable
+from symfonic.core.contracts.errors import (
+    PauseForbidden,
+    PauseNotFound,
+    RequestError,
+    StoreUnavailable,
+)
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import Event, PauseState
+from symfonic.turns.resolve import ResolvedPause, resolve_row
 from symfonic.turns.start import owned_session
 
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
@@ -81,14 +87,17 @@ class NewTurn:
 @dataclass(frozen=True)
 class Resume:
     agent: SymfonicAgent
-    pause: PauseRecord
-    token: str
+    resolved: ResolvedPause
     answer: object
     entry: ResumeEntry
 
+    @property
+    def pause(self) -> PauseRecord:
+        return self.resolved.pause
+
     def events(self, principal: Principal) -> AsyncGenerator[Event, None]:
         return self.agent.resume_stream(
-            self.token, self.answer, principal, status=self.entry.status
+            self.resolved, self.answer, principal, status=self.entry.status
         )
 
 
@@ -180,10 +189,15 @@ async def plan_resume(
             f"a thread has at most one open interrupt; this resume has {len(entries)} entries"
         )
     entry = entries[0]
-    pause_id = agent.settlement.signer.verify(entry.interrupt_id)
-    pause = None if pause_id is None else await store.get_pause(pause_id)
-    if pause is None or pause.session_id != session.session_id:
-        raise ResumeMismatch("the resume entry names no interrupt of this thread")
+    mismatch = ResumeMismatch("the resume entry names no interrupt of this thread")
+    try:
+        resolved = await resolve_row(agent.settlement.signer, store, entry.interrupt_id)
+    except PauseNotFound:
+        raise mismatch from None
+    pause = resolved.pause
+    if pause.session_id != session.session_id:
+        raise mismatch
+    agent.settlement.recent.take(pause.pause_id)
     now = agent.clock()
     open_pause = await store.open_pause(session.session_id)
     unanswered = (
@@ -202,7 +216,7 @@ async def plan_resume(
             raise PauseForbidden(f"{principal.name} may not answer this interrupt")
         return Acknowledge(pause)
     answer = answer_of(pause.kind, entry.status, entry.payload)
-    return Resume(agent, pause, entry.interrupt_id, answer, entry)
+    return Resume(agent, resolved, answer, entry)
 
 
 async def interrupt_open(agent: SymfonicAgent, session_id: str) -> bool:

@@ -2,5 +2,5 @@
 
 "Cutover" is the moment a paused turn passes from its durable checkpoint back to
 a live kernel, on whichever worker won the claim. The code is in
-:mod:`symfonic.turns.rehydrate` and :mod:`symfonic.turns.run_on`.
+:mod:`symfonic.turns.rehydrate` and :mod:`symfonic.turns.continuation`.
 """

@@ -1,8 +1,8 @@
 """``kernel_resume`` at the path its reference page documents.
 
-The implementation lives in :mod:`symfonic.turns.run_on`.
+The implementation lives in :mod:`symfonic.turns.continuation`.
 """
 
-from symfonic.turns.run_on import kernel_resume
+from symfonic.turns.continuation import kernel_resume
 
 __all__ = ["kernel_resume"]

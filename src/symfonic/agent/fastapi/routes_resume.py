@@ -41,14 +41,9 @@ def resume_router(service: HttpService) -> APIRouter:
     async def resume(
         body: ResumeRequest, request: Request, principal: Caller, host: Host
     ) -> Response:
-        agent, pause = await host.pause_of_token(body.token)
+        agent, resolved = await host.resolve(body.token)
         events = agent.resume_stream(
-            body.token,
-            body.answer,
-            principal,
-            status=body.status,
-            pause=pause,
-            args_digest=body.args_digest,
+            resolved, body.answer, principal, status=body.status, args_digest=body.args_digest
         )
         return await respond(request, events, service.shares, principal)
 

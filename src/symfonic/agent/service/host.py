@@ -23,8 +23,9 @@ from symfonic.core.contracts.errors import (
     RequestError,
     SessionNotFound,
 )
-from symfonic.core.contracts.store import PauseRecord, PruneReport, Store, SweepReport
+from symfonic.core.contracts.store import PruneReport, Store, SweepReport
 from symfonic.storage import open_store
+from symfonic.turns.resolve import ResolvedPause, resolve_row
 
 
 class UnknownAgent(RequestError):
@@ -146,14 +147,17 @@ class ServiceHost:
             raise SessionNotFound(f"no session {session_id!r}", session_id=session_id)
         return self.agents[session.agent]
 
-    async def pause_of_token(self, token: str) -> tuple[SymfonicAgent, PauseRecord]:
-        """The pause the token names and its agent; a token that names none is a 404.
+    async def resolve(self, token: str) -> tuple[SymfonicAgent, ResolvedPause]:
+        """The pause the token names, as its row says, and its agent; none is a 404.
 
-        The record goes on to the resume, which would otherwise read it again.
+        The token is verified here, once; the resolved pause goes on to that
+        agent's resume, which starts from it.
         """
         signer = self.agents[self.default_agent].settlement.signer
-        pause_id = signer.verify(token)
-        pause = None if pause_id is None else await self.store.get_pause(pause_id)
-        if pause is None or pause.agent not in self.agents:
+        resolved = await resolve_row(signer, self.store, token)
+        agent = self.agents.get(resolved.pause.agent)
+        if agent is None:
             raise PauseNotFound("the token does not name a pause")
-        return self.agents[pause.agent], pause
+        # The row was read: whatever the pause's own agent kept of it is not needed.
+        agent.settlement.recent.take(resolved.pause.pause_id)
+        return agent, resolved
