@@ -33,7 +33,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-import anyio
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
@@ -58,8 +57,8 @@ from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import IssuerScope
-from symfonic.turns.outcomes import logger
-from symfonic.turns.settlement import Settlement, answer_of_result
+from symfonic.turns.settlement import Settlement
+from symfonic.turns.started_turn import StartedTurn
 
 DEFAULT_DELEGATION_DEPTH = 3
 
@@ -207,12 +206,38 @@ class BoundDelegate:
         self.host = host
 
     async def delegate(self, call: DelegatedCall) -> Delegated:
-        """Run the delegate's first turn on the call's task, in a new session."""
+        """Run the delegate's first turn on the call's task, in a new session.
+
+        It ends as a root's first turn does (:class:`StartedTurn`), at revision 0
+        of its session; a turn that cannot finish is an error observation.
+        """
         if call.rounds_left < 1:
             return Delegated(
                 f"error: no tool rounds are left for the agent {self.tool.agent.name}", ok=False
             )
-        task = str(call.args.get("task") or "")
+        turn = await self._start(call)
+        try:
+            agent = self.tool.agent
+            kernel = agent.kernel(
+                turn.session_id,
+                child_plan(agent, call.rounds_left),
+                heartbeat=call.heartbeat,
+                principal=call.principal,
+                host=self.host,
+            )
+            task = str(call.args.get("task") or "")
+            try:
+                result = await kernel_result(
+                    kernel.run(agent.context(()), [HumanMessage(content=task)])
+                )
+            except ModelError as error:
+                return Delegated(failed_observation(self.tool, error), ok=False)
+            return await self._settle(call, turn, result)
+        finally:
+            await turn.end()
+
+    async def _start(self, call: DelegatedCall) -> StartedTurn:
+        """The delegate's new session, its run marker set, owned by the caller's owner."""
         session_id, owner = await self._child_session(call)
         run_id = uuid.uuid4().hex
         now = self.host.clock()
@@ -220,48 +245,35 @@ class BoundDelegate:
         request = RunRequest(session_id, run_id, now=now, lease_until=lease_until)
         if await self.host.store.begin_run(request) is None:
             raise SessionNotFound("the delegate's new session could not be started")
-        ended = False
-        try:
-            agent = self.tool.agent
-            kernel = agent.kernel(
-                session_id,
-                child_plan(agent, call.rounds_left),
-                heartbeat=call.heartbeat,
-                principal=call.principal,
-                host=self.host,
+        scope = IssuerScope(owner, self.tool.agent.name)
+        return StartedTurn(
+            self.host.settlement,
+            session_id,
+            run_id,
+            scope,
+            0,
+            call.principal,
+            parent_session_id=call.session_id,
+        )
+
+    async def _settle(
+        self, call: DelegatedCall, turn: StartedTurn, result: KernelResult
+    ) -> Delegated:
+        """The delegate's pause recorded as the caller's stop, or its answer published."""
+        if result.stop_reason is StopReason.PAUSED:
+            assert result.interaction is not None
+            # Expires a claim lease after the caller's pause would, which is recorded after it.
+            later = self.host.clock() + timedelta(seconds=self.host.claim_lease)
+            event = await turn.pause(result, now=later)
+            stop = delegated_interaction(
+                self.tool, call.tool_call_id, dict(call.args), result.interaction, event.pause_id
             )
-            try:
-                result = await kernel_result(
-                    kernel.run(agent.context(()), [HumanMessage(content=task)])
-                )
-            except ModelError as error:
-                return Delegated(failed_observation(self.tool, error), ok=False)
-            if result.stop_reason is StopReason.PAUSED:
-                pause_id = await self._record_pause(call, session_id, owner, run_id, result)
-                ended = True
-                assert result.interaction is not None
-                stop = delegated_interaction(
-                    self.tool, call.tool_call_id, dict(call.args), result.interaction, pause_id
-                )
-                return Delegated("", ok=True, rounds=result.rounds, interaction=stop)
-            try:
-                answer = answer_of_result(result)
-            except UnusableFinal as unusable:
-                return Delegated(failed_observation(self.tool, unusable), False, result.rounds)
-            await self.host.settlement.publish_turn(session_id, 0, result.messages, run_id)
-            ended = True
-            return Delegated(answer, ok=True, rounds=result.rounds)
-        finally:
-            if not ended:
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await self.host.store.end_run(session_id, run_id)
-                    except Exception:
-                        logger.warning(
-                            "could not clear a delegate turn's run marker (if the store was "
-                            "out of reach, its next sweep after it is back clears it)",
-                            exc_info=True,
-                        )
+            return Delegated("", ok=True, rounds=result.rounds, interaction=stop)
+        try:
+            answer, _ = await turn.publish(result)
+        except UnusableFinal as unusable:
+            return Delegated(failed_observation(self.tool, unusable), False, result.rounds)
+        return Delegated(answer, ok=True, rounds=result.rounds)
 
     async def _child_session(self, call: DelegatedCall) -> tuple[str, str]:
         """A new session for the delegate, owned by the calling session's owner."""
@@ -284,22 +296,3 @@ class BoundDelegate:
             )
         )
         return session_id, parent.principal
-
-    async def _record_pause(
-        self, call: DelegatedCall, session_id: str, owner: str, run_id: str, result: KernelResult
-    ) -> str:
-        """Record the delegate's pause in its own session, marked as the caller's."""
-        settlement = self.host.settlement
-        later = self.host.clock() + timedelta(seconds=self.host.claim_lease)
-        event = settlement.paused_event(result, now=later)
-        await settlement.record_pause(
-            session_id,
-            IssuerScope(owner, self.tool.agent.name),
-            event,
-            result,
-            0,
-            run_id=run_id,
-            principal=call.principal,
-            parent_session_id=call.session_id,
-        )
-        return event.pause_id

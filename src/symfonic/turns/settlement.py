@@ -1,7 +1,8 @@
 """The writes a turn ends in, each one transaction, and what a finished turn may publish.
 
 Every turn ends in exactly one of these writes: a first turn publishes
-(:meth:`Settlement.publish_turn`) or records its pause; a resumed turn
+(:meth:`Settlement.publish_turn`), records its pause, or clears its run marker
+(:meth:`Settlement.end_run`); a resumed turn
 publishes at its claim (:meth:`Settlement.publish_resume`), records a second
 pause that supersedes the claimed one, or abandons the claim. Every pause is
 written together with its checkpoint, so a token handed to a client always
@@ -174,6 +175,12 @@ class Settlement:
         """Commit a first turn at ``base_revision``, ending its run; the new revision."""
         publish = TurnPublish(session_id, base_revision, bodies_of(messages), run_id)
         return await self.store.publish_turn(publish)
+
+    async def end_run(
+        self, session_id: str, run_id: str, failure: FailedTurn | None = None
+    ) -> None:
+        """Clear a first turn's run marker; ``failure`` is owed as ``turn.failed`` with it."""
+        await self.store.end_run(session_id, run_id, failure)
 
     async def publish_resume(
         self,

@@ -1,5 +1,8 @@
 """A first turn: a user message run to an answer, a pause, or an error.
 
+:func:`first_turn` sets the session's run marker, runs the kernel's rounds, and
+ends in one write through :class:`~symfonic.turns.started_turn.StartedTurn`.
+
 Everything that can refuse the turn (unknown session, another turn running, a
 pending pause, a stale ``base_revision``, the quota) is checked before the
 first event, so a transport can answer with a plain error instead of a stream.
@@ -16,7 +19,6 @@ from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import Literal, NoReturn
 
-import anyio
 from langchain_core.messages import HumanMessage
 
 from symfonic.core.contracts.errors import (
@@ -26,22 +28,25 @@ from symfonic.core.contracts.errors import (
     SessionPaused,
 )
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import RunRequest, SessionRecord
+from symfonic.core.contracts.store import RunRequest, RunStart, SessionRecord
 from symfonic.core.contracts.types import (
     Event,
     KernelDone,
+    KernelResult,
     PauseState,
     ResponseCompleteEvent,
     StopReason,
+    TurnPausedEvent,
     TurnStartedEvent,
 )
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
+from symfonic.kernel.limits import Limits
 from symfonic.turns.budget import IssuerScope, admit_resume_budget
-from symfonic.turns.outcomes import error_event, logger
+from symfonic.turns.outcomes import error_event
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
-from symfonic.turns.settlement import answer_of_result
+from symfonic.turns.started_turn import StartedTurn
 
 OnPendingPause = Literal["reject", "abandon"]
 
@@ -83,18 +88,14 @@ async def _refuse(
     raise SessionBusy("another turn is running on this session", session_id=session_id)
 
 
-async def first_turn(
+async def _begin(
     agent: TurnRuntime,
     principal: Principal,
-    message: str,
-    session_id: str | None,
-    *,
-    base_revision: int | None = None,
-    on_pending_pause: OnPendingPause = "reject",
-) -> AsyncGenerator[Event, None]:
-    store = agent.store
-    if session_id is None:
-        session_id = await agent.create_session(principal)
+    session_id: str,
+    base_revision: int | None,
+    on_pending_pause: OnPendingPause,
+) -> tuple[RunStart, str]:
+    """Set the session's run marker, or raise why not; the run and its id."""
     now = agent.clock()
     run_id = uuid.uuid4().hex
     # Every check that can refuse the turn is in the statement that marks it
@@ -108,7 +109,7 @@ async def first_turn(
         base_revision=base_revision,
         refuse_pending=on_pending_pause == "reject",
     )
-    start = await store.begin_run(request)
+    start = await agent.store.begin_run(request)
     if start is None:
         await _refuse(
             agent,
@@ -118,19 +119,36 @@ async def first_turn(
             on_pending_pause=on_pending_pause,
             now=now,
         )
+    return start, run_id
+
+
+async def first_turn(
+    agent: TurnRuntime,
+    principal: Principal,
+    message: str,
+    session_id: str | None,
+    *,
+    base_revision: int | None = None,
+    on_pending_pause: OnPendingPause = "reject",
+) -> AsyncGenerator[Event, None]:
+    """Run ``message`` as a new turn of the session (a new one if ``None``).
+
+    Publishing or recording the pause ends the run in the same transaction;
+    only a turn that did neither has a run marker left to clear.
+    """
+    if session_id is None:
+        session_id = await agent.create_session(principal)
+    start, run_id = await _begin(agent, principal, session_id, base_revision, on_pending_pause)
     session = start.session
-    # Publishing or recording the pause ends the run in the same transaction;
-    # only a turn that did neither has a run marker left to clear.
-    ended = False
+    scope = IssuerScope(session.principal, agent.name)
+    turn = StartedTurn(agent.settlement, session_id, run_id, scope, session.revision, principal)
     failure: FailedTurn | None = None
     try:
-        scope = IssuerScope(session.principal, agent.name)
         budget = admit_resume_budget(agent, scope)
         # Abandoned only once nothing can refuse the turn any more, so a refused
         # turn leaves the pending pause answerable.
         if start.pending_pause:
-            await store.abandon_pending(session_id)
-        history = messages_of(start.history)
+            await agent.store.abandon_pending(session_id)
         yield TurnStartedEvent(
             session_id=session_id,
             run_id=run_id,
@@ -140,36 +158,12 @@ async def first_turn(
         )
         observe = FinalObserver(budget.event_guard)
         try:
-            kernel = agent.kernel(session_id, budget.prepared_plan, principal=principal)
-            run = kernel.run(agent.context(history), [HumanMessage(content=message)])
+            run = _run(agent, observe, budget.prepared_plan, start, message, principal)
             async with aclosing(run) as events:
                 async for raw in events:
-                    observe(raw)
-                    if isinstance(raw, KernelDone):
-                        break
                     yield raw
-            result = observe.result
-            assert result is not None
-            if result.stop_reason is StopReason.PAUSED:
-                paused = agent.settlement.paused_event(result, now=agent.clock())
-                await agent.settlement.record_pause(
-                    session_id,
-                    scope,
-                    paused,
-                    result,
-                    session.revision,
-                    run_id=run_id,
-                    principal=principal,
-                )
-                ended = True
-                yield paused
-                return
-            answer = answer_of_result(result)
-            revision = await agent.settlement.publish_turn(
-                session_id, session.revision, result.messages, run_id
-            )
-            ended = True
-            yield ResponseCompleteEvent(answer=answer, revision=revision)
+            assert observe.result is not None
+            yield await _settle(agent, turn, observe.result)
         except Exception as error:
             failed = error_event(error)
             failure = FailedTurn(
@@ -177,13 +171,32 @@ async def first_turn(
             )
             yield failed
     finally:
-        if not ended:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await store.end_run(session_id, run_id, failure)
-                except Exception:
-                    logger.warning(
-                        "could not clear a finished turn's run marker (if the store was out "
-                        "of reach, its next sweep after it is back clears it)",
-                        exc_info=True,
-                    )
+        await turn.end(failure)
+
+
+async def _run(
+    agent: TurnRuntime,
+    observe: FinalObserver,
+    plan: Limits,
+    start: RunStart,
+    message: str,
+    principal: Principal,
+) -> AsyncGenerator[Event, None]:
+    """The kernel's rounds on the message, up to (not including) its done result."""
+    kernel = agent.kernel(start.session.session_id, plan, principal=principal)
+    run = kernel.run(agent.context(messages_of(start.history)), [HumanMessage(content=message)])
+    async with aclosing(run) as events:
+        async for raw in events:
+            observe(raw)
+            if isinstance(raw, KernelDone):
+                return
+            yield raw
+
+
+async def _settle(agent: TurnRuntime, turn: StartedTurn, result: KernelResult) -> Event:
+    """Record the turn's pause, or publish its answer; the frame that says which."""
+    if result.stop_reason is StopReason.PAUSED:
+        paused: TurnPausedEvent = await turn.pause(result, now=agent.clock())
+        return paused
+    answer, revision = await turn.publish(result)
+    return ResponseCompleteEvent(answer=answer, revision=revision)

@@ -116,7 +116,9 @@ async def _ran(
         except PauseAlreadyClaimed:
             if projection.started or waited:
                 raise
-            await claim_settled(plan.agent, plan.pause.pause_id, claim_wait)
+            settled = await claim_settled(plan.agent, plan.pause.pause_id, claim_wait)
+            # The resume goes on from the pause as the claim left it.
+            plan = plan if settled is None else plan.reread(settled)
             waited = True
 
 

@@ -69,13 +69,13 @@ async def claim_settled(
     pause_id: str,
     wait: float,
     clock: Callable[[], float] = anyio.current_time,
-) -> None:
-    """Return once no request holds a claim on the pause; past ``wait`` seconds, refuse."""
+) -> PauseRecord | None:
+    """The pause once no request holds a claim on it; past ``wait`` seconds, refuse."""
     deadline = clock() + wait
     while True:
         row = await agent.store.get_pause(pause_id)
         if row is None or row.state is not PauseState.CLAIMED:
-            return
+            return row
         if clock() >= deadline:
             raise PauseAlreadyClaimed(
                 f"another answer to this interrupt was still being carried out after "

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 
@@ -94,6 +94,10 @@ class Resume:
     @property
     def pause(self) -> PauseRecord:
         return self.resolved.pause
+
+    def reread(self, pause: PauseRecord) -> Resume:
+        """This resume, from the pause as read again (the token stays the one verified)."""
+        return replace(self, resolved=ResolvedPause(self.resolved.token, pause))
 
     def events(self, principal: Principal) -> AsyncGenerator[Event, None]:
         return self.agent.resume_stream(
