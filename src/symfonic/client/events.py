@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from symfonic.client.models import Pause, PausePage, _Response
+from symfonic.client.models import ApiModel, Pause, PausePage
 from symfonic.client.sse import Frame
 from symfonic.core.contracts.types import (
     STREAM_EVENTS,
@@ -68,7 +68,7 @@ class PauseSnapshot(PausePage):
     position: str | None = None
 
 
-class PauseChange(_Response):
+class PauseChange(ApiModel):
     """``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``.
 
     ``pause`` is the listing's item (token included) on ``pause.created`` while

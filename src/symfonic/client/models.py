@@ -24,24 +24,26 @@ from symfonic.core.contracts.webhooks import (
 )
 
 
-class _Response(BaseModel):
+class ApiModel(BaseModel):
+    """What every response model shares: frozen, and blind to fields it does not know."""
+
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
-class SessionCreated(_Response):
+class SessionCreated(ApiModel):
     session_id: str
     agent: str
     revision: int
     status: Literal["idle"]
 
 
-class ToolCall(_Response):
+class ToolCall(ApiModel):
     id: str
     name: str
     args: dict[str, Any]
 
 
-class Message(_Response):
+class Message(ApiModel):
     """One committed message of a session."""
 
     role: str
@@ -52,7 +54,7 @@ class Message(_Response):
     status: str | None = None
 
 
-class Pause(_Response, PauseQuestion, frozen=True):  # type: ignore[misc]
+class Pause(ApiModel, PauseQuestion, frozen=True):  # type: ignore[misc]
     """A pause as the caller may see it; ``token`` only while the caller may answer it."""
 
     session_id: str
@@ -70,7 +72,7 @@ class Pause(_Response, PauseQuestion, frozen=True):  # type: ignore[misc]
     recent_messages: list[Message] | None = None
 
 
-class PausePage(_Response):
+class PausePage(ApiModel):
     """One page of a listing: ``total`` counts every page; ``next_cursor`` is None on the last."""
 
     pauses: list[Pause]
@@ -78,7 +80,7 @@ class PausePage(_Response):
     next_cursor: str | None
 
 
-class Session(_Response):
+class Session(ApiModel):
     session_id: str
     agent: str
     revision: int
@@ -89,7 +91,7 @@ class Session(_Response):
     messages: list[Message]
 
 
-class Delivery(_Response):
+class Delivery(ApiModel):
     """One webhook event owed to one URL, and how its delivery went."""
 
     id: int
@@ -107,11 +109,11 @@ class Delivery(_Response):
     delivered_at: datetime | None
 
 
-class DeliveryList(_Response):
+class DeliveryList(ApiModel):
     deliveries: list[Delivery]
 
 
-class Destination(_Response):
+class Destination(ApiModel):
     """One webhook URL's circuit: closed, open until ``retry_at``, or half-open."""
 
     url: str
@@ -123,9 +125,9 @@ class Destination(_Response):
     summary: str
 
 
-class DestinationList(_Response):
+class DestinationList(ApiModel):
     destinations: list[Destination]
 
 
-class Health(_Response):
+class Health(ApiModel):
     status: Literal["ok"]
