@@ -7,4 +7,6 @@ export default defineConfig({
   plugins: [react()],
   server: { port: 5173, strictPort: true },
   preview: { port: 4173, strictPort: true },
+  // CopilotKit's chat brings Markdown, code highlighting and diagrams: large chunks are expected.
+  build: { chunkSizeWarningLimit: 3000 },
 });

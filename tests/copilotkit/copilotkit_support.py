@@ -39,7 +39,11 @@ def require_example() -> None:
     """Skip (or, in CI, fail) when Chromium, Node or the example's packages are missing."""
     require_browser()
     if shutil.which("node") is None or shutil.which("npm") is None:
-        missing("Node.js and npm are not installed (apt-get install -y nodejs npm)")
+        missing("Node.js and npm are not installed (the example needs Node 20.19+)")
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
+    major, minor = (int(part) for part in version.strip().lstrip("v").split(".")[:2])
+    if not (major > 22 or (major, minor) >= (22, 12) or (major == 20 and minor >= 19)):
+        missing(f"Node.js {version.strip()} is too old for the example's Vite (20.19+ or 22.12+)")
     if not (EXAMPLE / "node_modules" / ".bin" / "vite").exists():
         missing(f"the example's packages are not installed (cd {EXAMPLE} && npm ci)")
 

@@ -59,12 +59,17 @@ def browser(served: Served) -> Iterator[Any]:
 
 @pytest.fixture
 def context(browser: Any) -> Iterator[Any]:
+    """A browser context; the page may fetch nothing but the site and the API."""
     opened = browser.new_context(viewport={"width": 900, "height": 760})
     opened.set_default_timeout(WAIT)
+    fetched: list[str] = []
+    opened.on("request", lambda request: fetched.append(request.url))
     try:
         yield opened
     finally:
         opened.close()
+    elsewhere = [url for url in fetched if not url.startswith(("http://127.0.0.1:", "data:"))]
+    assert elsewhere == [], f"the page fetched from outside: {elsewhere}"
 
 
 def signed_in(context: Any, served: Served, query: str = "") -> Any:
