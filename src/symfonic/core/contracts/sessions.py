@@ -1,0 +1,104 @@
+"""Sessions and the first turns that hold them: two roles of the storage port.
+
+A session's committed history only grows, one published turn at a time, each
+at the revision it started from: :meth:`RunStore.publish_turn` appends at
+``base_revision`` or raises ``RevisionConflict``, so two turns that started
+from the same history never both land. A first turn holds its session with a
+run marker while it runs, set and refused in one conditional statement
+(:meth:`RunStore.begin_run`), never a read followed by a write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from symfonic.core.contracts.webhooks import FailedTurn
+from symfonic.core.messages import MessageBody
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    session_id: str
+    principal: str
+    agent: str
+    revision: int
+    metadata: dict[str, Any]
+    created_at: datetime
+    running: bool = False
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """A first turn's run marker, set: the session as it was marked, its committed
+    history at that revision, and whether a pause was still waiting for an answer
+    (only possible when such a pause was not to refuse the turn)."""
+
+    session: SessionRecord
+    history: list[MessageBody]
+    pending_pause: bool
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A first turn asking to hold its session, and what may refuse it.
+
+    Refused when the session does not exist, is not ``principal``'s (unless
+    ``None``), has another unexpired run marker, has a pause being answered, is
+    not at ``base_revision`` (if given), or, with ``refuse_pending``, has a
+    pause still waiting for an answer.
+    """
+
+    session_id: str
+    run_id: str
+    now: datetime
+    lease_until: datetime
+    principal: str | None = None
+    base_revision: int | None = None
+    refuse_pending: bool = False
+
+
+@dataclass(frozen=True)
+class TurnPublish:
+    """A first turn's messages, to append at the revision it started from."""
+
+    session_id: str
+    base_revision: int
+    messages: Sequence[MessageBody]
+    run_id: str
+
+
+class SessionStore(Protocol):
+    """Sessions and their committed history, read at a revision."""
+
+    async def create_session(self, session: SessionRecord) -> None: ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]: ...
+
+
+class RunStore(Protocol):
+    """A first turn's hold on its session: marked, published, or ended."""
+
+    async def begin_run(self, request: RunRequest) -> RunStart | None:
+        """Mark a first turn running, in one conditional statement; ``None`` if refused.
+
+        The caller reads which of :class:`RunRequest`'s refusals it was. The
+        history the turn runs on comes with the marker, read in the same
+        transaction.
+        """
+        ...
+
+    async def end_run(
+        self, session_id: str, run_id: str, failure: FailedTurn | None = None
+    ) -> None:
+        """Clear this run's marker; with ``failure``, owe ``turn.failed`` in the same
+        transaction (once, however often it is run)."""
+        ...
+
+    async def publish_turn(self, publish: TurnPublish) -> int:
+        """Append a first turn at its base revision, ending its run; raises RevisionConflict."""
+        ...
