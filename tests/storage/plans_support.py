@@ -19,8 +19,8 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from symfonic.storage.sqlite import _bound
 from symfonic.storage.sqlite_file import path_of
+from symfonic.storage.sqlite_statements import bound as _bound
 from symfonic.storage.statements import Params, Row, Statement
 from symfonic.storage.transactions import Connection, SqlTransactions
 

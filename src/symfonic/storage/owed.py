@@ -3,13 +3,14 @@
 A failed turn leaves two things to clean up, each retried for a few seconds
 while the store is briefly away:
 
-- a resume's claim, abandoned (:func:`symfonic.storage.pause_writes.abandon_claim`);
+- a resume's claim, abandoned
+  (:meth:`~symfonic.storage.pause_writes.SqlPauseWrites.abandon_claim`);
   unwritten, the pause would stay ``claimed`` until its lease ran out;
-- a first turn's run marker, cleared (:func:`symfonic.storage.runs.end_run`);
+- a first turn's run marker, cleared (:meth:`~symfonic.storage.runs.SqlRuns.end_run`);
   unwritten, the session would refuse turns until its run lease ran out, ten
   minutes by default, though the turn is long over. A marking whose reply was
-  lost (:func:`symfonic.storage.runs.begin_run`) is owed a clear too, since its
-  statement may have committed.
+  lost (:meth:`~symfonic.storage.runs.SqlRuns.begin_run`) is owed a clear too,
+  since its statement may have committed.
 
 When the store stays unable longer (a full disk, an outage), the cleanup is
 kept here and every sweep writes the ones owed first, so after an outage of any

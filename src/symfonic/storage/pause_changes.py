@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import anyio
 
-from symfonic.core.contracts.store import PauseChange
+from symfonic.core.contracts.pause_changes import PauseChange
 from symfonic.core.contracts.types import PauseState
 from symfonic.storage.rows import PAUSE_COLUMNS, aware, pause_of
 from symfonic.storage.statements import Row, Statement, first

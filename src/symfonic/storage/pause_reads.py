@@ -1,4 +1,4 @@
-"""Reading pauses: by id, by claim, a session's open one and its trail.
+"""Reading pauses: by id, by claim, a session's open one and its trail, and a listing.
 
 Each read is one statement. None of them decides anything another worker could
 race for: a decision is always the conditional write of
@@ -7,7 +7,8 @@ race for: a decision is always the conditional write of
 
 from __future__ import annotations
 
-from symfonic.core.contracts.store import CheckpointRecord, PauseRecord
+from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
+from symfonic.storage import pause_listing
 from symfonic.storage.rows import CHECKPOINT_COLUMNS, PAUSE_COLUMNS, checkpoint_of, pause_of
 from symfonic.storage.statements import Params, Statement, first
 from symfonic.storage.transactions import SqlTransactions
@@ -40,24 +41,30 @@ async def _all(store: SqlTransactions, statement: Statement, params: Params) -> 
     return [pause_of(row) for row in await store.read_rows(statement, params)]
 
 
-async def get_pause(store: SqlTransactions, pause_id: str) -> PauseRecord | None:
-    return await _one(store, GET_PAUSE, {"pause_id": pause_id})
+class SqlPauseReads(SqlTransactions):
+    """The reads of the port's :class:`~symfonic.core.contracts.pauses.PauseStore`."""
+
+    async def get_pause(self, pause_id: str) -> PauseRecord | None:
+        return await _one(self, GET_PAUSE, {"pause_id": pause_id})
+
+    async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None:
+        row = first(await self.read_rows(LOAD_CHECKPOINT, {"pause_id": pause_id}))
+        return None if row is None else checkpoint_of(row)
+
+    async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
+        return await _one(self, CLAIMED_PAUSE, {"session_id": session_id, "claim_id": claim_id})
+
+    async def open_pause(self, session_id: str) -> PauseRecord | None:
+        return await _one(self, OPEN_PAUSE, {"session_id": session_id})
+
+    async def session_pauses(self, session_id: str) -> list[PauseRecord]:
+        return await _all(self, SESSION_PAUSES, {"session_id": session_id})
 
 
-async def load_checkpoint(store: SqlTransactions, pause_id: str) -> CheckpointRecord | None:
-    row = first(await store.read_rows(LOAD_CHECKPOINT, {"pause_id": pause_id}))
-    return None if row is None else checkpoint_of(row)
+class SqlPauseListing(SqlTransactions):
+    """The port's :class:`~symfonic.core.contracts.pause_listing.PauseListing`: its
+    queries are written once, in :mod:`symfonic.storage.pause_listing`."""
 
-
-async def claimed_pause(
-    store: SqlTransactions, session_id: str, claim_id: str
-) -> PauseRecord | None:
-    return await _one(store, CLAIMED_PAUSE, {"session_id": session_id, "claim_id": claim_id})
-
-
-async def open_pause(store: SqlTransactions, session_id: str) -> PauseRecord | None:
-    return await _one(store, OPEN_PAUSE, {"session_id": session_id})
-
-
-async def session_pauses(store: SqlTransactions, session_id: str) -> list[PauseRecord]:
-    return await _all(store, SESSION_PAUSES, {"session_id": session_id})
+    list_pauses = pause_listing.list_pauses
+    count_pauses = pause_listing.count_pauses
+    count_pending = pause_listing.count_pending

@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
-from symfonic.core.contracts.store import (
+from symfonic.core.contracts.pauses import (
     Claim,
     ClaimedPause,
     NewPause,
@@ -227,146 +227,149 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
     }
 
 
-async def record_pause(store: SqlTransactions, new: NewPause) -> None:
-    session_id = new.pause.session_id
-    if new.supersedes is None and new.run_id is None:
-        await store.write_count(INSERT_PAUSE, _pause_params(new, None))
-        return
-    if new.supersedes is None and store.dialect is Dialect.POSTGRESQL:
-        params = {**_pause_params(new, None), "run_id": new.run_id}
-        row = first(await store.write_rows(RECORD_RUN_PAUSE, params))
-        if row is None or row["recorded"] != 1:
-            raise run_lost(session_id)
-        return
+class SqlPauseWrites(SqlTransactions):
+    """The transitions of the port's :class:`~symfonic.core.contracts.pauses.PauseStore`."""
 
-    async def end_run_then_insert(connection: Connection) -> None:
-        replaced: str | None = None
-        if new.run_id is not None:
-            # Only the run that holds the session may record its pause: one whose
-            # marker lapsed (or was lost) while it ran records nothing.
-            ending = {"session_id": session_id, "run_id": new.run_id}
-            if await connection.count(END_RUN[Dialect.SQLITE], ending) != 1:
+    async def record_pause(self, new: NewPause) -> None:
+        session_id = new.pause.session_id
+        if new.supersedes is None and new.run_id is None:
+            await self.write_count(INSERT_PAUSE, _pause_params(new, None))
+            return
+        if new.supersedes is None and self.dialect is Dialect.POSTGRESQL:
+            params = {**_pause_params(new, None), "run_id": new.run_id}
+            row = first(await self.write_rows(RECORD_RUN_PAUSE, params))
+            if row is None or row["recorded"] != 1:
                 raise run_lost(session_id)
-        if new.supersedes is not None:
-            outcome = json_text({"status": "paused", "pause_id": new.pause.pause_id})
-            superseding = {"session_id": session_id, "claim_id": new.supersedes, "outcome": outcome}
-            row = first(await connection.rows(SUPERSEDE, superseding))
-            if row is None:
-                raise PauseAbandoned(
-                    "the claim this turn resumed was lost before its second pause "
-                    "could be recorded",
-                    claim_id=new.supersedes,
-                )
-            replaced = row["pause_id"]
-        await connection.count(INSERT_PAUSE, _pause_params(new, replaced))
+            return
 
-    await store.transaction(end_run_then_insert)
+        async def end_run_then_insert(connection: Connection) -> None:
+            replaced: str | None = None
+            if new.run_id is not None:
+                # Only the run that holds the session may record its pause: one whose
+                # marker lapsed (or was lost) while it ran records nothing.
+                ending = {"session_id": session_id, "run_id": new.run_id}
+                if await connection.count(END_RUN[Dialect.SQLITE], ending) != 1:
+                    raise run_lost(session_id)
+            if new.supersedes is not None:
+                outcome = json_text({"status": "paused", "pause_id": new.pause.pause_id})
+                superseding = {
+                    "session_id": session_id,
+                    "claim_id": new.supersedes,
+                    "outcome": outcome,
+                }
+                row = first(await connection.rows(SUPERSEDE, superseding))
+                if row is None:
+                    raise PauseAbandoned(
+                        "the claim this turn resumed was lost before its second pause "
+                        "could be recorded",
+                        claim_id=new.supersedes,
+                    )
+                replaced = row["pause_id"]
+            await connection.count(INSERT_PAUSE, _pause_params(new, replaced))
 
+        await self.transaction(end_run_then_insert)
 
-async def claim_pause(store: SqlTransactions, claim: Claim) -> ClaimedPause | None:
-    params = {
-        "pause_id": claim.pause_id,
-        "claim_id": claim.claim_id,
-        "lease_until": claim.lease_until,
-        "principal": claim.principal,
-        "at": claim.at,
-        "answer": json_text(claim.answer),
-        "status": claim.status,
-        "edited_args_digest": claim.edited_args_digest,
-    }
-    won = await with_history(store, CLAIM, params, "base_revision")
-    if won is None:
-        return None
-    row, history = won
-    return ClaimedPause(checkpoint_of(row), history)
-
-
-async def renew_claim(
-    store: SqlTransactions, session_id: str, claim_id: str, until: datetime
-) -> bool:
-    params = {"session_id": session_id, "claim_id": claim_id, "lease_until": until}
-    return await store.write_count(RENEW_CLAIM, params) == 1
-
-
-async def publish_resume(store: SqlTransactions, publish: ResumePublish) -> int:
-    session_id, claim_id, bodies = publish.session_id, publish.claim_id, publish.messages
-    outcome = json_text({"status": "complete", "answer": publish.answer})
-    if store.dialect is Dialect.POSTGRESQL:
+    async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
         params = {
-            "session_id": session_id,
-            "claim_id": claim_id,
-            "outcome": outcome,
-            "added": len(bodies),
-            "bodies": body_texts(bodies),
+            "pause_id": claim.pause_id,
+            "claim_id": claim.claim_id,
+            "lease_until": claim.lease_until,
+            "principal": claim.principal,
+            "at": claim.at,
+            "answer": json_text(claim.answer),
+            "status": claim.status,
+            "edited_args_digest": claim.edited_args_digest,
         }
-        (row,) = await store.write_rows(PUBLISH_RESUME, params)
-        if row["base_revision"] is None:
-            raise claim_lapsed(claim_id)
-        if row["revision"] is None:
-            raise revision_conflict(session_id, int(row["base_revision"]))
-        return int(row["revision"])
+        won = await with_history(self, CLAIM, params, "base_revision")
+        if won is None:
+            return None
+        row, history = won
+        return ClaimedPause(checkpoint_of(row), history)
 
-    async def publish_then_append(connection: Connection) -> int:
-        params = {"session_id": session_id, "claim_id": claim_id, "outcome": outcome}
-        row = first(await connection.rows(PUBLISH_PAUSE, params))
-        if row is None:
-            raise claim_lapsed(claim_id)
-        # A revision conflict raised here rolls the pause update back with it.
-        return await append(connection, session_id, int(row["base_revision"]), bodies)
+    async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
+        params = {"session_id": session_id, "claim_id": claim_id, "lease_until": lease_until}
+        return await self.write_count(RENEW_CLAIM, params) == 1
 
-    return await store.transaction(publish_then_append)
+    async def publish_resume(self, publish: ResumePublish) -> int:
+        session_id, claim_id, bodies = publish.session_id, publish.claim_id, publish.messages
+        outcome = json_text({"status": "complete", "answer": publish.answer})
+        if self.dialect is Dialect.POSTGRESQL:
+            params = {
+                "session_id": session_id,
+                "claim_id": claim_id,
+                "outcome": outcome,
+                "added": len(bodies),
+                "bodies": body_texts(bodies),
+            }
+            (row,) = await self.write_rows(PUBLISH_RESUME, params)
+            if row["base_revision"] is None:
+                raise claim_lapsed(claim_id)
+            if row["revision"] is None:
+                raise revision_conflict(session_id, int(row["base_revision"]))
+            return int(row["revision"])
 
+        async def publish_then_append(connection: Connection) -> int:
+            params = {"session_id": session_id, "claim_id": claim_id, "outcome": outcome}
+            row = first(await connection.rows(PUBLISH_PAUSE, params))
+            if row is None:
+                raise claim_lapsed(claim_id)
+            # A revision conflict raised here rolls the pause update back with it.
+            return await append(connection, session_id, int(row["base_revision"]), bodies)
 
-async def abandon_claim(
-    store: SqlTransactions, session_id: str, claim_id: str, failure: FailedTurn | None = None
-) -> bool:
-    """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
+        return await self.transaction(publish_then_append)
 
-    A failed turn's cleanup: retried while the store is briefly unavailable; if
-    it still cannot be written, the store owes it and every sweep tries it again
-    (:mod:`symfonic.storage.owed`), so the pause does not stay ``claimed`` for
-    the rest of its lease. A turn that failed also owes ``turn.failed``, in the
-    same transaction.
-    """
-    params = {"session_id": session_id, "claim_id": claim_id}
+    async def abandon_claim(
+        self, session_id: str, claim_id: str, failure: FailedTurn | None = None
+    ) -> bool:
+        """Move this claim's pause to ``abandoned``; false if it already left ``claimed``.
 
-    async def abandon_then_owe(connection: Connection) -> bool:
-        abandoned = await connection.count(ABANDON_CLAIM, params)
-        if failure is not None:
-            await owe_failed_turn(connection, failure)
-        return abandoned == 1
+        A failed turn's cleanup: retried while the store is briefly unavailable; if
+        it still cannot be written, the store owes it and every sweep tries it again
+        (:mod:`symfonic.storage.owed`), so the pause does not stay ``claimed`` for
+        the rest of its lease. A turn that failed also owes ``turn.failed``, in the
+        same transaction.
+        """
+        params = {"session_id": session_id, "claim_id": claim_id}
 
-    try:
-        if failure is None:
-            return await store.cleanup(ABANDON_CLAIM, params) == 1
-        return await store.cleanup_transaction(abandon_then_owe)
-    except StoreUnavailable:
+        async def abandon_then_owe(connection: Connection) -> bool:
+            abandoned = await connection.count(ABANDON_CLAIM, params)
+            if failure is not None:
+                await owe_failed_turn(connection, failure)
+            return abandoned == 1
 
-        async def abandon_later() -> int:
-            return int(await store.transaction(abandon_then_owe))
+        try:
+            if failure is None:
+                return await self.cleanup(ABANDON_CLAIM, params) == 1
+            return await self.cleanup_transaction(abandon_then_owe)
+        except StoreUnavailable:
 
-        store.owed.owe(Kind.ABANDON, session_id, claim_id, abandon_later)
-        raise
+            async def abandon_later() -> int:
+                return int(await self.transaction(abandon_then_owe))
 
+            self.owed.owe(Kind.ABANDON, session_id, claim_id, abandon_later)
+            raise
 
-async def abandon_pending(store: SqlTransactions, session_id: str) -> int:
-    return len(await store.write_rows(ABANDON_PENDING, {"session_id": session_id}))
+    async def abandon_pending(self, session_id: str) -> int:
+        return len(await self.write_rows(ABANDON_PENDING, {"session_id": session_id}))
 
+    async def sweep(self, now: datetime) -> SweepReport:
+        """Expire stale pending pauses and abandon claims whose lease ran out, after
+        writing the cleanups owed since the store could not (:mod:`symfonic.storage.owed`).
 
-async def sweep(store: SqlTransactions, now: datetime) -> SweepReport:
-    """Expire stale pending pauses and abandon claims whose lease ran out.
-
-    Rows another transaction holds (a claim being won, a lease being renewed, a
-    publish) are skipped rather than waited for: a sweep never blocks a turn,
-    and sweepers on many workers never deadlock on each other. Each batch of at
-    most ``SWEEP_BATCH`` pauses is a transaction of its own, run where the
-    adapter keeps long work (:meth:`SqlTransactions.background_transaction`), and
-    each finds its rows through the index of the pauses due, so a pass costs
-    what it moves, not what waits.
-    """
-    expired = await _in_batches(store, EXPIRE[store.dialect], now)
-    abandoned = await _in_batches(store, ABANDON_LAPSED[store.dialect], now)
-    return SweepReport(expired=expired, abandoned=abandoned)
+        Rows another transaction holds (a claim being won, a lease being renewed, a
+        publish) are skipped rather than waited for: a sweep never blocks a turn,
+        and sweepers on many workers never deadlock on each other. Each batch of at
+        most ``SWEEP_BATCH`` pauses is a transaction of its own, run where the
+        adapter keeps long work (:meth:`SqlTransactions.background_transaction`), and
+        each finds its rows through the index of the pauses due, so a pass costs
+        what it moves, not what waits.
+        """
+        # Cleanups owed since the store could not write go first: a failed turn's
+        # claim or session is released within one sweep of writes working again.
+        settled = await self.owed.settle()
+        expired = await _in_batches(self, EXPIRE[self.dialect], now)
+        abandoned = await _in_batches(self, ABANDON_LAPSED[self.dialect], now)
+        return SweepReport(expired, abandoned, runs_ended=settled[Kind.END_RUN])
 
 
 async def _in_batches(store: SqlTransactions, statement: Statement, now: datetime) -> int:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import anyio
 
 from symfonic.core.contracts.errors import StoreUnavailable
-from symfonic.core.contracts.store import PauseChange
+from symfonic.core.contracts.pause_changes import PauseChange
 from symfonic.storage.failures import is_unavailable
 from symfonic.storage.pause_changes import PauseChangeRecord
 

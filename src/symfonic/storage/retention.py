@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from symfonic.core.contracts.store import PruneBatch, PruneReport
+from symfonic.core.contracts.retention import PruneBatch, PruneReport
 from symfonic.storage.statements import Dialect, Params, Statement, first
 from symfonic.storage.transactions import Connection, SqlTransactions
 
@@ -116,25 +116,29 @@ async def _reclaim(connection: Connection) -> None:
         await connection.each(RECLAIM, [{}] * free)
 
 
-async def prune(store: SqlTransactions, batch: PruneBatch) -> PruneReport:
-    """Delete up to ``batch.batch`` finished sessions idle since the cutoff, in one transaction."""
-    params = {"cutoff": batch.cutoff, "now": batch.now, "batch": batch.batch}
+class SqlRetention(SqlTransactions):
+    """The port's :class:`~symfonic.core.contracts.retention.RetentionStore`, in SQL."""
 
-    async def delete(connection: Connection) -> PruneReport:
-        deleted = await connection.rows(DELETE_SESSIONS, params)
-        sessions = [str(row["session_id"]) for row in deleted]
-        await connection.count(*_trim_events(batch.cutoff, sessions))
-        await connection.count(DELETE_DELIVERED, {"cutoff": batch.cutoff})
-        if not sessions:
-            return PruneReport(sessions=0, messages=0, pauses=0)
-        messages = await connection.count(*_of_sessions("messages", sessions))
-        if batch.keep_answered:
-            pauses = await connection.count(*_of_sessions("unanswered pauses", sessions))
-            await connection.count(*_of_sessions("checkpoints", sessions))
-        else:
-            pauses = await connection.count(*_of_sessions("pauses", sessions))
-        if store.dialect is Dialect.SQLITE:
-            await _reclaim(connection)
-        return PruneReport(sessions=len(sessions), messages=messages, pauses=pauses)
+    async def prune(self, batch: PruneBatch) -> PruneReport:
+        """Delete up to ``batch.batch`` finished sessions idle since the cutoff, in one
+        transaction."""
+        params = {"cutoff": batch.cutoff, "now": batch.now, "batch": batch.batch}
 
-    return await store.background_transaction(delete)
+        async def delete(connection: Connection) -> PruneReport:
+            deleted = await connection.rows(DELETE_SESSIONS, params)
+            sessions = [str(row["session_id"]) for row in deleted]
+            await connection.count(*_trim_events(batch.cutoff, sessions))
+            await connection.count(DELETE_DELIVERED, {"cutoff": batch.cutoff})
+            if not sessions:
+                return PruneReport(sessions=0, messages=0, pauses=0)
+            messages = await connection.count(*_of_sessions("messages", sessions))
+            if batch.keep_answered:
+                pauses = await connection.count(*_of_sessions("unanswered pauses", sessions))
+                await connection.count(*_of_sessions("checkpoints", sessions))
+            else:
+                pauses = await connection.count(*_of_sessions("pauses", sessions))
+            if self.dialect is Dialect.SQLITE:
+                await _reclaim(connection)
+            return PruneReport(sessions=len(sessions), messages=messages, pauses=pauses)
+
+        return await self.background_transaction(delete)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from symfonic.core.contracts.store import CheckpointRecord, PauseRecord, SessionRecord
+from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
+from symfonic.core.contracts.sessions import SessionRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage.statements import Row, json_value
 

@@ -2,7 +2,7 @@
 
 A first turn holds its session with a run marker (``run_id``, ``run_lease``).
 Setting it is one conditional ``UPDATE`` that also checks everything that could
-refuse the turn (:class:`~symfonic.core.contracts.store.RunRequest`), so a turn
+refuse the turn (:class:`~symfonic.core.contracts.sessions.RunRequest`), so a turn
 that may go on costs one write. Only the run that holds the marker may publish
 (the revision bump clears it) or record its pause
 (:mod:`symfonic.storage.pause_writes`).
@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from symfonic.core.contracts.errors import StoreUnavailable
-from symfonic.core.contracts.store import RunRequest, RunStart, SessionRecord, TurnPublish
+from symfonic.core.contracts.sessions import RunRequest, RunStart, SessionRecord, TurnPublish
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import MessageBody
 from symfonic.storage.history import (
@@ -96,70 +96,97 @@ PUBLISH_TURN = Statement(
 )
 
 
-async def create_session(store: SqlTransactions, session: SessionRecord) -> None:
-    params = {
-        "session_id": session.session_id,
-        "principal": session.principal,
-        "agent": session.agent,
-        "revision": session.revision,
-        "metadata": json_text(session.metadata),
-        "created_at": session.created_at,
-    }
-    await store.write_count(CREATE_SESSION, params)
+class SqlSessions(SqlTransactions):
+    """The port's :class:`~symfonic.core.contracts.sessions.SessionStore`, in SQL."""
+
+    async def create_session(self, session: SessionRecord) -> None:
+        params = {
+            "session_id": session.session_id,
+            "principal": session.principal,
+            "agent": session.agent,
+            "revision": session.revision,
+            "metadata": json_text(session.metadata),
+            "created_at": session.created_at,
+        }
+        await self.write_count(CREATE_SESSION, params)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        row = first(await self.read_rows(GET_SESSION, {"session_id": session_id}))
+        return None if row is None else session_of(row, now=datetime.now(UTC))
+
+    async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
+        params = {"session_id": session_id, "revision": up_to_revision}
+        row = first(await self.read_rows(HISTORY[self.dialect], params))
+        return [] if row is None else history_of(row["bodies"])
 
 
-async def get_session(store: SqlTransactions, session_id: str) -> SessionRecord | None:
-    row = first(await store.read_rows(GET_SESSION, {"session_id": session_id}))
-    return None if row is None else session_of(row, now=datetime.now(UTC))
+class SqlRuns(SqlTransactions):
+    """The port's :class:`~symfonic.core.contracts.sessions.RunStore`, in SQL."""
 
+    async def begin_run(self, request: RunRequest) -> RunStart | None:
+        params = {
+            "session_id": request.session_id,
+            "run_id": request.run_id,
+            "now": request.now,
+            "lease_until": request.lease_until,
+            "principal": request.principal,
+            "base_revision": request.base_revision,
+            "refuse_pending": request.refuse_pending,
+        }
+        try:
+            started = await with_history(self, BEGIN_RUN, params, "revision")
+        except StoreUnavailable:
+            # The marker may have been set with only the reply lost.
+            _owe_end_run(self, request.session_id, request.run_id, None)
+            raise
+        if started is None:
+            return None
+        row, turn_history = started
+        session = session_of(row, now=request.now)
+        return RunStart(session, turn_history, pending_pause=int(row["pending"]) > 0)
 
-async def history(store: SqlTransactions, session_id: str, revision: int) -> list[MessageBody]:
-    params = {"session_id": session_id, "revision": revision}
-    row = first(await store.read_rows(HISTORY[store.dialect], params))
-    return [] if row is None else history_of(row["bodies"])
+    async def end_run(
+        self, session_id: str, run_id: str, failure: FailedTurn | None = None
+    ) -> None:
+        """Clear this run's marker (only this run's); retried like every cleanup.
 
+        A turn that failed also owes ``turn.failed``, in the same transaction. A
+        clear that still fails is owed by the store to its next sweep
+        (:mod:`symfonic.storage.owed`).
+        """
+        try:
+            if failure is None:
+                params = {"session_id": session_id, "run_id": run_id}
+                await self.cleanup(END_RUN[self.dialect], params)
+            else:
+                await self.cleanup_transaction(_ending(self, session_id, run_id, failure))
+        except StoreUnavailable:
+            _owe_end_run(self, session_id, run_id, failure)
+            raise
 
-async def begin_run(store: SqlTransactions, request: RunRequest) -> RunStart | None:
-    params = {
-        "session_id": request.session_id,
-        "run_id": request.run_id,
-        "now": request.now,
-        "lease_until": request.lease_until,
-        "principal": request.principal,
-        "base_revision": request.base_revision,
-        "refuse_pending": request.refuse_pending,
-    }
-    try:
-        started = await with_history(store, BEGIN_RUN, params, "revision")
-    except StoreUnavailable:
-        # The marker may have been set with only the reply lost.
-        _owe_end_run(store, request.session_id, request.run_id, None)
-        raise
-    if started is None:
-        return None
-    row, turn_history = started
-    session = session_of(row, now=request.now)
-    return RunStart(session, turn_history, pending_pause=int(row["pending"]) > 0)
+    async def publish_turn(self, publish: TurnPublish) -> int:
+        """Append a first turn at the revision it started from, clearing its run marker."""
+        session_id, base_revision, bodies = (
+            publish.session_id,
+            publish.base_revision,
+            publish.messages,
+        )
+        if self.dialect is Dialect.POSTGRESQL:
+            params = {
+                "session_id": session_id,
+                "base_revision": base_revision,
+                "added": len(bodies),
+                "bodies": body_texts(bodies),
+            }
+            row = first(await self.write_rows(PUBLISH_TURN, params))
+            if row is None:
+                raise revision_conflict(session_id, base_revision)
+            return int(row["revision"])
 
+        async def bump_and_append(connection: Connection) -> int:
+            return await append(connection, session_id, base_revision, bodies, ending_run=True)
 
-async def end_run(
-    store: SqlTransactions, session_id: str, run_id: str, failure: FailedTurn | None = None
-) -> None:
-    """Clear this run's marker (only this run's); retried like every cleanup.
-
-    A turn that failed also owes ``turn.failed``, in the same transaction. A
-    clear that still fails is owed by the store to its next sweep
-    (:mod:`symfonic.storage.owed`).
-    """
-    try:
-        if failure is None:
-            params = {"session_id": session_id, "run_id": run_id}
-            await store.cleanup(END_RUN[store.dialect], params)
-        else:
-            await store.cleanup_transaction(_ending(store, session_id, run_id, failure))
-    except StoreUnavailable:
-        _owe_end_run(store, session_id, run_id, failure)
-        raise
+        return await self.transaction(bump_and_append)
 
 
 def _ending(
@@ -182,24 +209,3 @@ def _owe_end_run(
 ) -> None:
     ending = _ending(store, session_id, run_id, failure)
     store.owed.owe(Kind.END_RUN, session_id, run_id, lambda: store.transaction(ending))
-
-
-async def publish_turn(store: SqlTransactions, publish: TurnPublish) -> int:
-    """Append a first turn at the revision it started from, clearing its run marker."""
-    session_id, base_revision, bodies = publish.session_id, publish.base_revision, publish.messages
-    if store.dialect is Dialect.POSTGRESQL:
-        params = {
-            "session_id": session_id,
-            "base_revision": base_revision,
-            "added": len(bodies),
-            "bodies": body_texts(bodies),
-        }
-        row = first(await store.write_rows(PUBLISH_TURN, params))
-        if row is None:
-            raise revision_conflict(session_id, base_revision)
-        return int(row["revision"])
-
-    async def bump_and_append(connection: Connection) -> int:
-        return await append(connection, session_id, base_revision, bodies, ending_run=True)
-
-    return await store.transaction(bump_and_append)

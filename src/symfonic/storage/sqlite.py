@@ -48,17 +48,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 
 from symfonic.storage.failures import cannot_write
 from symfonic.storage.revision import SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.sqlite_checkpoints import BUSY_CODES, Checkpointer
+from symfonic.storage.sqlite_checkpoints import Checkpointer
 from symfonic.storage.sqlite_file import (
     optimize,
     path_of,
@@ -66,6 +65,7 @@ from symfonic.storage.sqlite_file import (
     synchronous_of,
     use_wal,
 )
+from symfonic.storage.sqlite_statements import Inline, Locked, OnThread, inline_transaction, rows_of
 from symfonic.storage.statements import Dialect, Params, Row, Statement
 from symfonic.storage.transactions import Body
 
@@ -170,8 +170,8 @@ class SqliteStore(SqlStore):
             if connection.in_transaction:
                 raise RuntimeError("a transaction on the loop's connection suspended")
             try:
-                value = await _inline_transaction(connection, body)
-            except _Locked:
+                value = await inline_transaction(connection, body)
+            except Locked:
                 pass  # rolled back: run it again where the lock can be waited for
             else:
                 await self._checkpoints.committed()
@@ -183,8 +183,8 @@ class SqliteStore(SqlStore):
         # One statement is a transaction by itself: no BEGIN and COMMIT around it.
         if not (write and self._waiting.locked()):
             try:
-                value = await body(_Inline(self._inline_connection()))
-            except _Locked:
+                value = await body(Inline(self._inline_connection()))
+            except Locked:
                 pass  # nothing ran: run it where the lock can be waited for
             else:
                 if write:
@@ -192,7 +192,7 @@ class SqliteStore(SqlStore):
                 return value
         if write:
             async with self._waiting:
-                return await body(_OnThread(await self._writer()))
+                return await body(OnThread(await self._writer()))
         return await self._read_on_thread(body)
 
     async def _run_background(self, body: Body[T]) -> T:
@@ -220,7 +220,7 @@ class SqliteStore(SqlStore):
         def read_and_convert() -> T:
             connection = self._take_reader()
             try:
-                value = convert(_rows(connection, statement, params))
+                value = convert(rows_of(connection, statement, params))
             except BaseException:
                 connection.close()
                 raise
@@ -239,7 +239,7 @@ class SqliteStore(SqlStore):
         connection = await self._writer()
         try:
             await anyio.to_thread.run_sync(connection.execute, "BEGIN IMMEDIATE")
-            value = await body(_OnThread(connection))
+            value = await body(OnThread(connection))
             await anyio.to_thread.run_sync(connection.execute, "COMMIT")
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -251,7 +251,7 @@ class SqliteStore(SqlStore):
     async def _read_on_thread(self, body: Body[T]) -> T:
         connection = await anyio.to_thread.run_sync(self._take_reader)
         try:
-            value = await body(_OnThread(connection))
+            value = await body(OnThread(connection))
         except BaseException:
             connection.close()
             raise
@@ -298,123 +298,3 @@ class SqliteStore(SqlStore):
         self._inline = self._waiting_writer = None
         for connection in connections:
             connection.close()
-
-
-class _Locked(Exception):
-    """The lock a statement needs is held by another connection; it did not run."""
-
-
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    code = getattr(error, "sqlite_errorcode", None)
-    # Extended codes (SQLITE_BUSY_RECOVERY, …) carry the primary code in the low byte.
-    return code is not None and code & 0xFF in BUSY_CODES
-
-
-async def _inline_transaction(connection: sqlite3.Connection, body: Body[T]) -> T:
-    """``body`` in one transaction on the loop's connection, committed whole or rolled back.
-
-    A lock held elsewhere raises :class:`_Locked`, after the rollback.
-    """
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as error:
-        if _is_busy(error):
-            raise _Locked from error
-        raise
-    try:
-        value = await body(_Inline(connection))
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
-    return value
-
-
-def _rows(connection: sqlite3.Connection, statement: Statement, params: Params) -> list[Row]:
-    rows: list[Row] = connection.execute(statement.text, _bound(params)).fetchall()
-    return rows
-
-
-def _count(connection: sqlite3.Connection, statement: Statement, params: Params) -> int:
-    return connection.execute(statement.text, _bound(params)).rowcount
-
-
-def _each(connection: sqlite3.Connection, statement: Statement, params: Sequence[Params]) -> None:
-    connection.executemany(statement.text, [_bound(one) for one in params])
-
-
-def _unless_busy(
-    run: Callable[[sqlite3.Connection, Statement, Any], T],
-    connection: sqlite3.Connection,
-    statement: Statement,
-    params: Any,
-) -> T:
-    try:
-        return run(connection, statement, params)
-    except sqlite3.OperationalError as error:
-        if _is_busy(error):
-            raise _Locked from error
-        raise
-
-
-class _Inline:
-    """Statements on the loop's connection: each runs as it is awaited, never suspending.
-
-    A lock held by another connection raises :class:`_Locked` instead of waiting.
-    """
-
-    __slots__ = ("_connection",)
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
-
-    async def rows(self, statement: Statement, params: Params) -> Sequence[Row]:
-        return _unless_busy(_rows, self._connection, statement, params)
-
-    async def count(self, statement: Statement, params: Params) -> int:
-        return _unless_busy(_count, self._connection, statement, params)
-
-    async def each(self, statement: Statement, params: Sequence[Params]) -> None:
-        _unless_busy(_each, self._connection, statement, params)
-
-
-class _OnThread:
-    """Statements on a connection that waits for the lock, each on a worker thread."""
-
-    __slots__ = ("_connection",)
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
-
-    async def rows(self, statement: Statement, params: Params) -> Sequence[Row]:
-        return await anyio.to_thread.run_sync(_rows, self._connection, statement, params)
-
-    async def count(self, statement: Statement, params: Params) -> int:
-        return await anyio.to_thread.run_sync(_count, self._connection, statement, params)
-
-    async def each(self, statement: Statement, params: Sequence[Params]) -> None:
-        await anyio.to_thread.run_sync(_each, self._connection, statement, params)
-
-
-def _bound(params: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The parameters with every timestamp as SQLite holds it (most statements have none)."""
-    for value in params.values():
-        if isinstance(value, datetime):
-            break
-    else:
-        return params
-    return {
-        name: _stamp(value) if isinstance(value, datetime) else value
-        for name, value in params.items()
-    }
-
-
-def _stamp(value: datetime) -> str:
-    """UTC text that sorts as it compares, ``YYYY-MM-DD HH:MM:SS.ffffff``.
-
-    The format SQLAlchemy gave the schema's first databases.
-    """
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value.isoformat(" ", "microseconds")

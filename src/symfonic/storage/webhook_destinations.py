@@ -1,11 +1,12 @@
 """Each webhook destination's circuit in SQL, shared by every worker.
 
 A row per URL, made (closed) when a worker first registers the URL
-(:func:`symfonic.storage.webhooks.register`). The dispatcher's look at the
-outbox reads the circuits of the URLs with deliveries due, in one statement. Every
-change is one ``UPDATE … WHERE url = :url AND version = :version``: what to
-change to is decided by the caller (:mod:`symfonic.agent.service.webhook_circuit`)
-from the row it read, and a worker that lost the race reads again. So two
+(:meth:`~symfonic.storage.webhooks.SqlWebhookDeliveries.register_webhook`).
+The dispatcher's look at the outbox reads the circuits of the URLs with
+deliveries due, in one statement. Every change is one
+``UPDATE … WHERE url = :url AND version = :version``: what to change to is
+decided by the caller (:mod:`symfonic.agent.service.webhook_circuit`) from the
+row it read, and a worker that lost the race reads again. So two
 workers that see the same failures open a circuit once, and one probe at most
 is out while it is half-open.
 """
@@ -65,35 +66,37 @@ def _due(count: int) -> Statement:
     )
 
 
-async def due(store: SqlTransactions, urls: Sequence[str], now: datetime) -> list[Destination]:
-    if not urls:
-        return []
-    _, names = _listed(urls)
-    rows = await store.read_rows(_due(len(urls)), {"now": now, **names})
-    return [destination_of(row) for row in rows]
+class SqlWebhookDestinations(SqlTransactions):
+    """The circuits of the port's :class:`~symfonic.core.contracts.outbox.WebhookOutbox`."""
 
+    async def due_destinations(self, urls: Sequence[str], now: datetime) -> list[Destination]:
+        if not urls:
+            return []
+        _, names = _listed(urls)
+        rows = await self.read_rows(_due(len(urls)), {"now": now, **names})
+        return [destination_of(row) for row in rows]
 
-async def read(store: SqlTransactions, urls: Sequence[str] | None) -> list[Destination]:
-    if urls is None:
-        return [destination_of(row) for row in await store.read_rows(ALL, {})]
-    if not urls:
-        return []
-    listed, names = _listed(urls)
-    some = Statement(
-        f"SELECT {COLUMNS} FROM symfonic_webhook_destinations WHERE url IN ({listed}) ORDER BY url"
-    )
-    return [destination_of(row) for row in await store.read_rows(some, names)]
+    async def webhook_destinations(self, urls: Sequence[str] | None = None) -> list[Destination]:
+        if urls is None:
+            return [destination_of(row) for row in await self.read_rows(ALL, {})]
+        if not urls:
+            return []
+        listed, names = _listed(urls)
+        some = Statement(
+            f"SELECT {COLUMNS} FROM symfonic_webhook_destinations"
+            f" WHERE url IN ({listed}) ORDER BY url"
+        )
+        return [destination_of(row) for row in await self.read_rows(some, names)]
 
-
-async def swap(store: SqlTransactions, expected: Destination, new: Destination) -> bool:
-    params = {
-        "url": expected.url,
-        "version": expected.version,
-        "state": new.state.value,
-        "failures": new.failures,
-        "opens": new.opens,
-        "retry_at": new.retry_at,
-        "changed_at": new.changed_at,
-        "last_error": None if new.last_error is None else new.last_error[:500],
-    }
-    return await store.write_count(SWAP, params) == 1
+    async def swap_destination(self, expected: Destination, new: Destination) -> bool:
+        params = {
+            "url": expected.url,
+            "version": expected.version,
+            "state": new.state.value,
+            "failures": new.failures,
+            "opens": new.opens,
+            "retry_at": new.retry_at,
+            "changed_at": new.changed_at,
+            "last_error": None if new.last_error is None else new.last_error[:500],
+        }
+        return await self.write_count(SWAP, params) == 1

@@ -34,11 +34,11 @@ it each delivery waited for two flushes of the WAL.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-from symfonic.core.contracts.store import LeasedDelivery
+from symfonic.core.contracts.outbox import LeasedDelivery
 from symfonic.core.contracts.webhooks import (
     DeliveryLease,
     DeliveryQuery,
@@ -199,15 +199,109 @@ def delivery_of(row: Row) -> WebhookDelivery:
     )
 
 
-async def register(
-    store: SqlTransactions, url: str, events: Sequence[WebhookEventType], now: datetime
-) -> None:
-    async def replace(connection: Connection) -> None:
-        await connection.count(FORGET_SUBSCRIPTIONS, {"url": url})
-        await connection.each(SUBSCRIBE, [{"url": url, "event_type": e.value} for e in events])
-        await connection.count(ADD_DESTINATION, {"url": url, "now": now})
+# PostgreSQL settles a batch with one statement, one round trip: the batch as arrays.
+_SETTLE_ARRAYS = (
+    "CAST(:ids AS BIGINT[]), CAST(:leases AS TEXT[]), CAST(:states AS TEXT[]),"
+    " CAST(:nexts AS TIMESTAMPTZ[]), CAST(:statuses AS INTEGER[]), CAST(:errors AS TEXT[]),"
+    " CAST(:delivered AS TIMESTAMPTZ[])"
+)
+SETTLE_BATCH = Statement(
+    f"{UNSYNCED}, v AS (SELECT * FROM unnest({_SETTLE_ARRAYS})"
+    " AS v(id, lease_id, state, next_attempt_at, status, error, delivered_at))"
+    " UPDATE symfonic_webhook_deliveries d SET state = v.state,"
+    " next_attempt_at = v.next_attempt_at, last_status = v.status, last_error = v.error,"
+    " delivered_at = v.delivered_at, lease_id = NULL, leased_until = NULL"
+    f" FROM v WHERE d.id = v.id AND d.lease_id = v.lease_id RETURNING d.id, {UNSYNCED_COLUMN}"
+)
 
-    await store.transaction(replace)
+
+class SqlWebhookDeliveries(SqlTransactions):
+    """The deliveries of the port's :class:`~symfonic.core.contracts.outbox.WebhookOutbox`."""
+
+    async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:
+        now = datetime.now(UTC)
+
+        async def replace(connection: Connection) -> None:
+            await connection.count(FORGET_SUBSCRIPTIONS, {"url": url})
+            await connection.each(SUBSCRIBE, [{"url": url, "event_type": e.value} for e in events])
+            await connection.count(ADD_DESTINATION, {"url": url, "now": now})
+
+        await self.transaction(replace)
+
+    async def announce_expiring(self, now: datetime, lead_seconds: float) -> int:
+        params = {"now": now, "horizon": now + timedelta(seconds=lead_seconds)}
+        return await self.write_count(OWE_EXPIRING[self.dialect], params)
+
+    async def lease_deliveries(self, taking: DeliveryLease) -> list[LeasedDelivery]:
+        if not taking.urls:
+            return []
+        _, names = _listed("u", taking.urls)
+        params = {
+            "now": taking.now,
+            "until": taking.until,
+            "lease_id": taking.lease_id,
+            "limit": taking.limit,
+            **names,
+        }
+        rows = await self.write_rows(_lease(self.dialect, len(taking.urls)), params)
+        deliveries = sorted((delivery_of(row) for row in rows), key=lambda d: d.id)
+        pause_ids = sorted({d.pause_id for d in deliveries if d.pause_id is not None})
+        pauses = {}
+        if pause_ids:
+            listed, ids = _listed("p", pause_ids)
+            read = Statement(
+                f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id IN ({listed})"
+            )
+            pauses = {row["pause_id"]: pause_of(row) for row in await self.read_rows(read, ids)}
+        return [LeasedDelivery(d, pauses.get(d.pause_id or "")) for d in deliveries]
+
+    async def settle_delivery(self, settlement: DeliverySettlement) -> bool:
+        return await self.write_count(SETTLE[self.dialect], _settle_params(settlement)) == 1
+
+    async def settle_deliveries(self, settlements: Sequence[DeliverySettlement]) -> list[bool]:
+        """Each settlement under its own lease, all in one transaction (one commit, not many)."""
+        if not settlements:
+            return []
+        if self.dialect is Dialect.POSTGRESQL:
+            return await _settle_batch(self, settlements)
+        statement = SETTLE[self.dialect]
+
+        async def each(connection: Connection) -> list[bool]:
+            return [
+                await connection.count(statement, _settle_params(settlement)) == 1
+                for settlement in settlements
+            ]
+
+        return await self.transaction(each)
+
+    async def prune_failed_deliveries(self, before: datetime, limit: int) -> int:
+        return await self.write_count(PRUNE_FAILED, {"before": before, "limit": limit})
+
+    async def list_deliveries(self, query: DeliveryQuery) -> list[WebhookDelivery]:
+        where, params = ["1 = 1"], dict[str, Any]({"limit": query.limit})
+        if query.states is not None:
+            listed, names = _listed("s", sorted(state.value for state in query.states))
+            where.append(f"state IN ({listed})" if names else "1 = 0")
+            params.update(names)
+        if query.type is not None:
+            where.append("type = :type")
+            params["type"] = query.type.value
+        if query.url is not None:
+            where.append("url = :url")
+            params["url"] = query.url
+        read = Statement(
+            f"SELECT {DELIVERY_COLUMNS} FROM symfonic_webhook_deliveries"
+            f" WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :limit"
+        )
+        return [delivery_of(row) for row in await self.read_rows(read, params)]
+
+    async def resend_delivery(self, delivery_id: int, now: datetime) -> WebhookDelivery | None:
+        async def reset_then_read(connection: Connection) -> WebhookDelivery | None:
+            await connection.count(RESEND, {"id": delivery_id, "now": now})
+            row = first(await connection.rows(DELIVERY, {"id": delivery_id}))
+            return None if row is None else delivery_of(row)
+
+        return await self.transaction(reset_then_read)
 
 
 def failed_turn_params(failure: FailedTurn) -> Params:
@@ -226,35 +320,6 @@ async def owe_failed_turn(connection: Connection, failure: FailedTurn) -> None:
     await connection.count(OWE_FAILED_TURN, failed_turn_params(failure))
 
 
-async def announce_expiring(store: SqlTransactions, now: datetime, lead_seconds: float) -> int:
-    params = {"now": now, "horizon": now + timedelta(seconds=lead_seconds)}
-    return await store.write_count(OWE_EXPIRING[store.dialect], params)
-
-
-async def lease(store: SqlTransactions, taking: DeliveryLease) -> list[LeasedDelivery]:
-    if not taking.urls:
-        return []
-    _, names = _listed("u", taking.urls)
-    params = {
-        "now": taking.now,
-        "until": taking.until,
-        "lease_id": taking.lease_id,
-        "limit": taking.limit,
-        **names,
-    }
-    rows = await store.write_rows(_lease(store.dialect, len(taking.urls)), params)
-    deliveries = sorted((delivery_of(row) for row in rows), key=lambda d: d.id)
-    pause_ids = sorted({d.pause_id for d in deliveries if d.pause_id is not None})
-    pauses = {}
-    if pause_ids:
-        listed, ids = _listed("p", pause_ids)
-        read = Statement(
-            f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id IN ({listed})"
-        )
-        pauses = {row["pause_id"]: pause_of(row) for row in await store.read_rows(read, ids)}
-    return [LeasedDelivery(d, pauses.get(d.pause_id or "")) for d in deliveries]
-
-
 def _settle_params(settlement: DeliverySettlement) -> Params:
     delivered = settlement.state is DeliveryState.DELIVERED
     return {
@@ -266,26 +331,6 @@ def _settle_params(settlement: DeliverySettlement) -> Params:
         "error": None if settlement.error is None else settlement.error[:500],
         "delivered_at": settlement.at if delivered else None,
     }
-
-
-async def settle(store: SqlTransactions, settlement: DeliverySettlement) -> bool:
-    return await store.write_count(SETTLE[store.dialect], _settle_params(settlement)) == 1
-
-
-# PostgreSQL settles a batch with one statement, one round trip: the batch as arrays.
-_SETTLE_ARRAYS = (
-    "CAST(:ids AS BIGINT[]), CAST(:leases AS TEXT[]), CAST(:states AS TEXT[]),"
-    " CAST(:nexts AS TIMESTAMPTZ[]), CAST(:statuses AS INTEGER[]), CAST(:errors AS TEXT[]),"
-    " CAST(:delivered AS TIMESTAMPTZ[])"
-)
-SETTLE_BATCH = Statement(
-    f"{UNSYNCED}, v AS (SELECT * FROM unnest({_SETTLE_ARRAYS})"
-    " AS v(id, lease_id, state, next_attempt_at, status, error, delivered_at))"
-    " UPDATE symfonic_webhook_deliveries d SET state = v.state,"
-    " next_attempt_at = v.next_attempt_at, last_status = v.status, last_error = v.error,"
-    " delivered_at = v.delivered_at, lease_id = NULL, leased_until = NULL"
-    f" FROM v WHERE d.id = v.id AND d.lease_id = v.lease_id RETURNING d.id, {UNSYNCED_COLUMN}"
-)
 
 
 async def _settle_batch(
@@ -304,54 +349,3 @@ async def _settle_batch(
     arrays = {name: [one[column] for one in each] for name, column in columns.items()}
     settled = {int(row["id"]) for row in await store.write_rows(SETTLE_BATCH, arrays)}
     return [settlement.id in settled for settlement in settlements]
-
-
-async def settle_many(
-    store: SqlTransactions, settlements: Sequence[DeliverySettlement]
-) -> list[bool]:
-    """Each settlement under its own lease, all in one transaction (one commit, not many)."""
-    if not settlements:
-        return []
-    if store.dialect is Dialect.POSTGRESQL:
-        return await _settle_batch(store, settlements)
-    statement = SETTLE[store.dialect]
-
-    async def each(connection: Connection) -> list[bool]:
-        return [
-            await connection.count(statement, _settle_params(settlement)) == 1
-            for settlement in settlements
-        ]
-
-    return await store.transaction(each)
-
-
-async def prune_failed(store: SqlTransactions, before: datetime, limit: int) -> int:
-    return await store.write_count(PRUNE_FAILED, {"before": before, "limit": limit})
-
-
-async def list_deliveries(store: SqlTransactions, query: DeliveryQuery) -> list[WebhookDelivery]:
-    where, params = ["1 = 1"], dict[str, Any]({"limit": query.limit})
-    if query.states is not None:
-        listed, names = _listed("s", sorted(state.value for state in query.states))
-        where.append(f"state IN ({listed})" if names else "1 = 0")
-        params.update(names)
-    if query.type is not None:
-        where.append("type = :type")
-        params["type"] = query.type.value
-    if query.url is not None:
-        where.append("url = :url")
-        params["url"] = query.url
-    read = Statement(
-        f"SELECT {DELIVERY_COLUMNS} FROM symfonic_webhook_deliveries"
-        f" WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :limit"
-    )
-    return [delivery_of(row) for row in await store.read_rows(read, params)]
-
-
-async def resend(store: SqlTransactions, delivery_id: int, now: datetime) -> WebhookDelivery | None:
-    async def reset_then_read(connection: Connection) -> WebhookDelivery | None:
-        await connection.count(RESEND, {"id": delivery_id, "now": now})
-        row = first(await connection.rows(DELIVERY, {"id": delivery_id}))
-        return None if row is None else delivery_of(row)
-
-    return await store.transaction(reset_then_read)
