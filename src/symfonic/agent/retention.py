@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.core.contracts.store import PruneBatch, PruneReport, Store
+from symfonic.core.contracts.retention import PruneBatch, PruneReport, RetentionStore
 
 PRUNE_BATCH = 100
 _AGE = re.compile(r"(\d+)([dhm])")
@@ -57,7 +57,7 @@ def parse_age(text: str) -> timedelta:
 
 
 async def prune(
-    store: Store,
+    store: RetentionStore,
     retention: Retention,
     now: datetime,
     on_batch: Callable[[PruneReport], None] | None = None,

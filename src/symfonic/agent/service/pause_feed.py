@@ -8,7 +8,7 @@ of a pause it may answer, in the order the store committed them. "May answer"
 is :meth:`Principal.may_answer` on the pause's row, the rule ``list_pauses``
 applies, and only pauses of agents this host serves are shown.
 
-The worker watches the store once (:meth:`Store.watch_pause_changes`), and
+The worker watches the store once (:meth:`PauseChangeLog.watch_pause_changes`), and
 only while someone subscribes, in :meth:`PauseFeed.run`, which the app's
 lifespan runs. A subscriber registers, then waits until that watch is
 established, and only then reads its snapshot or replay: every change is then
@@ -36,8 +36,8 @@ import anyio.abc
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_listing import PausePage, pause_page
 from symfonic.core.contracts.errors import RequestError, StoreUnavailable
+from symfonic.core.contracts.pause_changes import PauseChange, PauseChangeLog
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import PauseChange
 
 logger = logging.getLogger("symfonic.http")
 
@@ -150,6 +150,11 @@ class PauseFeed:
         return f"PauseFeed({len(self._subscribers)} subscribers)"
 
     @property
+    def _changes(self) -> PauseChangeLog:
+        """The one role of the host's store the feed watches."""
+        return self._host.store
+
+    @property
     def subscribers(self) -> int:
         return len(self._subscribers)
 
@@ -188,7 +193,7 @@ class PauseFeed:
         listening = self._listening
         try:
             with anyio.CancelScope() as self._watching:
-                async with aclosing(self._host.store.watch_pause_changes()) as watch:
+                async with aclosing(self._changes.watch_pause_changes()) as watch:
                     async for changes in watch:
                         listening.set()
                         if changes:
@@ -244,9 +249,7 @@ class PauseFeed:
             if after is None:
                 subscriber.behind = True
             else:
-                changes = await self._host.store.pause_changes_since(
-                    after, limit=self._replay_limit
-                )
+                changes = await self._changes.pause_changes_since(after, limit=self._replay_limit)
                 if changes is None:
                     subscriber.behind = True
                 else:
@@ -282,5 +285,5 @@ class PauseFeed:
     async def _snapshot(self, principal: Principal) -> FeedSnapshot:
         # The position first: a change after it may already show in the page,
         # and is sent again after the snapshot, which a client applies harmlessly.
-        position = await self._host.store.pause_change_position()
+        position = await self._changes.pause_change_position()
         return FeedSnapshot(position, await pause_page(self._host, principal))

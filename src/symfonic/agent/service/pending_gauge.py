@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import anyio
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from symfonic.core.contracts.store import Store
+from symfonic.core.contracts.pause_listing import PauseListing
 from symfonic.core.telemetry import instruments, names
 
 logger = logging.getLogger("symfonic.http")
@@ -40,11 +40,11 @@ class PendingPauses:
             description="Pauses waiting for an answer, by agent and interaction kind",
         )
 
-    async def refresh(self, store: Store) -> None:
+    async def refresh(self, store: PauseListing) -> None:
         counted = await store.count_pending()
         self._counts = {(group.agent, group.kind.value): group.count for group in counted}
 
-    async def keep_counting(self, store: Store, interval: float = REFRESH_INTERVAL) -> None:
+    async def keep_counting(self, store: PauseListing, interval: float = REFRESH_INTERVAL) -> None:
         """Count now, then every ``interval`` seconds, until cancelled; a failed count
         keeps the last one (the store's outage is counted by the traced store)."""
         while True:

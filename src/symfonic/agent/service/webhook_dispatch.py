@@ -39,7 +39,7 @@ from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.webhook_attempt import GONE, attempt
 from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.core.contracts.store import LeasedDelivery
+from symfonic.core.contracts.outbox import LeasedDelivery, WebhookOutbox
 from symfonic.core.contracts.webhooks import (
     CircuitState,
     DeliveryLease,
@@ -94,6 +94,11 @@ class WebhookDispatcher:
         self._pruned_at: datetime | None = None
 
     @property
+    def _outbox(self) -> WebhookOutbox:
+        """The one role of the host's store the dispatcher uses."""
+        return self._host.store
+
+    @property
     def wants_expiring(self) -> bool:
         """Whether a subscription here asks for ``pause.expiring`` (the sweeper then owes it)."""
         expiring = WebhookEventType.PAUSE_EXPIRING
@@ -105,7 +110,7 @@ class WebhookDispatcher:
     async def register(self) -> None:
         """Write this worker's subscriptions: each URL's event types, from now on."""
         for webhook in self.webhooks.values():
-            await self._host.store.register_webhook(webhook.url, sorted(webhook.event_types))
+            await self._outbox.register_webhook(webhook.url, sorted(webhook.event_types))
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -150,7 +155,7 @@ class WebhookDispatcher:
         self, client: aiohttp.ClientSession, senders: anyio.abc.TaskGroup
     ) -> None:
         """Lease and send until every due destination is drained or has no free sender."""
-        store, settings = self._host.store, self.settings
+        store, settings = self._outbox, self.settings
         while sum(self._in_flight.values()) < settings.concurrency:
             now = self._clock()
             room = [url for url in self._urls if self._in_flight[url] < settings.per_destination]
@@ -186,7 +191,7 @@ class WebhookDispatcher:
         if free <= 0 or circuit is None or circuit.state is CircuitState.CLOSED:
             return max(free, 0)
         probing = circuits.probe(circuit, now, settings.lease_seconds)
-        if probing is None or not await self._host.store.swap_destination(circuit, probing):
+        if probing is None or not await self._outbox.swap_destination(circuit, probing):
             return 0
         self._circuits[url] = probing
         logger.warning("webhook destination %s: %s", url, circuits.describe(probing))
@@ -202,7 +207,7 @@ class WebhookDispatcher:
     ) -> int:
         lease_id = uuid.uuid4().hex
         until = now + timedelta(seconds=self.settings.lease_seconds)
-        leased = await self._host.store.lease_deliveries(
+        leased = await self._outbox.lease_deliveries(
             DeliveryLease([url], lease_id, now, until, limit)
         )
         for delivery in leased:
@@ -257,7 +262,7 @@ class WebhookDispatcher:
         now = self._clock()
         settlements = [self._settlement(one, now) for one in ended]
         try:
-            settled = await self._host.store.settle_deliveries(settlements)
+            settled = await self._outbox.settle_deliveries(settlements)
         except Exception as failure:
             logger.warning(
                 "%d webhook attempts could not be recorded; they are sent again once their "
@@ -326,7 +331,7 @@ class WebhookDispatcher:
                 )
 
     async def _move_circuit(self, url: str, outcomes: circuits.Outcomes, now: datetime) -> None:
-        store = self._host.store
+        store = self._outbox
         for _ in range(SWAP_TRIES):
             found = await store.webhook_destinations([url])
             if not found:
@@ -351,7 +356,7 @@ class WebhookDispatcher:
             return
         self._pruned_at = now
         before = now - timedelta(seconds=self.settings.failed_ttl)
-        store = self._host.store
+        store = self._outbox
         for _ in range(PRUNE_ROUNDS):
             if await store.prune_failed_deliveries(before, PRUNE_BATCH) < PRUNE_BATCH:
                 return

@@ -4,10 +4,9 @@
 nothing of telemetry. Every call is a span (``symfonic.store.<operation>``);
 the calls that change a pause have the lifecycle's own names
 (``symfonic.pause``, ``symfonic.claim``, ``symfonic.publish``,
-``symfonic.abandon``), log the change, and count what the metrics count.
-
-Transactions outside any trace (the sweeper's, a background count) get no
-span: they would each start a trace of their own every few seconds.
+``symfonic.abandon``), log the change, and count what the metrics count; the
+other operations are plain spans (:mod:`symfonic.core.telemetry.store_roles`).
+Transactions outside any trace (the sweeper's, a background count) get no span.
 
 Linking a resume to the turn that paused: the pause's checkpoint is written in
 the same transaction as the pause, so the paused turn's W3C ``traceparent``
@@ -20,8 +19,7 @@ links the resume span to it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
@@ -30,20 +28,20 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from symfonic.core.contracts.errors import StoreUnavailable
-from symfonic.core.contracts.store import (
+from symfonic.core.contracts.pauses import (
     CheckpointRecord,
     Claim,
     ClaimedPause,
     NewPause,
     PauseRecord,
     ResumePublish,
-    Store,
     SweepReport,
-    TurnPublish,
 )
+from symfonic.core.contracts.sessions import TurnPublish
+from symfonic.core.contracts.store import Store
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.telemetry import instruments, logs, names
+from symfonic.core.telemetry.store_roles import TracedRoles, counting, in_span, transaction_span
 from symfonic.core.telemetry.turns import current_resume
 
 TELEMETRY_KEY: Final = "telemetry"
@@ -65,39 +63,13 @@ def paused_turn_link(body: Mapping[str, Any]) -> SpanContext | None:
     return span_context if span_context.is_valid else None
 
 
-class TracedStore:
-    """The :class:`~symfonic.core.contracts.store.Store` port with spans around it."""
+class TracedStore(TracedRoles):
+    """The :class:`~symfonic.core.contracts.store.Store` port with spans around it.
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.url = store.url
-
-    @property
-    def inner(self) -> Store:
-        """The store this one traces."""
-        return self._store
-
-    @property
-    def write_failure(self) -> str | None:
-        return self._store.write_failure
-
-    async def __aenter__(self) -> TracedStore:
-        await self._store.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._store.__aexit__(*exc)
-
-    def __getattr__(self, operation: str) -> Any:
-        """Any other operation of the port, in a ``symfonic.store.<operation>`` span."""
-        call = getattr(self._store, operation)
-        if not callable(call):
-            return call
-
-        async def traced_call(*args: Any, **kwargs: Any) -> Any:
-            return await _in_span(names.STORE_PREFIX + operation, operation, call(*args, **kwargs))
-
-        return traced_call
+    The operations that change a pause are here, under the lifecycle's span
+    names, with their logs and counts; every other operation is a plain span
+    (:class:`~symfonic.core.telemetry.store_roles.TracedRoles`).
+    """
 
     # The operations that change a pause -----------------------------------
 
@@ -108,7 +80,7 @@ class TracedStore:
         kept = {**carrier, "paused_at": pause.created_at.isoformat(), "agent": pause.agent}
         body = {**checkpoint.body, TELEMETRY_KEY: kept}
         attributes = _pause_attributes(pause)
-        await _in_span(
+        await in_span(
             names.PAUSE,
             "record_pause",
             self._store.record_pause(replace(new, checkpoint=replace(checkpoint, body=body))),
@@ -127,8 +99,8 @@ class TracedStore:
         )
 
     async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
-        with _span(names.CLAIM, "claim_pause", _claim_attributes(claim)) as span:
-            claimed = await _counting(self._store.claim_pause(claim), "claim_pause")
+        with transaction_span(names.CLAIM, "claim_pause", _claim_attributes(claim)) as span:
+            claimed = await counting(self._store.claim_pause(claim), "claim_pause")
             if claimed is None:
                 # The resume then says why (already claimed, a replay): counted there.
                 span.set_attribute(names.CLAIM_RESULT, names.LOST)
@@ -139,7 +111,7 @@ class TracedStore:
     async def publish_resume(self, publish: ResumePublish) -> int:
         session_id = publish.session_id
         pause_id = _resumed_pause()
-        revision = await _in_span(
+        revision = await in_span(
             names.PUBLISH,
             "publish_resume",
             self._store.publish_resume(publish),
@@ -155,7 +127,7 @@ class TracedStore:
         return revision
 
     async def publish_turn(self, publish: TurnPublish) -> int:
-        return await _in_span(
+        return await in_span(
             names.PUBLISH,
             "publish_turn",
             self._store.publish_turn(publish),
@@ -166,7 +138,7 @@ class TracedStore:
         self, session_id: str, claim_id: str, failure: FailedTurn | None = None
     ) -> bool:
         pause_id = _resumed_pause()
-        abandoned = await _in_span(
+        abandoned = await in_span(
             names.ABANDON,
             "abandon_claim",
             self._store.abandon_claim(session_id, claim_id, failure),
@@ -182,7 +154,7 @@ class TracedStore:
         return abandoned
 
     async def abandon_pending(self, session_id: str) -> int:
-        count = await _in_span(
+        count = await in_span(
             names.ABANDON,
             "abandon_pending",
             self._store.abandon_pending(session_id),
@@ -198,7 +170,7 @@ class TracedStore:
         return count
 
     async def sweep(self, now: datetime) -> SweepReport:
-        report = await _in_span(names.STORE_PREFIX + "sweep", "sweep", self._store.sweep(now))
+        report = await in_span(names.STORE_PREFIX + "sweep", "sweep", self._store.sweep(now))
         if report.expired:
             instruments.SWEEPER_ACTIONS.add(report.expired, {names.SWEEP_ACTION: "expired"})
             logs.pause_changed(
@@ -270,31 +242,3 @@ def _won(span: Span, claim: Claim, checkpoint: CheckpointRecord | None) -> None:
         principal=claim.principal,
         session_id=None if checkpoint is None else checkpoint.session_id,
     )
-
-
-def _span(
-    name: str, operation: str, attributes: Mapping[str, Any] | None = None
-) -> AbstractContextManager[Span]:
-    """A span for one transaction, inside a trace only: the sweeper's and the pending
-    gauge's background reads would otherwise start a trace of their own every few seconds."""
-    if not trace.get_current_span().get_span_context().is_valid:
-        return nullcontext(trace.INVALID_SPAN)
-    attributes = {names.STORE_OPERATION: operation, **(attributes or {})}
-    # A traced store exists only in an agent that found an SDK recording.
-    return instruments.span(name, attributes, recording=True)
-
-
-async def _counting(call: Awaitable[Any], operation: str) -> Any:
-    """``call``'s result; a store out of reach is counted before it is raised."""
-    try:
-        return await call
-    except StoreUnavailable:
-        instruments.STORE_UNAVAILABLE.add(1, {names.STORE_OPERATION: operation})
-        raise
-
-
-async def _in_span(
-    name: str, operation: str, call: Awaitable[Any], attributes: Mapping[str, Any] | None = None
-) -> Any:
-    with _span(name, operation, attributes):
-        return await _counting(call, operation)

@@ -1,0 +1,208 @@
+"""The store port's plain operations, traced: a ``symfonic.store.<operation>`` span each.
+
+These are the operations whose span has nothing to say beyond its name and
+whether the store answered: reads, the run marker, the record of changes, the
+webhook outbox, retention. Each is written out, role by role, so the wrapper
+is the port's exact shape; the operations that change a pause, which have the
+lifecycle's own span names and logs, are :class:`~symfonic.core.telemetry.store.TracedStore`'s.
+
+Transactions outside any trace (the sweeper's, a background count) get no
+span: they would each start a trace of their own every few seconds. A store out
+of reach is counted, per operation, before its error is raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
+from typing import Any, Self, TypeVar
+
+from opentelemetry import trace
+from opentelemetry.trace import Span
+
+from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.outbox import LeasedDelivery
+from symfonic.core.contracts.pause_changes import PauseChange
+from symfonic.core.contracts.pause_listing import PauseQuery, PendingCount
+from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
+from symfonic.core.contracts.retention import PruneBatch, PruneReport
+from symfonic.core.contracts.sessions import RunRequest, RunStart, SessionRecord
+from symfonic.core.contracts.store import Store
+from symfonic.core.contracts.webhooks import (
+    DeliveryLease,
+    DeliveryQuery,
+    DeliverySettlement,
+    Destination,
+    FailedTurn,
+    WebhookDelivery,
+    WebhookEventType,
+)
+from symfonic.core.messages import MessageBody
+from symfonic.core.telemetry import instruments, names
+
+T = TypeVar("T")
+
+
+class TracedRoles:
+    """Every plain operation of :class:`~symfonic.core.contracts.store.Store`, in a span."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.url = store.url
+
+    @property
+    def inner(self) -> Store:
+        """The store this one traces."""
+        return self._store
+
+    @property
+    def write_failure(self) -> str | None:
+        return self._store.write_failure
+
+    async def __aenter__(self) -> Self:
+        await self._store.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._store.__aexit__(*exc)
+
+    async def ping(self) -> None:
+        await _traced("ping", self._store.ping())
+
+    async def signing_secret(self) -> bytes:
+        return await _traced("signing_secret", self._store.signing_secret())
+
+    # sessions and history
+    async def create_session(self, session: SessionRecord) -> None:
+        await _traced("create_session", self._store.create_session(session))
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        return await _traced("get_session", self._store.get_session(session_id))
+
+    async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
+        return await _traced("history", self._store.history(session_id, up_to_revision))
+
+    # runs
+    async def begin_run(self, request: RunRequest) -> RunStart | None:
+        return await _traced("begin_run", self._store.begin_run(request))
+
+    async def end_run(
+        self, session_id: str, run_id: str, failure: FailedTurn | None = None
+    ) -> None:
+        await _traced("end_run", self._store.end_run(session_id, run_id, failure))
+
+    # reading pauses
+    async def get_pause(self, pause_id: str) -> PauseRecord | None:
+        return await _traced("get_pause", self._store.get_pause(pause_id))
+
+    async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None:
+        return await _traced("load_checkpoint", self._store.load_checkpoint(pause_id))
+
+    async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
+        return await _traced("claimed_pause", self._store.claimed_pause(session_id, claim_id))
+
+    async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
+        renewing = self._store.renew_claim(session_id, claim_id, lease_until)
+        return await _traced("renew_claim", renewing)
+
+    async def open_pause(self, session_id: str) -> PauseRecord | None:
+        return await _traced("open_pause", self._store.open_pause(session_id))
+
+    async def session_pauses(self, session_id: str) -> list[PauseRecord]:
+        return await _traced("session_pauses", self._store.session_pauses(session_id))
+
+    async def list_pauses(self, query: PauseQuery) -> list[PauseRecord]:
+        return await _traced("list_pauses", self._store.list_pauses(query))
+
+    async def count_pauses(self, query: PauseQuery) -> int:
+        return await _traced("count_pauses", self._store.count_pauses(query))
+
+    async def count_pending(self) -> list[PendingCount]:
+        return await _traced("count_pending", self._store.count_pending())
+
+    # the record of pause changes
+    async def pause_change_position(self) -> int:
+        return await _traced("pause_change_position", self._store.pause_change_position())
+
+    async def pause_changes_since(self, position: int, *, limit: int) -> list[PauseChange] | None:
+        replay = self._store.pause_changes_since(position, limit=limit)
+        return await _traced("pause_changes_since", replay)
+
+    def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
+        # Untraced: a watch lasts as long as the feed has subscribers, and a span
+        # open that long would say nothing about any one transaction.
+        return self._store.watch_pause_changes()
+
+    # the webhook outbox
+    async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:
+        await _traced("register_webhook", self._store.register_webhook(url, events))
+
+    async def announce_expiring(self, now: datetime, lead_seconds: float) -> int:
+        announcing = self._store.announce_expiring(now, lead_seconds)
+        return await _traced("announce_expiring", announcing)
+
+    async def due_destinations(self, urls: Sequence[str], now: datetime) -> list[Destination]:
+        return await _traced("due_destinations", self._store.due_destinations(urls, now))
+
+    async def lease_deliveries(self, lease: DeliveryLease) -> list[LeasedDelivery]:
+        return await _traced("lease_deliveries", self._store.lease_deliveries(lease))
+
+    async def settle_delivery(self, settlement: DeliverySettlement) -> bool:
+        return await _traced("settle_delivery", self._store.settle_delivery(settlement))
+
+    async def settle_deliveries(self, settlements: Sequence[DeliverySettlement]) -> list[bool]:
+        return await _traced("settle_deliveries", self._store.settle_deliveries(settlements))
+
+    async def prune_failed_deliveries(self, before: datetime, limit: int) -> int:
+        pruning = self._store.prune_failed_deliveries(before, limit)
+        return await _traced("prune_failed_deliveries", pruning)
+
+    async def webhook_destinations(self, urls: Sequence[str] | None = None) -> list[Destination]:
+        return await _traced("webhook_destinations", self._store.webhook_destinations(urls))
+
+    async def swap_destination(self, expected: Destination, new: Destination) -> bool:
+        return await _traced("swap_destination", self._store.swap_destination(expected, new))
+
+    async def list_deliveries(self, query: DeliveryQuery) -> list[WebhookDelivery]:
+        return await _traced("list_deliveries", self._store.list_deliveries(query))
+
+    async def resend_delivery(self, delivery_id: int, now: datetime) -> WebhookDelivery | None:
+        return await _traced("resend_delivery", self._store.resend_delivery(delivery_id, now))
+
+    # retention
+    async def prune(self, batch: PruneBatch) -> PruneReport:
+        return await _traced("prune", self._store.prune(batch))
+
+
+def transaction_span(
+    name: str, operation: str, attributes: Mapping[str, Any] | None = None
+) -> AbstractContextManager[Span]:
+    """A span for one transaction, inside a trace only: the sweeper's and the pending
+    gauge's background reads would otherwise start a trace of their own every few seconds."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return nullcontext(trace.INVALID_SPAN)
+    attributes = {names.STORE_OPERATION: operation, **(attributes or {})}
+    # A traced store exists only in an agent that found an SDK recording.
+    return instruments.span(name, attributes, recording=True)
+
+
+async def counting(call: Awaitable[T], operation: str) -> T:
+    """``call``'s result; a store out of reach is counted before it is raised."""
+    try:
+        return await call
+    except StoreUnavailable:
+        instruments.STORE_UNAVAILABLE.add(1, {names.STORE_OPERATION: operation})
+        raise
+
+
+async def in_span(
+    name: str, operation: str, call: Awaitable[T], attributes: Mapping[str, Any] | None = None
+) -> T:
+    with transaction_span(name, operation, attributes):
+        return await counting(call, operation)
+
+
+async def _traced(operation: str, call: Awaitable[T]) -> T:
+    """``call`` in a ``symfonic.store.<operation>`` span."""
+    return await in_span(names.STORE_PREFIX + operation, operation, call)
