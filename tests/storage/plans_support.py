@@ -120,7 +120,7 @@ async def postgres_plan(url: str, statement: Statement, params: Params) -> list[
     finally:
         await connection.close()
     (root,) = json.loads(text)
-    return list(_nodes(root["Plan"]))
+    return list(plan_nodes(root["Plan"]))
 
 
 async def postgres_scans(url: str, statement: Statement, params: Params) -> list[str]:
@@ -132,10 +132,11 @@ async def postgres_scans(url: str, statement: Statement, params: Params) -> list
     ]
 
 
-def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A plan node and every node beneath it."""
     yield node
     for child in node.get("Plans", []):
-        yield from _nodes(child)
+        yield from plan_nodes(child)
 
 
 def _sorts_a_range(node: dict[str, Any]) -> bool:
@@ -144,7 +145,7 @@ def _sorts_a_range(node: dict[str, Any]) -> bool:
     if node["Node Type"] != "Sort":
         return False
     scans = [child for child in node.get("Plans", []) if child.get("Relation Name") == TABLE]
-    conditions = " ".join(str(n.get("Index Cond", "")) for scan in scans for n in _nodes(scan))
+    conditions = " ".join(str(n.get("Index Cond", "")) for scan in scans for n in plan_nodes(scan))
     return bool(re.search(r"\b(principal|audience)\b", conditions))
 
 

@@ -13,12 +13,17 @@ order, so each branch reads at most one page of rows; a single ``WHERE`` with
 an ``OR`` of them would read every match to sort it. The ``*`` scope is one
 range over the whole state.
 
-A total counts every pause of its ranges, filtered on the agents, kind, expiry
-and delegate flag; the same indexes carry those columns, so the count reads
-index entries and never the rows (still one entry per pause in the ranges).
+A total of pending pauses without a text filter reads the database's own
+tally (``symfonic_pending_tally``, migration 0014: pending pauses per
+``holder``, agent and kind, kept by triggers in the same transaction as every
+change), one row per range, agent and kind, less the pauses of its ranges that
+are past their expiry but not swept yet, read through the sweep's index on
+``(state, expires_at)``: it costs the pauses due, not those waiting. Any other
+total counts every pause of its ranges, filtered on the agents, kind, text,
+expiry and delegate flag; the listing's indexes carry those columns but the
+question, so without a text filter that reads one index entry per pause.
 
-The pending gauge's count is one grouped read of every pending pause: the
-store counts them, so the service never holds them to count.
+The pending gauge's count is one grouped read of the tally.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from symfonic.storage.statements import Statement, first
 from symfonic.storage.transactions import SqlTransactions
 
 ORDER = "ORDER BY created_at, pause_id"
+# Pending pauses per holder, agent and kind, kept by triggers (migration 0014).
+TALLY = "symfonic_pending_tally"
 
 
 @dataclass
@@ -58,33 +65,45 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _ranges(query: PauseQuery, listing: _Listing) -> None:
-    """One branch per way the principal may answer a pause, narrowed to ``query.audience``."""
-    state = listing.bind("state", query.state.value)
+@dataclass(frozen=True)
+class _Range:
+    """One way of being allowed: the principal's own unaddressed pauses (``own``),
+    the pauses addressed to one scope (``scope``), or every pause (``everything``)."""
+
+    way: str
+    holder: str = ""
+
+
+def _ways(query: PauseQuery) -> list[_Range]:
+    """One range per way the principal may answer a pause, narrowed to ``query.audience``."""
     if WILDCARD in query.scopes:
-        branch = f"state = {state}"
-        if query.audience is not None:
-            branch += f" AND audience = {listing.bind('audience', query.audience)}"
-        listing.branches.append(branch)
-        return
-    if query.audience is None:
-        principal = listing.bind("principal", query.principal)
-        listing.branches.append(f"state = {state} AND audience IS NULL AND principal = {principal}")
+        if query.audience is None:
+            return [_Range("everything")]
+        return [_Range("scope", query.audience)]
+    ways = [] if query.audience is not None else [_Range("own", query.principal)]
     wanted = sorted(query.scopes) if query.audience is None else [query.audience]
-    for i, scope in enumerate(s for s in wanted if s in query.scopes):
-        listing.branches.append(
-            f"state = {state} AND audience = {listing.bind(f'scope_{i}', scope)}"
-        )
+    return ways + [_Range("scope", scope) for scope in wanted if scope in query.scopes]
+
+
+def _holder(listing: _Listing, way: _Range, i: int) -> str:
+    return listing.bind("principal" if way.way == "own" else f"scope_{i}", way.holder)
+
+
+def _ranges(query: PauseQuery, listing: _Listing) -> None:
+    """One branch per range, each a prefix of a listing index: read in order."""
+    state = listing.bind("state", query.state.value)
+    for i, way in enumerate(_ways(query)):
+        branch = f"state = {state}"
+        if way.way == "own":
+            branch += f" AND audience IS NULL AND principal = {_holder(listing, way, i)}"
+        elif way.way == "scope":
+            branch += f" AND audience = {_holder(listing, way, i)}"
+        listing.branches.append(branch)
 
 
 def _narrowing(query: PauseQuery, listing: _Listing) -> None:
     # A delegate's own pause is answered through its parent's, never listed.
-    listing.common.append("parent_session_id IS NULL")
-    if query.agents is not None:
-        names = [listing.bind(f"agent_{i}", a) for i, a in enumerate(sorted(query.agents))]
-        listing.common.append(f"agent IN ({', '.join(names)})")
-    if query.kind is not None:
-        listing.common.append(f"kind = {listing.bind('kind', query.kind.value)}")
+    listing.common += ["parent_session_id IS NULL", *_filters(query, listing)]
     if query.text:
         pattern = listing.bind("pattern", _like(query.text))
         listing.common.append(f"lower(query) LIKE {pattern} ESCAPE '\\'")
@@ -140,6 +159,16 @@ async def list_pauses(store: SqlTransactions, query: PauseQuery) -> list[PauseRe
 
 async def count_pauses(store: SqlTransactions, query: PauseQuery) -> int:
     """How many pauses the query matches, whatever page it names."""
+    tallied = _tallied(query)
+    if tallied is None:
+        return await count_rows(store, query)
+    text, params = tallied
+    row = first(await store.read_rows(Statement(text), params))
+    return 0 if row is None else int(row["total"])
+
+
+async def count_rows(store: SqlTransactions, query: PauseQuery) -> int:
+    """What :func:`count_pauses` answers, counted one index entry per pause (any query)."""
     listing = _listing(query)
     if listing is None:
         return 0
@@ -150,15 +179,77 @@ async def count_pauses(store: SqlTransactions, query: PauseQuery) -> int:
     return 0 if row is None else int(row["total"])
 
 
+def _tallied(query: PauseQuery) -> tuple[str, dict[str, Any]] | None:
+    """The total as the tally's rows of the query's ranges less their pauses due but
+    not swept; ``None`` when the tally cannot say (a text filter, another state)."""
+    if query.state is not PauseState.PENDING or query.text:
+        return None
+    if query.agents is not None and not query.agents:
+        return "SELECT 0 AS total", {}
+    listing = _Listing()
+    ways = _ways(query)
+    filters = _filters(query, listing)
+    sums = []
+    for i, way in enumerate(ways):
+        wheres = [*filters]
+        if way.way != "everything":
+            addressed = listing.bind(f"addressed_{i}", way.way == "scope")
+            wheres += [f"addressed = {addressed}", f"holder = {_holder(listing, way, i)}"]
+        where = f" WHERE {' AND '.join(wheres)}" if wheres else ""
+        sums.append(f"(SELECT COALESCE(SUM(pending), 0) FROM {TALLY}{where})")
+    total = " + ".join(sums) or "0"
+    if query.unexpired_at is not None and ways:
+        total = f"({total}) - ({_due(query, listing, ways, filters)})"
+    return f"SELECT {total} AS total", listing.params
+
+
+def _filters(query: PauseQuery, listing: _Listing) -> list[str]:
+    """The agents and kind, as conditions both the tally and the pauses can take."""
+    filters = []
+    if query.agents is not None:
+        names = [listing.bind(f"agent_{i}", a) for i, a in enumerate(sorted(query.agents))]
+        filters.append(f"agent IN ({', '.join(names)})")
+    if query.kind is not None:
+        filters.append(f"kind = {listing.bind('kind', query.kind.value)}")
+    return filters
+
+
+def _due(query: PauseQuery, listing: _Listing, ways: list[_Range], filters: list[str]) -> str:
+    """A count of the ranges' pending pauses past ``unexpired_at``: still in the
+    tally until the sweep moves them, but no longer listed.
+
+    Only the sweep's index on ``(state, expires_at)`` may serve it, so it reads
+    the pauses due and never a whole range: each range is an expression no
+    index holds (a listing index would match ``state`` and the holder exactly,
+    and SQLite without statistics would prefer it).
+    """
+    ranges: list[str] = []
+    for i, way in enumerate(ways):
+        if way.way == "everything":
+            ranges = []
+            break
+        holder = _holder(listing, way, i)
+        if way.way == "own":
+            ranges.append(f"CASE WHEN audience IS NULL THEN principal END = {holder}")
+        else:
+            ranges.append(f"coalesce(audience, audience) = {holder}")
+    state = listing.bind("state", query.state.value)
+    due = listing.bind("unexpired_at", query.unexpired_at)
+    wheres = [f"state = {state}", f"expires_at <= {due}", "parent_session_id IS NULL", *filters]
+    if ranges:
+        wheres.append(f"({' OR '.join(ranges)})")
+    return f"SELECT COUNT(*) FROM symfonic_pauses WHERE {' AND '.join(wheres)}"
+
+
 PENDING_BY_AGENT_AND_KIND = Statement(
-    "SELECT agent, kind, COUNT(*) AS total FROM symfonic_pauses"
-    " WHERE state = :state AND parent_session_id IS NULL GROUP BY agent, kind"
+    f"SELECT agent, kind, SUM(pending) AS total FROM {TALLY}"
+    " GROUP BY agent, kind HAVING SUM(pending) > 0"
 )
 
 
 async def count_pending(store: SqlTransactions) -> list[PendingCount]:
     """The pending pauses a person may answer, by agent and kind, in one statement."""
-    rows = await store.read_rows(PENDING_BY_AGENT_AND_KIND, {"state": PauseState.PENDING.value})
+    rows = await store.read_rows(PENDING_BY_AGENT_AND_KIND, {})
     return [
         PendingCount(row["agent"], InteractionKind(row["kind"]), int(row["total"])) for row in rows
     ]
