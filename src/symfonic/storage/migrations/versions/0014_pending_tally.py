@@ -13,9 +13,15 @@ Triggers on ``symfonic_pauses`` keep it, so the count moves in the same
 transaction as the change by construction and no statement that creates,
 moves or deletes a pause has to know about it: an insert adds one, a delete
 takes one away, and an update of any column the key or the condition reads
-takes the old row's one away and adds the new row's. A row whose count falls
-to 0 stays, to be counted up again. The migration counts the pauses already
-there. A later migration that rebuilds ``symfonic_pauses`` on SQLite
+takes the old row's one away and adds the new row's. On SQLite, which runs
+one writer at a time, these are row triggers; on PostgreSQL, statement
+triggers that apply each statement's net change per key in key order (see
+``_postgres_counts``). A row whose count falls to 0 stays, to be counted up
+again. The migration counts the pauses already there.
+
+On PostgreSQL a transaction that creates or claims a pause holds its tally
+row's lock until it commits, so concurrent writes for one holder, agent and
+kind commit one after the other; docs/scale.md has what that costs. A later migration that rebuilds ``symfonic_pauses`` on SQLite
 (``batch_alter_table``) drops these triggers with the old table and must
 create them again.
 """
@@ -75,22 +81,52 @@ SQLITE_TRIGGERS = (
     f" WHEN {_counted('OLD')} BEGIN {_take('OLD', where='true')} END",
 )
 
+
+def _postgres_counts(*sides: tuple[str, int]) -> str:
+    """One upsert of each key's net change over a statement's transition tables.
+
+    The keys come sorted, so every statement takes its tally rows' locks in one
+    order: two sweeps on two workers, each moving many pauses of the same
+    holders, wait for each other rather than deadlock.
+    """
+    key = "audience IS NOT NULL, coalesce(audience, principal), agent, kind"
+    changes = " UNION ALL ".join(
+        f"SELECT {key}, {sign} FROM {rows} WHERE {_counted(rows)}" for rows, sign in sides
+    )
+    columns = ", ".join(KEY)
+    return (
+        f"INSERT INTO {TABLE} ({columns}, pending) SELECT {columns}, SUM(change)"
+        f" FROM ({changes}) AS changes ({columns}, change)"
+        f" GROUP BY {columns} HAVING SUM(change) <> 0 ORDER BY {columns}"
+        f" ON CONFLICT ({columns}) DO UPDATE SET pending = {TABLE}.pending + EXCLUDED.pending"
+    )
+
+
+def _postgres_trigger(name: str, event: str, tables: str, *sides: tuple[str, int]) -> list[str]:
+    # Statement triggers with transition tables: one upsert per statement, however many
+    # pauses it moves (a sweep's batch, a bulk load). PostgreSQL allows no column list
+    # on them, so every update of the pauses runs the function; an update that moves
+    # no pause into or out of a tally changes no row.
+    return [
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$"
+        f" BEGIN {_postgres_counts(*sides)}; RETURN NULL; END $$",
+        f"CREATE TRIGGER {name} AFTER {event} ON symfonic_pauses REFERENCING {tables}"
+        f" FOR EACH STATEMENT EXECUTE FUNCTION {name}()",
+    ]
+
+
 POSTGRES_TRIGGERS = (
-    "CREATE FUNCTION symfonic_tally_pending() RETURNS trigger LANGUAGE plpgsql AS $$"
-    " BEGIN"
-    f"  IF TG_OP <> 'INSERT' AND {_counted('OLD')} THEN {_take('OLD', where='true')} END IF;"
-    f"  IF TG_OP <> 'DELETE' AND {_counted('NEW')} THEN {_add('NEW', where='true')} END IF;"
-    "  RETURN NULL;"
-    " END $$",
-    "CREATE TRIGGER symfonic_tally_created AFTER INSERT ON symfonic_pauses"
-    " FOR EACH ROW EXECUTE FUNCTION symfonic_tally_pending()",
-    f"CREATE TRIGGER symfonic_tally_changed AFTER UPDATE OF {', '.join(WATCHED)}"
-    " ON symfonic_pauses FOR EACH ROW WHEN ("
-    + " OR ".join(f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in WATCHED)
-    + ") EXECUTE FUNCTION symfonic_tally_pending()",
-    "CREATE TRIGGER symfonic_tally_deleted AFTER DELETE ON symfonic_pauses"
-    " FOR EACH ROW EXECUTE FUNCTION symfonic_tally_pending()",
+    *_postgres_trigger("symfonic_tally_created", "INSERT", "NEW TABLE AS added", ("added", 1)),
+    *_postgres_trigger(
+        "symfonic_tally_changed",
+        "UPDATE",
+        "OLD TABLE AS before_rows NEW TABLE AS after_rows",
+        ("before_rows", -1),
+        ("after_rows", 1),
+    ),
+    *_postgres_trigger("symfonic_tally_deleted", "DELETE", "OLD TABLE AS removed", ("removed", -1)),
 )
+TRIGGER_NAMES = ("symfonic_tally_created", "symfonic_tally_changed", "symfonic_tally_deleted")
 
 BACKFILL = (
     f"INSERT INTO {TABLE} ({', '.join(KEY)}, pending)"
@@ -119,8 +155,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     postgres = op.get_bind().dialect.name == "postgresql"
     on_pauses = " ON symfonic_pauses" if postgres else ""
-    for trigger in ("symfonic_tally_created", "symfonic_tally_changed", "symfonic_tally_deleted"):
+    for trigger in TRIGGER_NAMES:
         op.execute(f"DROP TRIGGER IF EXISTS {trigger}{on_pauses}")
-    if postgres:
-        op.execute("DROP FUNCTION IF EXISTS symfonic_tally_pending()")
+        if postgres:
+            op.execute(f"DROP FUNCTION IF EXISTS {trigger}()")
     op.drop_table(TABLE)
