@@ -21,7 +21,9 @@ again. The migration counts the pauses already there.
 
 On PostgreSQL a transaction that creates or claims a pause holds its tally
 row's lock until it commits, so concurrent writes for one holder, agent and
-kind commit one after the other; docs/scale.md has what that costs. A later migration that rebuilds ``symfonic_pauses`` on SQLite
+kind commit one after the other; docs/scale.md has what that costs.
+
+A later migration that rebuilds ``symfonic_pauses`` on SQLite
 (``batch_alter_table``) drops these triggers with the old table and must
 create them again.
 """
