@@ -1,14 +1,16 @@
 """``SymfonicAgent``: an agent's configuration, and the Python API to run it.
 
-The agent holds configuration and, once opened, a store. A paused turn's state
-is in the store from the moment it pauses, which is why any worker -- this
-process later, or another one that never saw the pause -- can resume it. The
-agent also keeps the records of up to 1,024 pauses it wrote and was not yet
-asked to resume (:class:`~symfonic.turns.recent_pauses.RecentPauses`), so a
-resume that comes back to it skips a read; only what never changes about a
-pause is taken from there, and the claim still decides whether it can be
-answered. ``resume`` (like every call) opens the agent's store, and its pool,
-on first use, so a fresh worker whose first request is a resume works.
+The agent holds configuration and, once opened, a store
+(:mod:`symfonic.agent.opened_store`). A paused turn's state is in the store
+from the moment it pauses, which is why any worker -- this process later, or
+another one that never saw the pause -- can resume it. The agent also keeps the
+records of up to 1,024 pauses it wrote and was not yet asked to resume
+(:class:`~symfonic.turns.recent_pauses.RecentPauses`), so a resume that comes
+back to it skips a read; only what never changes about a pause is taken from
+there, and the claim still decides whether it can be answered. Its turns are
+the steps of :mod:`symfonic.turns`: :func:`~symfonic.turns.start.first_turn`
+and :func:`~symfonic.turns.resume.resume_turn`, each inside its span when an
+SDK records.
 """
 
 from __future__ import annotations
@@ -20,14 +22,13 @@ from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from symfonic.agent.models import resolve_model
+from symfonic.agent.opened_store import OpenedStore
 from symfonic.agent.retention import Retention, prune
 from symfonic.capabilities.human.interactions import Interaction
-from symfonic.capabilities.human.tokens import TokenSigner
 from symfonic.capabilities.human.toolbox import Approval, ToolBox
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
@@ -43,14 +44,11 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import Answer, AnswerStatus, Event, PauseState, TurnResult
 from symfonic.core.messages import MessageBody
-from symfonic.core.telemetry.instruments import recording
-from symfonic.core.telemetry.store import traced
 from symfonic.core.telemetry.turns import traced_turn
 from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import BoundModel, Kernel, bind_tools, streams_natively
 from symfonic.kernel.tools import ToolLike, tool_connections
-from symfonic.storage import open_store, store_url
 from symfonic.turns.budget import Quota
 from symfonic.turns.delegation import (
     DEFAULT_DELEGATION_DEPTH,
@@ -59,9 +57,8 @@ from symfonic.turns.delegation import (
     check_delegates,
 )
 from symfonic.turns.outcomes import collect
-from symfonic.turns.resolve import ResolvedPause, resolve
+from symfonic.turns.resolve import ResolvedPause
 from symfonic.turns.resume import resume_turn
-from symfonic.turns.settlement import Settlement
 from symfonic.turns.start import OnPendingPause, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
@@ -78,7 +75,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class SymfonicAgent:
+class SymfonicAgent(OpenedStore):
     """Model, instructions, tools and limits, served by name.
 
     ``approval`` names the tools a person must approve (a set), or maps each to
@@ -117,6 +114,7 @@ class SymfonicAgent:
             raise ConfigurationError(
                 "pause_ttl, claim_lease and run_lease must be positive seconds"
             )
+        super().__init__(store, pause_ttl=pause_ttl)
         self.name = name
         self.model = resolve_model(model)
         self.instructions = instructions
@@ -132,18 +130,11 @@ class SymfonicAgent:
             delegates=[each.binding() for each in self._delegates],
         )
         self.limits = limits or Limits()
-        self.pause_ttl = float(pause_ttl)
         self.claim_lease = float(claim_lease)
         self.run_lease = float(run_lease)
         self.quota = quota
         self.clock = clock
         self.record_answers = record_answers
-        self._store_arg = store
-        self._store: Store | None = None
-        self._settlement: Settlement | None = None
-        self._owns_store = False
-        self._recording = False
-        self._open_lock = anyio.Lock()
         self._bound_model: BoundModel | None = None
         self._streaming = streams_natively(self.model)
 
@@ -159,67 +150,11 @@ class SymfonicAgent:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def open(self) -> None:
-        """Open the store (and its pool) if it is not open yet; idempotent."""
-        if self._settlement is not None:
-            return  # every call opens first; once open, that costs no lock
-        async with self._open_lock:
-            if self._settlement is not None:
-                return
-            if self._store_arg is None or isinstance(self._store_arg, str):
-                store = open_store(store_url(self._store_arg))
-                await store.__aenter__()
-                self._owns_store = True
-            else:
-                store = self._store_arg
-            # Decided once: an SDK must be installed before the agent opens
-            # (docs/observability.md). Then one span per transaction.
-            self._recording = recording()
-            if self._recording:
-                store = traced(store)
-            self._store = store
-            self._settlement = Settlement(
-                store, TokenSigner(await store.signing_secret()), pause_ttl=self.pause_ttl
-            )
-
     async def aclose(self) -> None:
         """Close the store if the agent opened it, and its tools' live connections."""
         for connections in tool_connections(self.toolbox.tools.values()):
             await connections.aclose()
-        async with self._open_lock:
-            if self._store is not None and self._owns_store:
-                await self._store.__aexit__(None, None, None)
-            self._store, self._settlement, self._owns_store = None, None, False
-
-    def use_store(self, store: Store) -> None:
-        """Share an opened store (a server hosting several agents); before first use."""
-        if self._store is not None:
-            raise ConfigurationError("use_store must be called before the agent is opened")
-        self._store_arg = store
-
-    @property
-    def declared_store(self) -> str | Store | None:
-        """The ``store`` the agent was built with (or handed by ``use_store``).
-
-        ``None`` means the agent has no store of its own: ``SYMFONIC_STORE``,
-        else the embedded default, decides when it opens. A server choosing one
-        store for several agents reads this before any of them is opened.
-        """
-        return self._store_arg
-
-    @property
-    def store(self) -> Store:
-        if self._store is None:
-            raise ConfigurationError(
-                "the agent is not open; use 'async with agent' or 'await agent.open()'"
-            )
-        return self._store
-
-    @property
-    def settlement(self) -> Settlement:
-        if self._settlement is None:
-            raise ConfigurationError("the agent is not open")
-        return self._settlement
+        await self.close_store()
 
     # delegation -------------------------------------------------------------
 
@@ -269,12 +204,6 @@ class SymfonicAgent:
             delegates={each.name: each.bound(host or self) for each in self._delegates},
             telemetry=(host or self).telemetry,
         )
-
-    @property
-    def telemetry(self) -> bool:
-        """Whether this agent traces and measures its turns: an SDK was recording when it
-        opened. A delegate's turns follow the agent whose store they run on."""
-        return self._recording
 
     def context(self, history: Sequence[BaseMessage]) -> list[BaseMessage]:
         """What the model sees before the turn: the instructions, then the history."""
@@ -427,7 +356,7 @@ class SymfonicAgent:
         verified once. ``args_digest``: as in :meth:`resume`."""
         await self.open()
         who = Principal.of(principal)
-        resumed = self._resumed(token, answer, who, status, args_digest)
+        resumed = resume_turn(self, token, answer, who, status, args_digest=args_digest)
         async with aclosing(self._traced_resume(resumed, who, answer)) as events:
             async for event in events:
                 yield event
@@ -448,33 +377,14 @@ class SymfonicAgent:
         claimed, and the token stays usable."""
         await self.open()
         who = Principal.of(principal)
-        resumed = self._resumed(token, answer, who, status, args_digest)
+        resumed = resume_turn(self, token, answer, who, status, args_digest=args_digest)
         return await collect(self._traced_resume(resumed, who, answer))
-
-    async def _resumed(
-        self,
-        token: str | ResolvedPause,
-        answer: Answer,
-        who: Principal,
-        status: AnswerStatus,
-        args_digest: str | None,
-    ) -> AsyncGenerator[Event, None]:
-        """The resume pipeline on this agent, from resolving the token on."""
-        resolved = (
-            token
-            if isinstance(token, ResolvedPause)
-            else await resolve(self.settlement, token, self.clock())
-        )
-        turn = resume_turn(self, resolved, answer, who, status, args_digest=args_digest)
-        async with aclosing(turn) as events:
-            async for event in events:
-                yield event
 
     def _traced(
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None
     ) -> AsyncGenerator[Event, None]:
         """A first turn inside its ``symfonic.turn`` span (when an SDK records)."""
-        if not self._recording:
+        if not self.telemetry:
             return turn
         return traced_turn(turn, agent=self.name, principal=who.name, session_id=session_id)
 
@@ -482,7 +392,7 @@ class SymfonicAgent:
         self, turn: AsyncGenerator[Event, None], who: Principal, answer: Any
     ) -> AsyncGenerator[Event, None]:
         """A resume inside its ``symfonic.resume`` span; the answer only if opted in."""
-        if not self._recording:
+        if not self.telemetry:
             return turn
         recorded = json.dumps(answer, default=str) if self.record_answers else None
         return traced_turn(turn, agent=self.name, principal=who.name, resume=True, answer=recorded)

@@ -24,6 +24,11 @@ leaves the delegate's answer in the delegate's session and abandons only its own
 claim. A worker that dies mid-resume holds both claims; both leases lapse
 together (the caller's is renewed while the delegate runs), and the sweeper
 abandons both. A delegate's own claim whose reply is lost is left to its lease.
+
+The delegate's claimed turn is a :class:`~symfonic.turns.resumed_turn.ResumedTurn`
+like a root's, and settles through the same writes; what differs is passed in:
+its second pause is marked with the caller's session, and asked a claim lease
+later, so the caller's pause, recorded after it, always expires first.
 """
 
 from __future__ import annotations

@@ -42,22 +42,28 @@ from symfonic.turns.claim import claim
 from symfonic.turns.delegated_resume import continue_through_delegate
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.refusals import refuse_or_replay, refuse_or_replay_lost
-from symfonic.turns.resolve import ResolvedPause
+from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resumed_turn import ResumedTurn
 from symfonic.turns.runtime import TurnRuntime
 
 
 async def resume_turn(
     agent: TurnRuntime,
-    resolved: ResolvedPause,
+    token: str | ResolvedPause,
     answer: Answer,
     principal: Principal,
     status: AnswerStatus = "resolved",
     *,
     args_digest: str | None = None,
 ) -> AsyncGenerator[Event, None]:
-    """Answer the resolved pause and run its turn on; request errors raise before any event."""
+    """Answer the token's pause and run its turn on; request errors raise before any event.
+
+    ``token``: the token, or the pause a transport already resolved it to.
+    """
     now = agent.clock()
+    resolved = (
+        token if isinstance(token, ResolvedPause) else await resolve(agent.settlement, token, now)
+    )
     pause = resolved.pause
     replayed = await refuse_or_replay(agent, pause, answer, principal, status, args_digest, now)
     turn: ResumedTurn | None = None

@@ -98,6 +98,8 @@ class ResumedTurn:
         scope: IssuerScope,
         claim_id: str,
     ) -> None:
+        """``guarded``: the agent's :class:`Settlement` (named as its reference page names
+        it); ``principal``: who answered; ``scope``: whose turn the pause belongs to."""
         self._settlement = guarded
         self._principal = principal
         self.session_id = session_id

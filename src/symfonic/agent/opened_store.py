@@ -1,0 +1,104 @@
+"""An agent's store: opened once, on first use, owned or shared, traced while an SDK records.
+
+Every call of :class:`~symfonic.SymfonicAgent` opens its store first, so a
+fresh worker whose first request is a resume works: pause and resume span
+worker lifecycles by definition, and nothing a resume needs is in the process
+that paused. The store is the agent's own (a URL, or ``SYMFONIC_STORE``, or the
+embedded default; opened here and closed with the agent) or one it was handed
+(an opened store several agents share; never closed here). Whether its
+transactions are traced is decided once, when it opens. The token signer and
+the :class:`~symfonic.turns.settlement.Settlement` a turn ends through are
+built on it then, from the store's own secret, so any worker on the store
+verifies any token.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from symfonic.capabilities.human.tokens import TokenSigner
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.store import Store
+from symfonic.core.telemetry.instruments import recording
+from symfonic.core.telemetry.store import traced
+from symfonic.storage import open_store, store_url
+from symfonic.turns.settlement import Settlement
+
+
+class OpenedStore:
+    """The store an agent runs on, and the settlement built on it once it is open."""
+
+    def __init__(self, store: str | Store | None, *, pause_ttl: float) -> None:
+        self.pause_ttl = float(pause_ttl)
+        self._store_arg = store
+        self._store: Store | None = None
+        self._settlement: Settlement | None = None
+        self._owns_store = False
+        self._recording = False
+        self._open_lock = anyio.Lock()
+
+    async def open(self) -> None:
+        """Open the store (and its pool) if it is not open yet; idempotent."""
+        if self._settlement is not None:
+            return  # every call opens first; once open, that costs no lock
+        async with self._open_lock:
+            if self._settlement is not None:
+                return
+            if self._store_arg is None or isinstance(self._store_arg, str):
+                store = open_store(store_url(self._store_arg))
+                await store.__aenter__()
+                self._owns_store = True
+            else:
+                store = self._store_arg
+            # Decided once: an SDK must be installed before the agent opens
+            # (docs/observability.md). Then one span per transaction.
+            self._recording = recording()
+            if self._recording:
+                store = traced(store)
+            self._store = store
+            signer = TokenSigner(await store.signing_secret())
+            self._settlement = Settlement(store, signer, pause_ttl=self.pause_ttl)
+
+    async def close_store(self) -> None:
+        """Close the store if the agent opened it; it opens again on next use."""
+        async with self._open_lock:
+            if self._store is not None and self._owns_store:
+                await self._store.__aexit__(None, None, None)
+            self._store, self._settlement, self._owns_store = None, None, False
+
+    def use_store(self, store: Store) -> None:
+        """Share an opened store (a server hosting several agents); before first use."""
+        if self._store is not None:
+            raise ConfigurationError("use_store must be called before the agent is opened")
+        self._store_arg = store
+
+    @property
+    def declared_store(self) -> str | Store | None:
+        """The ``store`` the agent was built with (or handed by ``use_store``).
+
+        ``None`` means the agent has no store of its own: ``SYMFONIC_STORE``,
+        else the embedded default, decides when it opens. A server choosing one
+        store for several agents reads this before any of them is opened.
+        """
+        return self._store_arg
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise ConfigurationError(
+                "the agent is not open; use 'async with agent' or 'await agent.open()'"
+            )
+        return self._store
+
+    @property
+    def settlement(self) -> Settlement:
+        """The writes this agent's turns end in, on its store."""
+        if self._settlement is None:
+            raise ConfigurationError("the agent is not open")
+        return self._settlement
+
+    @property
+    def telemetry(self) -> bool:
+        """Whether this agent traces and measures its turns: an SDK was recording when it
+        opened. A delegate's turns follow the agent whose store they run on."""
+        return self._recording
