@@ -48,7 +48,7 @@ def test_the_readme_example_pauses_then_completes(
 ) -> None:
     _run_example(tmp_path, monkeypatch)
     assert capsys.readouterr().out.splitlines() == [
-        'paused: Approve send_payment?',
+        "paused: Approve send_payment?",
         "complete: Paid bob 5.",
     ]
 
@@ -57,13 +57,18 @@ def test_the_readme_example_pauses_then_completes(
     ("fails", "expected"),
     [
         (lambda messages: True, ["failed:"]),
-        (lambda messages: any(isinstance(m, ToolMessage) for m in messages),
-         ["paused:", "failed:"]),
+        (
+            lambda messages: any(isinstance(m, ToolMessage) for m in messages),
+            ["paused:", "failed:"],
+        ),
     ],
     ids=["at-once", "on-resume"],
 )
 def test_the_readme_example_reports_a_failed_turn_instead_of_crashing(
-    fails: Any, expected: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    fails: Any,
+    expected: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     original = ScriptedChatModel.from_script
@@ -132,7 +137,9 @@ def test_the_several_workers_example_resumes_through_another_worker(postgres_url
     assert "8001" not in script and "/symfonic\n" not in script
     done = subprocess.run(
         ["bash", "-c", "set -eu\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n" + script],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "SYMFONIC_STORE": "", "SYMFONIC_API_KEYS": ""},
     )
     assert done.returncode == 0, done.stderr
@@ -188,12 +195,12 @@ def test_the_delegation_example_pauses_once_then_completes_both(
     monkeypatch.delenv("SYMFONIC_STORE", raising=False)
     exec(compile(code, "README.md", "exec"), {"__name__": "readme_delegation"})
     assert capsys.readouterr().out.splitlines() == [
-        'paused: Approve charge? (asked by billing)',
+        "paused: Approve charge? (asked by billing)",
         "complete: Done: billing says Ann was charged 5.",
     ]
 
 
-def test_the_mcp_example_gates_a_server_tool_and_runs_it_after_approval(
+def test_the_mcp_example_gates_a_server_tool_and_answers_its_question(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server, agent = re.findall(
@@ -204,6 +211,8 @@ def test_the_mcp_example_gates_a_server_tool_and_runs_it_after_approval(
     monkeypatch.delenv("SYMFONIC_STORE", raising=False)
     exec(compile(agent, "README.md", "exec"), {"__name__": "readme_mcp_example"})
     assert capsys.readouterr().out.splitlines() == [
-        'paused: Approve transfer_funds?',
-        "complete: Paid bob 5.",
+        "paused: Approve transfer_funds?",
+        "complete: Done: pay bob 5.",
+        "paused: What is ann's IBAN?",
+        "complete: Done: add ann.",
     ]

@@ -854,7 +854,7 @@ export interface components {
         };
         /** ResumeRequest */
         ResumeRequest: {
-            /** @description The answer, valid against the pause's `response_schema`. Required unless `status` is `cancelled`. */
+            /** @description The answer, valid against the pause's `response_schema`. Required unless `status` is `cancelled` or `declined`. */
             answer?: components["schemas"]["JsonValue"];
             /**
              * Args Digest
@@ -863,11 +863,11 @@ export interface components {
             args_digest?: string | null;
             /**
              * Status
-             * @description `cancelled`: the person declined to answer.
+             * @description `cancelled`: the person dismissed the question without answering. `declined`: they refused it outright; an MCP server's question hears `decline` (and `cancel` for `cancelled`), every other pause reads both as no answer.
              * @default resolved
              * @enum {string}
              */
-            status?: "resolved" | "cancelled";
+            status?: "resolved" | "cancelled" | "declined";
             /**
              * Token
              * @description The pause token from `turn.paused`.

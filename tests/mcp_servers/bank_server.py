@@ -12,10 +12,13 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Annotated, Any
 
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 from pydantic import BaseModel
 
 bank = MCPServer("bank")
@@ -59,12 +62,61 @@ class Payee(BaseModel):
     iban: str
 
 
+class Amount(BaseModel):
+    limit: int
+
+
+def ask_iban(name: str) -> Elicit[Payee]:
+    # Runs on every round of the call: the ledger counts how often the server was asked.
+    _ledger({"tool": "ask_iban", "name": name})
+    return Elicit(f"What is {name}'s IBAN?", Payee)
+
+
+def ask_limit(
+    name: str, payee: Annotated[ElicitationResult[Payee], Resolve(ask_iban)]
+) -> Elicit[Amount] | AcceptedElicitation[Amount]:
+    if not isinstance(payee, AcceptedElicitation):
+        return AcceptedElicitation[Amount].model_construct(data=Amount(limit=0))
+    return Elicit(f"How much may {name} be sent a day?", Amount)
+
+
 @bank.tool()
-async def add_payee(name: str, ctx: Context) -> str:
+async def add_payee(
+    name: str, payee: Annotated[ElicitationResult[Payee], Resolve(ask_iban)], ctx: Context
+) -> str:
     """Add a payee, asking the person for their bank details."""
-    answer = await ctx.elicit(f"What is {name}'s IBAN?", Payee)
-    _ledger({"tool": "add_payee", "answer": answer.action})
-    return f"{name}: {answer.action}"
+    meta = ctx.request_context.meta or {}
+    iban = payee.data.iban if isinstance(payee, AcceptedElicitation) else None
+    _ledger(
+        {
+            "tool": "add_payee",
+            "answer": payee.action,
+            "iban": iban,
+            "key": meta.get("idempotencyKey"),
+        }
+    )
+    return f"{name}: {iban or payee.action}"
+
+
+@bank.tool()
+async def add_limited_payee(
+    name: str, limit: Annotated[ElicitationResult[Amount], Resolve(ask_limit)]
+) -> str:
+    """Add a payee with a daily limit: two questions, the second after the first."""
+    amount = limit.data.limit if isinstance(limit, AcceptedElicitation) else None
+    _ledger({"tool": "add_limited_payee", "limit": amount})
+    return f"{name} may be sent {amount} a day"
+
+
+@bank.tool()
+async def sign_in(ctx: Context) -> str | InputRequiredResult:
+    """Sign in to the bank, on its own page (a URL question)."""
+    answered = (ctx.input_responses or {}).get("login")
+    if isinstance(answered, ElicitResult):
+        _ledger({"tool": "sign_in", "answer": answered.action})
+        return f"signed in: {answered.action}"
+    page = ElicitRequestURLParams(message="Sign in to the bank", url="https://bank.example/login")
+    return InputRequiredResult(input_requests={"login": ElicitRequest(params=page)})
 
 
 @bank.tool()

@@ -167,22 +167,6 @@ class _no_server:
         return None
 
 
-async def test_a_question_from_the_server_is_a_tool_error_today_and_the_turn_goes_on(
-    store_url: str, tmp_path: Path
-) -> None:
-    ledger = tmp_path / "ledger"
-    model, seen = _seeing([call("add_payee", {"name": "bob"}), reply("I could not add bob.")])
-    async with (
-        MCPTools({"bank": stdio_connection(ledger)}, call_timeout=20) as tools,
-        SymfonicAgent(model=model, tools=tools, store=store_url) as agent,
-    ):
-        done = await agent.run("add bob as a payee")
-    assert (done.status, done.answer) == ("complete", "I could not add bob.")
-    result = _last_result(seen)
-    assert result.status == "error" and result.name == "add_payee"
-    assert entries(ledger) == []  # the tool stopped at its question
-
-
 async def test_a_rule_gates_a_prefixed_mcp_tool_like_any_tool(
     store_url: str, tmp_path: Path
 ) -> None:

@@ -4,7 +4,9 @@ The loop owns two invariants. A round that holds an interaction is stopped at
 its first interaction *before anything in it is dispatched*, so a person's
 answer can never arrive after a side effect it was meant to gate; a round with
 a call the tool box cannot decide on (an approval rule that failed) dispatches
-nothing either, and is answered there and then. And every assistant tool call
+nothing either, and is answered there and then. (A tool that asks a person
+mid-call, as an MCP server may, stops its round there too: what ran before it
+keeps its observation, and nothing after it runs.) And every assistant tool call
 that is dispatched is answered by exactly one tool message right after it, so
 the transcript is one a strict provider accepts.
 """
@@ -15,6 +17,7 @@ import uuid
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
+    Callable,
     Coroutine,
     Mapping,
     Sequence,
@@ -32,6 +35,8 @@ from langchain_core.runnables import Runnable
 from symfonic.core.contracts.errors import ModelError
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import (
+    Answer,
+    AnswerStatus,
     KernelDone,
     KernelResult,
     PendingInteraction,
@@ -47,7 +52,7 @@ from symfonic.kernel.delegates import Delegate, Delegated, DelegatedCall
 from symfonic.kernel.heartbeat import Heartbeat, Heartbeats
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.toolbox import RoundTools, UndecidedCall
-from symfonic.kernel.tools import idempotency_key
+from symfonic.kernel.tools import Observation, idempotency_key
 
 T = TypeVar("T")
 
@@ -177,15 +182,41 @@ class Kernel:
             self.bound_model = bind_tools(self.model, self.toolbox)
         return self.bound_model
 
-    async def dispatch(self, call: ToolCall) -> tuple[ToolMessage, ToolResultEvent]:
-        """Run one ordinary call; an unknown tool is an error observation."""
+    async def dispatch(
+        self, call: ToolCall
+    ) -> tuple[ToolMessage, ToolResultEvent] | PendingInteraction:
+        """Run one ordinary call; an unknown tool is an error observation.
+
+        A tool that asks a person mid-call makes the call a pause instead: the
+        interaction returned is the round's stop.
+        """
         tool = self.toolbox.tools.get(call["name"])
+        if tool is None:
+            return await self._observe(call, None)
+        return await self._observe(call, lambda key: tool.call(call["args"], key))
+
+    async def answer(
+        self, pending: PendingInteraction, answer: Answer, status: AnswerStatus
+    ) -> tuple[ToolMessage, ToolResultEvent] | PendingInteraction:
+        """Go on with a call whose tool asked ``pending``, with the person's answer."""
+        call = ToolCall(name=pending.tool_name, args=pending.args, id=pending.tool_call_id)
+        tool, continuation = self.toolbox.tools.get(pending.tool_name), pending.continuation
+        if tool is None or continuation is None:
+            return await self._observe(call, None)
+        return await self._observe(call, lambda key: tool.answer(continuation, answer, status, key))
+
+    async def _observe(
+        self, call: ToolCall, work: Callable[[str], Coroutine[Any, Any, Observation]] | None
+    ) -> tuple[ToolMessage, ToolResultEvent] | PendingInteraction:
         with calls.tool_call(call["name"], str(call["id"]), recording=self.telemetry) as traced:
-            if tool is None:
+            if work is None:
                 content, ok = f"error: there is no tool named {call['name']!r}", False
             else:
                 key = idempotency_key(self.session_id, str(call["id"]))
-                observation = await self._beating(tool.call(call["args"], key))
+                observation = await self._beating(work(key))
+                if observation.asks is not None:
+                    traced.observed(True)
+                    return observation.asks.pending(str(call["id"]), call["name"], call["args"])
                 content, ok = observation.content, observation.ok
             traced.observed(ok)
         return _observed(call, content, ok)

@@ -4,6 +4,13 @@ A tool that raises becomes an error observation, never a crashed turn: the model
 is told what went wrong and may try something else. Every call gets an
 idempotency key derived from the session and the tool call id, both of which
 survive a pause, so a tool dispatched on resume sees the same key a retry would.
+
+A tool may also find, mid-call, that it cannot finish without a person (an MCP
+server's question): it raises :class:`ToolAsks`, and its call becomes the
+round's pause instead of an observation. The question carries a
+``continuation`` -- plain JSON the tool needs to go on -- which the pause keeps
+in its checkpoint; on resume the tool's :meth:`AnswersQuestions.answered` is
+given it with the person's answer, on whichever worker claimed the pause.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools.base import create_schema_from_function
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
+
+from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind, PendingInteraction
 
 IDEMPOTENCY_PARAMETER = "idempotency_key"
 
@@ -53,9 +62,57 @@ def idempotency_key(session_id: str, tool_call_id: str) -> str:
 
 
 @dataclass(frozen=True)
+class Question:
+    """What a tool asks a person mid-call, and what it needs to go on once answered.
+
+    ``response_schema`` is the JSON Schema the answer must meet (checked before
+    the pause is claimed); ``continuation`` is plain JSON, kept in the checkpoint.
+    """
+
+    query: str
+    response_schema: dict[str, Any]
+    continuation: dict[str, Any]
+    kind: InteractionKind = InteractionKind.FORM
+
+    def pending(
+        self, tool_call_id: str, tool_name: str, args: dict[str, Any]
+    ) -> PendingInteraction:
+        """The pause of the call that asked it."""
+        return PendingInteraction(
+            kind=self.kind,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            args=args,
+            query=self.query,
+            response_schema=self.response_schema,
+            continuation=self.continuation,
+        )
+
+
+class ToolAsks(Exception):
+    """Raised by a tool that cannot finish its call without a person's answer."""
+
+    def __init__(self, question: Question) -> None:
+        super().__init__(question.query)
+        self.question = question
+
+
+@runtime_checkable
+class AnswersQuestions(Protocol):
+    """A tool that can go on with a call it paused, given the person's answer."""
+
+    async def answered(
+        self, continuation: Mapping[str, Any], answer: Answer, status: AnswerStatus, key: str
+    ) -> Any:
+        """The call's result; raises :class:`ToolAsks` when it asks again."""
+        ...
+
+
+@dataclass(frozen=True)
 class Observation:
     content: str
     ok: bool
+    asks: Question | None = None
 
 
 def _text(value: Any) -> str:
@@ -101,6 +158,24 @@ class Tool:
     async def call(self, args: Mapping[str, Any], key: str) -> Observation:
         try:
             return Observation(_text(await self._invoke(dict(args), key)), ok=True)
+        except ToolAsks as asking:
+            return Observation("", ok=True, asks=asking.question)
+        except Exception as error:  # the model is told; the turn goes on
+            return Observation(f"error: {type(error).__name__}: {error}", ok=False)
+
+    async def answer(
+        self, continuation: Mapping[str, Any], answer: Answer, status: AnswerStatus, key: str
+    ) -> Observation:
+        """Go on with a call this tool paused, with the person's answer."""
+        binding = self.binding
+        if not isinstance(binding, AnswersQuestions):
+            return Observation(f"error: {self.name} cannot go on with a paused call", ok=False)
+        try:
+            return Observation(
+                _text(await binding.answered(continuation, answer, status, key)), True
+            )
+        except ToolAsks as asking:
+            return Observation("", ok=True, asks=asking.question)
         except Exception as error:  # the model is told; the turn goes on
             return Observation(f"error: {type(error).__name__}: {error}", ok=False)
 

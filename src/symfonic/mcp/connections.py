@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from mcp import Client
 from mcp.client._transport import TransportStreams
+from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -31,8 +32,14 @@ Connection = Mapping[str, Any]
 _TRANSPORTS = ("stdio", "streamable_http")
 
 
-def client_for(server: str, connection: Connection) -> Client:
-    """An unopened client for ``server``; each call makes a fresh one (a reconnect)."""
+def client_for(server: str, connection: Connection, elicitation: ElicitationFnT) -> Client:
+    """An unopened client for ``server``; each call makes a fresh one (a reconnect).
+
+    ``elicitation`` answers a question an older server asks mid-call; giving
+    one is also what declares to every server that this client takes questions.
+    A connection's ``"mode"`` (``"legacy"``) pins the SDK's protocol negotiation.
+    """
+    mode = connection.get("mode", "auto")
     transport = connection.get("transport", "stdio")
     if transport == "stdio":
         if not connection.get("command"):
@@ -43,12 +50,16 @@ def client_for(server: str, connection: Connection) -> Client:
             env={str(k): str(v) for k, v in (connection.get("env") or {}).items()} or None,
             cwd=connection.get("cwd"),
         )
-        return Client(stdio_client(parameters, errlog=_errlog()))
+        return Client(
+            stdio_client(parameters, errlog=_errlog()), mode=mode, elicitation_callback=elicitation
+        )
     if transport in ("streamable_http", "streamable-http", "http"):
         if not connection.get("url"):
             raise ConfigurationError(f"the MCP server {server} needs a url")
         headers = {str(k): str(v) for k, v in (connection.get("headers") or {}).items()}
-        return Client(_http(str(connection["url"]), headers))
+        return Client(
+            _http(str(connection["url"]), headers), mode=mode, elicitation_callback=elicitation
+        )
     raise ConfigurationError(
         f"the MCP server {server} has the transport {transport!r}; symfonic speaks "
         f"{' and '.join(_TRANSPORTS)}"

@@ -26,11 +26,19 @@ from mcp_types import (
     TextResourceContents,
 )
 
-__all__ = ["MCPToolError", "observation"]
+__all__ = ["MCPRefused", "MCPToolError", "observation"]
 
 
 class MCPToolError(ToolException):
     """A tool call that failed: the server said so, died, or did not answer in time."""
+
+
+class MCPRefused(MCPToolError):
+    """A call the server refused with a protocol error; ``code`` is the JSON-RPC code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def observation(server: str, result: CallToolResult) -> tuple[str, Any]:

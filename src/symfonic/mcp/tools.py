@@ -16,26 +16,42 @@ Each call carries the kernel's idempotency key in the request ``_meta``
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, Literal, cast, overload
 
+import anyio
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from mcp_types import RequestParamsMeta, Tool
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    InputRequiredResult,
+    RequestParamsMeta,
+    Tool,
+)
 from pydantic import ConfigDict, Field
 
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.kernel.tools import IDEMPOTENCY_PARAMETER
+from symfonic.core.contracts.types import Answer, AnswerStatus
+from symfonic.kernel.tools import IDEMPOTENCY_PARAMETER, ToolAsks
 from symfonic.mcp.connections import Connection
-from symfonic.mcp.link import ServerLink
-from symfonic.mcp.results import observation
+from symfonic.mcp.link import LEGACY_KEY, Recall, ServerLink
+from symfonic.mcp.questions import Continuation, asked_of, response_to
+from symfonic.mcp.results import MCPRefused, MCPToolError, observation
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "IDEMPOTENCY_META", "MCPTool", "MCPTools", "load_mcp_tools"]
 
 DEFAULT_CALL_TIMEOUT = 60.0
 IDEMPOTENCY_META = "idempotencyKey"
+MAX_ROUNDS = 10
+"""Rounds of questions already answered a call may go through before it is given up."""
+STATE_ONLY_PAUSE = 0.1
 
 
 class MCPTool(BaseTool):
@@ -59,9 +75,91 @@ class MCPTool(BaseTool):
         **kwargs: Any,
     ) -> tuple[str, Any]:
         key = (config.get("configurable") or {}).get(IDEMPOTENCY_PARAMETER)
-        meta = cast(RequestParamsMeta, {IDEMPOTENCY_META: str(key)}) if key else None
-        result = await self.link.call(self.remote_name, dict(kwargs), meta)
-        return observation(self.link.name, result)
+        call = Continuation(self.link.name, self.remote_name, dict(kwargs))
+        first = await self.link.call(call.tool, call.arguments, _meta(key), recall=_recall(call))
+        return await self._finish(call, first, _meta(key))
+
+    async def answered(
+        self, continuation: Mapping[str, Any], answer: Answer, status: AnswerStatus, key: str
+    ) -> str:
+        """Go on with a call that asked the person, on any worker, with their answer.
+
+        The answer is filed with the others; a question of the same round still
+        unanswered is the next pause, sent nothing. Otherwise the round's answers
+        go to the server with its ``requestState``; a server that refuses that
+        state (``-32602``) is asked again from the first round, and answered from
+        the store (see :mod:`symfonic.mcp.questions`).
+        """
+        call = Continuation.of(continuation)
+        call = call.answering(response_to(call.unanswered()[0], answer, status))
+        if call.unanswered():
+            raise ToolAsks(call.question())
+        meta = _meta(key)
+        try:
+            result = await self.link.call(
+                call.tool,
+                call.arguments,
+                meta,
+                responses=call.responses(),
+                state=call.state,
+                recall=_recall(call),
+            )
+        except MCPRefused as refused:
+            if refused.code != INVALID_PARAMS or call.state is None:
+                raise
+            result = await self.link.call(call.tool, call.arguments, meta, recall=_recall(call))
+        text, _ = await self._finish(call, result, meta)
+        return text
+
+    async def _finish(
+        self,
+        call: Continuation,
+        result: CallToolResult | InputRequiredResult,
+        meta: RequestParamsMeta | None,
+    ) -> tuple[str, Any]:
+        """The call's observation, once every question the server asks has an answer.
+
+        A round asked only what is already answered is answered from the store;
+        one with a question nobody has answered is the call's pause.
+        """
+        for _ in range(MAX_ROUNDS):
+            if isinstance(result, CallToolResult):
+                return observation(self.link.name, result)
+            asked = tuple(
+                asked_of(self.link.name, key, request)
+                for key, request in (result.input_requests or {}).items()
+            )
+            call = replace(call, state=result.request_state, round=asked)
+            if call.unanswered():
+                raise ToolAsks(call.question())
+            if not asked:  # the server is working: it asks nothing, only to be called again
+                await anyio.sleep(STATE_ONLY_PAUSE)
+            result = await self.link.call(
+                call.tool,
+                call.arguments,
+                meta,
+                responses=call.responses(),
+                state=call.state,
+                recall=_recall(call),
+            )
+        raise MCPToolError(
+            f"the MCP server {self.link.name} kept asking after {MAX_ROUNDS} rounds answered"
+        )
+
+
+def _meta(key: object) -> RequestParamsMeta | None:
+    return cast(RequestParamsMeta, {IDEMPOTENCY_META: str(key)}) if key else None
+
+
+def _recall(call: Continuation) -> Recall:
+    """How a question asked mid-call (older protocols) is answered from the store."""
+
+    def recall(params: ElicitRequestParams) -> ElicitResult | None:
+        asked = asked_of(call.server, LEGACY_KEY, ElicitRequest(params=params))
+        stored = call.stored(asked)
+        return None if stored is None else ElicitResult.model_validate(stored)
+
+    return recall
 
 
 class MCPTools(Sequence[BaseTool]):

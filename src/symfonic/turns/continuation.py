@@ -1,7 +1,9 @@
 """Running the kernel on from a paused turn, with the person's answer as its observation.
 
 The answered call is settled first -- for an approval, that is the only moment
-the gated tool runs, with the original or the edited arguments -- then the turn
+the gated tool runs, with the original or the edited arguments; for a tool that
+asked mid-call, the tool goes on with the answer from the checkpoint's
+continuation, and may ask again (a new pause, for the same call) -- then the turn
 is rebuilt from the checkpoint by :func:`rehydrate` and the kernel continues
 exactly as if the round had just finished. Nothing is taken from the process
 that paused: the checkpoint and the committed history are all there is.
@@ -15,11 +17,20 @@ from contextlib import aclosing
 from dataclasses import replace
 
 from langchain_core.messages import BaseMessage
+from langchain_core.messages.tool import ToolCall
 
 from symfonic.capabilities.human.answers import resolve
-from symfonic.capabilities.human.turnstate import ResumeOutcome
+from symfonic.capabilities.human.turnstate import ResumeOutcome, TurnCheckpoint
 from symfonic.core.contracts.errors import InteractionConfigurationError
-from symfonic.core.contracts.types import RawEvent, ToolResultEvent
+from symfonic.core.contracts.types import (
+    KernelDone,
+    KernelResult,
+    PendingInteraction,
+    RawEvent,
+    StopReason,
+    ToolResultEvent,
+)
+from symfonic.core.messages import message_of
 from symfonic.core.telemetry.instruments import span
 from symfonic.core.telemetry.names import REHYDRATE
 from symfonic.kernel.loop import Kernel
@@ -45,33 +56,14 @@ async def kernel_resume(
             f"the answer is for call {answered!r}, but the recorded round stopped at "
             f"{pending.tool_call_id!r}"
         )
-    resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
-    if resolution.run_args is not None:
-        ran, result = await kernel.dispatch(
-            {
-                "name": pending.tool_name,
-                "args": resolution.run_args,
-                "id": answered,
-                "type": "tool_call",
-            }
-        )
-        observation = str(ran.content)
-        if resolution.edited:
-            observation = (
-                f"(run with arguments edited by the person: "
-                f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
-            )
-        yield result.model_copy(update={"content": observation})
-        failed = ran.status == "error"
-    else:
-        observation = resolution.observation or ""
-        yield ToolResultEvent(
-            tool_call_id=answered,
-            name=pending.tool_name,
-            content=observation,
-            status=resolution.status,
-        )
-        failed = False
+    settled = await _settle(kernel, pending, outcome)
+    if isinstance(settled, PendingInteraction):
+        # The tool asked again: the round stays stopped at the same call, on the new question.
+        yield _paused_again(checkpoint, settled)
+        return
+    result, failed = settled
+    observation = result.content
+    yield result
     async with aclosing(
         continue_from(kernel, outcome, observation, history, failed=failed)
     ) as events:
@@ -112,6 +104,58 @@ async def continue_from(
     async with aclosing(kernel.run(history, messages, checkpoint.counters)) as events:
         async for raw in events:
             yield raw
+
+
+async def _settle(
+    kernel: Kernel, pending: PendingInteraction, outcome: ResumeOutcome
+) -> tuple[ToolResultEvent, bool] | PendingInteraction:
+    """The answered call's result event and whether it failed, or the tool's next question.
+
+    A tool that asked mid-call goes on with the answer; an approved call runs
+    now, once; any other answer is the call's observation as it is.
+    """
+    if pending.continuation is not None:
+        went_on = await kernel.answer(pending, outcome.response, outcome.status)
+        if isinstance(went_on, PendingInteraction):
+            return went_on
+        message, result = went_on
+        return result, message.status == "error"
+    resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
+    if resolution.run_args is None:
+        observation = resolution.observation or ""
+        return ToolResultEvent(
+            tool_call_id=pending.tool_call_id,
+            name=pending.tool_name,
+            content=observation,
+            status=resolution.status,
+        ), False
+    call = ToolCall(name=pending.tool_name, args=resolution.run_args, id=pending.tool_call_id)
+    dispatched = await kernel.dispatch(call)
+    if isinstance(dispatched, PendingInteraction):  # the approved tool asks a person
+        return dispatched
+    ran, result = dispatched
+    observation = str(ran.content)
+    if resolution.edited:
+        observation = (
+            f"(run with arguments edited by the person: "
+            f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
+        )
+    return result.model_copy(update={"content": observation}), ran.status == "error"
+
+
+def _paused_again(checkpoint: TurnCheckpoint, pending: PendingInteraction) -> KernelDone:
+    """The recorded turn, stopped at the same call on a new question."""
+    return KernelDone(
+        KernelResult(
+            stop_reason=StopReason.PAUSED,
+            messages=tuple(message_of(dict(body)) for body in checkpoint.messages),
+            answer="",
+            rounds=checkpoint.counters.rounds,
+            model_calls=checkpoint.counters.model_calls,
+            tokens=checkpoint.counters.tokens,
+            interaction=pending,
+        )
+    )
 
 
 def _failed_answer(messages: tuple[BaseMessage, ...], at: int) -> tuple[BaseMessage, ...]:

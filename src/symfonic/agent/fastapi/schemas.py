@@ -126,10 +126,10 @@ class TurnRequest(_Body):
     )
 
 
-# An answer is required unless the person declined; said in the schema too, so a
-# client generated from it sends what the service accepts.
+# An answer is required unless the person cancelled or declined; said in the schema
+# too, so a client generated from it sends what the service accepts.
 _ANSWER_UNLESS_CANCELLED: JsonDict = {
-    "if": {"required": ["status"], "properties": {"status": {"const": "cancelled"}}},
+    "if": {"required": ["status"], "properties": {"status": {"enum": ["cancelled", "declined"]}}},
     "else": {"required": ["answer"]},
 }
 
@@ -143,10 +143,13 @@ class ResumeRequest(_Body):
     answer: CleanJson = Field(
         default=None,
         description="The answer, valid against the pause's `response_schema`. Required "
-        "unless `status` is `cancelled`.",
+        "unless `status` is `cancelled` or `declined`.",
     )
-    status: Literal["resolved", "cancelled"] = Field(
-        default="resolved", description="`cancelled`: the person declined to answer."
+    status: Literal["resolved", "cancelled", "declined"] = Field(
+        default="resolved",
+        description="`cancelled`: the person dismissed the question without answering. "
+        "`declined`: they refused it outright; an MCP server's question hears `decline` "
+        "(and `cancel` for `cancelled`), every other pause reads both as no answer.",
     )
     args_digest: str | None = Field(
         default=None,
@@ -158,8 +161,10 @@ class ResumeRequest(_Body):
 
     @model_validator(mode="after")
     def _answered_unless_cancelled(self) -> ResumeRequest:
-        if self.status != "cancelled" and "answer" not in self.model_fields_set:
-            raise PydanticCustomError("missing", "answer is required unless status is cancelled")
+        if self.status == "resolved" and "answer" not in self.model_fields_set:
+            raise PydanticCustomError(
+                "missing", "answer is required unless status is cancelled or declined"
+            )
         return self
 
 

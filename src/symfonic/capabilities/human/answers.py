@@ -42,7 +42,7 @@ def validate_answer(
     an approval's edited arguments the path starts at the argument, since that
     is what the person changed.
     """
-    if status == "cancelled":  # declining needs no answer, whatever the schema
+    if status != "resolved":  # declining needs no answer, whatever the schema
         return
     if kind is InteractionKind.APPROVAL and answer == PLAIN_APPROVAL:
         return
@@ -97,7 +97,7 @@ class Resolution:
 def resolve(
     kind: InteractionKind, answer: Answer, status: AnswerStatus, original_args: dict[str, Any]
 ) -> Resolution:
-    if status == "cancelled":
+    if status != "resolved":
         return Resolution("ok", DECLINED)
     if kind is not InteractionKind.APPROVAL:
         text = answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)

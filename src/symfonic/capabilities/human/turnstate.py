@@ -6,6 +6,12 @@ audience an approval rule chose for it, decided once), the principal whose
 message the turn answers (the rules of later rounds decide with it), and the
 revision the turn was run against. Committed history is not in it -- that is
 stored once, in the session -- so a pause costs the size of its turn.
+
+Format 2 adds the interaction's ``continuation``: what a tool that asked
+mid-call (an MCP server's question) needs to go on with it. A checkpoint is
+written as format 1 unless it holds one, so a worker that reads only format 1
+still resumes every other pause, and refuses -- in words -- one it could not
+continue.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from symfonic.core.contracts.types import (
 from symfonic.core.messages import MessageBody, bodies_of
 from symfonic.kernel.loop import Counters
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ def _interaction_body(pending: PendingInteraction) -> dict[str, Any]:
         "sub_agent": pending.sub_agent,
         "delegated_pause_id": pending.delegated_pause_id,
         "args_digest": pending.args_digest,
+        **({"continuation": pending.continuation} if pending.continuation is not None else {}),
     }
 
 
@@ -97,6 +105,7 @@ def _interaction_of(body: Mapping[str, Any]) -> PendingInteraction:
         sub_agent=body.get("sub_agent"),
         delegated_pause_id=body.get("delegated_pause_id"),
         args_digest=body.get("args_digest"),
+        continuation=body.get("continuation"),
     )
 
 
@@ -140,7 +149,7 @@ class TurnCheckpointStore:
         return CheckpointRecord(
             pause_id=pause_id,
             session_id=session_id,
-            format_version=FORMAT_VERSION,
+            format_version=FORMAT_VERSION if result.interaction.continuation is not None else 1,
             base_revision=base_revision,
             body=body,
         )
@@ -164,10 +173,10 @@ class TurnCheckpointStore:
     def _turn_of(record: CheckpointRecord | None) -> TurnCheckpoint | None:
         if record is None:
             return None
-        if record.format_version != FORMAT_VERSION:
+        if record.format_version not in READABLE_FORMATS:
             raise InteractionConfigurationError(
                 f"checkpoint {record.pause_id} has format {record.format_version}, and this "
-                f"version of symfonic reads format {FORMAT_VERSION}"
+                f"version of symfonic reads formats up to {FORMAT_VERSION}"
             )
         body = record.body
         return TurnCheckpoint(

@@ -43,7 +43,10 @@ class InteractionKind(enum.StrEnum):
     APPROVAL = "approval"
 
 
-AnswerStatus = Literal["resolved", "cancelled"]
+AnswerStatus = Literal["resolved", "cancelled", "declined"]
+"""How a person answered: with an answer, by cancelling (dismissing the question),
+or by declining it outright. Only an MCP server's question tells the last two
+apart (``cancel`` and ``decline``); for every other pause both mean no answer."""
 Answer: TypeAlias = Any
 """A person's answer to a pause: any JSON value. The pause's own schema says which
 shape it must have, and the resume checks it against that schema before
@@ -174,6 +177,9 @@ class PendingInteraction:
     """For a delegate call whose agent paused: the pause recorded in its own session."""
     args_digest: str | None = None
     """For an approval: the digest of the gated call (:mod:`symfonic.core.args_digest`)."""
+    continuation: dict[str, Any] | None = None
+    """For a tool that asked mid-call (an MCP server's question): plain JSON the
+    tool needs to go on with the call once answered, kept in the checkpoint."""
 
 
 @dataclass(frozen=True)
