@@ -163,3 +163,28 @@ async def test_a_url_question_shows_the_url_and_the_person_confirms(
     assert done.status == "complete"
     (ran,) = _ran(ledger, "sign_in")
     assert ran["answer"] == "accept"
+
+
+async def test_an_approved_tool_that_asks_pauses_again_on_its_question(
+    store_url: str, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    script = [call("add_payee", {"name": "bob"}), reply("Added bob.")]
+    async with (
+        MCPTools({"bank": stdio_connection(ledger)}, call_timeout=30) as tools,
+        SymfonicAgent(
+            model=ScriptedChatModel.from_script(script),
+            tools=tools,
+            approval={"add_payee"},
+            store=store_url,
+        ) as agent,
+    ):
+        gated = await agent.run("add bob as a payee")
+        assert gated.pause is not None and gated.pause.kind.value == "approval"
+        asked = await agent.resume(gated.pause.token, {"decision": "approve"})
+        assert asked.pause is not None
+        assert (asked.pause.kind.value, asked.pause.query) == ("form", "What is bob's IBAN?")
+        done = await agent.resume(asked.pause.token, {"iban": "DE89"})
+    assert (done.status, done.answer) == ("complete", "Added bob.")
+    (ran,) = _ran(ledger, "add_payee")
+    assert ran["iban"] == "DE89"
