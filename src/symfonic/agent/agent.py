@@ -47,7 +47,8 @@ from symfonic.core.messages import MessageBody
 from symfonic.core.telemetry.turns import traced_turn
 from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
-from symfonic.kernel.loop import BoundModel, Kernel, bind_tools, streams_natively
+from symfonic.kernel.loop import Kernel
+from symfonic.kernel.model_calls import BoundModel, bind_tools, streams_natively
 from symfonic.kernel.tools import ToolLike, tool_connections
 from symfonic.turns.budget import Quota
 from symfonic.turns.delegation import (

@@ -13,10 +13,8 @@ the transcript is one a strict provider accepts.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterator,
     Callable,
     Coroutine,
     Mapping,
@@ -25,14 +23,10 @@ from collections.abc import (
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
-from langchain_core.messages.ai import add_ai_message_chunks
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
-from langchain_core.prompt_values import ChatPromptValue
-from langchain_core.runnables import Runnable
 
-from symfonic.core.contracts.errors import ModelError
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import (
     Answer,
@@ -51,6 +45,7 @@ from symfonic.core.telemetry import calls
 from symfonic.kernel.delegates import Delegate, Delegated, DelegatedCall
 from symfonic.kernel.heartbeat import Heartbeat, Heartbeats
 from symfonic.kernel.limits import Limits
+from symfonic.kernel.model_calls import BoundModel, bind_tools, call_model
 from symfonic.kernel.toolbox import RoundTools, UndecidedCall
 from symfonic.kernel.tools import Observation, idempotency_key
 
@@ -69,9 +64,6 @@ class Counters:
     rounds: int = 0
     model_calls: int = 0
     tokens: int = 0
-
-
-BoundModel = Runnable[LanguageModelInput, BaseMessage]
 
 
 @dataclass
@@ -115,37 +107,6 @@ class _Progress:
                 interaction=interaction,
             )
         )
-
-
-def bind_tools(model: BaseChatModel, toolbox: RoundTools) -> BoundModel:
-    """The model with every tool and interaction of ``toolbox`` bound to it."""
-    return model.bind_tools(toolbox.bindings())
-
-
-def streams_natively(model: BaseChatModel) -> bool:
-    """Whether ``model`` implements streaming itself.
-
-    langchain's ``astream`` of a model that does not is ``ainvoke`` with a
-    generator around it: the kernel calls ``ainvoke`` directly instead.
-    """
-    kind = type(model)
-    return kind._astream is not BaseChatModel._astream or kind._stream is not BaseChatModel._stream
-
-
-def _merged(parts: Sequence[AIMessage]) -> AIMessage:
-    """One reply from what a model call streamed.
-
-    Merged once at the end: adding chunks one by one re-merges the growing
-    message every time, quadratic in the number of chunks a reply streams.
-    """
-    if not parts:
-        raise ModelError("the model returned nothing")
-    if len(parts) == 1:
-        return parts[0]
-    chunks = [part for part in parts if isinstance(part, AIMessageChunk)]
-    if len(chunks) != len(parts):
-        raise ModelError("the model streamed a whole message among its chunks")
-    return add_ai_message_chunks(*chunks)
 
 
 @dataclass
@@ -267,7 +228,9 @@ class Kernel:
                 return
             reply: AIMessage | None = None
             with calls.model_call(self.model, recording=self.telemetry) as traced:
-                async for item in self._call_model([*context, *progress.messages]):
+                async for item in call_model(
+                    self.bound, [*context, *progress.messages], streaming=self.streaming
+                ):
                     if isinstance(item, TextDeltaEvent):
                         yield item
                     else:
@@ -340,46 +303,6 @@ class Kernel:
             if stop is not None:
                 return stop
         return None
-
-    async def _parts(self, messages: Sequence[BaseMessage]) -> AsyncIterator[BaseMessage]:
-        """What one model call sends: its chunks if it streams, else its whole reply.
-
-        The messages go to the model as a prompt value, the form a chat model
-        turns any input into first. Given a list, langchain-core would check and
-        copy every message of the history twice over before the call.
-        """
-        prompt = ChatPromptValue.model_construct(messages=messages)
-        if self.streaming:
-            async for part in self.bound.astream(prompt):
-                yield part
-        else:
-            yield await self.bound.ainvoke(prompt)
-
-    async def _call_model(
-        self, messages: Sequence[BaseMessage]
-    ) -> AsyncIterator[TextDeltaEvent | AIMessage]:
-        """Stream one model call; yields text deltas, then the whole reply."""
-        parts: list[AIMessage] = []
-        try:
-            async for part in self._parts(messages):
-                # A streaming model sends AIMessageChunks; one that cannot stream
-                # sends its whole AIMessage once.
-                if not isinstance(part, AIMessage):
-                    continue
-                text = text_of(part)
-                if text:
-                    yield TextDeltaEvent(text=text)
-                parts.append(part)
-        except Exception as error:
-            raise ModelError(f"the model call failed: {type(error).__name__}: {error}") from error
-        whole = _merged(parts)
-        calls = [
-            {**call, "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}"}
-            for call in whole.tool_calls
-        ]
-        yield AIMessage(
-            content=whole.content, tool_calls=calls, usage_metadata=whole.usage_metadata
-        )
 
 
 def _announced(call: ToolCall) -> ToolCallEvent:
