@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 
+from symfonic.storage.audit_log import register_audit_hash
 from symfonic.storage.sqlite_file import path_of
 
 SCOPE = "finance"
@@ -112,6 +113,8 @@ def _insert(table: str, columns: str) -> str:
 
 def _load_sqlite(path: str, layout: Layout) -> None:
     connection = sqlite3.connect(path, timeout=30, isolation_level=None)
+    # Each pause loaded is audited as asked, as the store's own inserts are.
+    register_audit_hash(connection)
     try:
         connection.execute("BEGIN IMMEDIATE")
         connection.executemany(

@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
+from symfonic.storage.audit_log import register_audit_hash
 from symfonic.storage.sqlite_file import path_of
 from symfonic.storage.sqlite_statements import bound as _bound
 from symfonic.storage.statements import Params, Row, Statement
@@ -85,6 +86,7 @@ def _scans_pending(access: str, states: str) -> bool:
 def sqlite_plan(url: str, statement: Statement, params: Params) -> list[str]:
     """The steps of SQLite's plan for ``statement``, in words (``EXPLAIN QUERY PLAN``)."""
     connection = sqlite3.connect(path_of(url))
+    register_audit_hash(connection)  # a pause's change plans the audit trigger's steps too
     try:
         plan = connection.execute(f"EXPLAIN QUERY PLAN {statement.text}", _bound(params))
         return [str(row[3]) for row in plan.fetchall()]

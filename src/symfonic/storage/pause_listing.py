@@ -14,7 +14,7 @@ an ``OR`` of them would read every match to sort it. The ``*`` scope is one
 range over the whole state.
 
 A total of pending pauses without a text filter reads the database's own
-tally (``symfonic_pending_tally``, migration 0014: pending pauses per
+tally (``symfonic_pending_tally``, migration 0015: pending pauses per
 ``holder``, agent and kind, kept by triggers in the same transaction as every
 change), one row per range, agent and kind, less the pauses of its ranges that
 are past their expiry but not swept yet, read through the sweep's index on
@@ -39,7 +39,7 @@ from symfonic.storage.statements import Statement, first
 from symfonic.storage.transactions import SqlTransactions
 
 ORDER = "ORDER BY created_at, pause_id"
-# Pending pauses per holder, agent and kind, kept by triggers (migration 0014).
+# Pending pauses per holder, agent and kind, kept by triggers (migration 0015).
 TALLY = "symfonic_pending_tally"
 
 

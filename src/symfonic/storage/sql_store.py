@@ -8,7 +8,8 @@ pauses (:mod:`symfonic.storage.pause_reads`, whose listing queries are
 :mod:`symfonic.storage.pause_listing`'s), the record of pause changes
 (:mod:`symfonic.storage.pause_changes`), the webhook outbox
 (:mod:`symfonic.storage.webhooks`, :mod:`symfonic.storage.webhook_destinations`)
-and retention (:mod:`symfonic.storage.retention`). :class:`SqlStore` is all of
+retention (:mod:`symfonic.storage.retention`) and the audit trail
+(:mod:`symfonic.storage.audit_log`). :class:`SqlStore` is all of
 them at once, and nothing else. Where the databases differ, the two forms
 stand side by side in the role's module, chosen by the adapter's
 :class:`~symfonic.storage.statements.Dialect`; an adapter supplies only how
@@ -26,6 +27,7 @@ level would turn those losers into serialisation failures instead of a clean
 
 from __future__ import annotations
 
+from symfonic.storage.audit_log import SqlAuditLog
 from symfonic.storage.pause_changes import PauseChangeRecord
 from symfonic.storage.pause_reads import SqlPauseListing, SqlPauseReads
 from symfonic.storage.pause_writes import SqlPauseWrites
@@ -45,5 +47,6 @@ class SqlStore(
     SqlWebhookDeliveries,
     SqlWebhookDestinations,
     SqlRetention,
+    SqlAuditLog,
 ):
     """A ``Store`` in SQL, every role at once; adapters supply how transactions run."""

@@ -54,6 +54,7 @@ from typing import TypeVar
 
 import anyio
 
+from symfonic.storage.audit_log import register_audit_hash
 from symfonic.storage.failures import cannot_write
 from symfonic.storage.revision import SCHEMA_HEAD
 from symfonic.storage.sql_store import SqlStore
@@ -111,6 +112,7 @@ class SqliteStore(SqlStore):
             check_same_thread=False,
         )
         connection.row_factory = sqlite3.Row
+        register_audit_hash(connection)
         connection.execute(f"PRAGMA synchronous={self._synchronous}")
         connection.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         return connection

@@ -12,6 +12,7 @@ record (an audit chain, a run queue) adds a role rather than members here:
 :class:`PauseChangeLog`      the record of pause changes (:mod:`.pause_changes`)
 :class:`WebhookOutbox`       deliveries owed, leased and settled (:mod:`.outbox`)
 :class:`RetentionStore`      deleting finished sessions (:mod:`.retention`)
+:class:`AuditLog`            the hash-chained audit trail (:mod:`.audit`)
 ===========================  ==================================================
 
 Every method that changes state is one transaction in the adapter, and every
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from symfonic.core.contracts.audit import AuditLog
 from symfonic.core.contracts.outbox import LeasedDelivery, WebhookOutbox
 from symfonic.core.contracts.pause_changes import PauseChange, PauseChangeLog
 from symfonic.core.contracts.pause_listing import (
@@ -54,6 +56,7 @@ from symfonic.core.contracts.sessions import (
 )
 
 __all__ = [
+    "AuditLog",
     "CheckpointRecord",
     "Claim",
     "ClaimedPause",
@@ -91,6 +94,7 @@ class Store(
     PauseChangeLog,
     WebhookOutbox,
     RetentionStore,
+    AuditLog,
     Protocol,
 ):
     """Every role at once, and the lifecycle: the port every adapter implements.

@@ -2,7 +2,7 @@
 
 These are the operations whose span has nothing to say beyond its name and
 whether the store answered: reads, the run marker, the record of changes, the
-webhook outbox, retention. Each is written out, role by role, so the wrapper
+webhook outbox, retention, the audit trail. Each is written out, role by role, so the wrapper
 is the port's exact shape; the operations that change a pause, which have the
 lifecycle's own span names and logs, are :class:`~symfonic.core.telemetry.store.TracedStore`'s.
 
@@ -21,6 +21,7 @@ from typing import Any, Self, TypeVar
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
+from symfonic.core.contracts.audit import AuditAnchor, AuditEntry, AuditRecord
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.outbox import LeasedDelivery
 from symfonic.core.contracts.pause_changes import PauseChange
@@ -173,6 +174,22 @@ class TracedRoles:
     # retention
     async def prune(self, batch: PruneBatch) -> PruneReport:
         return await _traced("prune", self._store.prune(batch))
+
+    # the audit trail
+    async def append_audit(self, entry: AuditEntry) -> AuditRecord:
+        return await _traced("append_audit", self._store.append_audit(entry))
+
+    async def audit_records(
+        self, *, after: int = 0, limit: int = 100, since: str | None = None
+    ) -> list[AuditRecord]:
+        records = self._store.audit_records(after=after, limit=limit, since=since)
+        return await _traced("audit_records", records)
+
+    async def audit_anchor(self) -> AuditAnchor:
+        return await _traced("audit_anchor", self._store.audit_anchor())
+
+    async def prune_audit(self, before: str) -> int:
+        return await _traced("prune_audit", self._store.prune_audit(before))
 
 
 def transaction_span(

@@ -1,0 +1,178 @@
+"""The audit trail's role: hash-chained records of what happened to each pause.
+
+A record is written by the store in the transaction that changes the pause
+(asked, answered, published, superseded, expired, abandoned), or by code that
+audits a change of its own through :class:`AuditEntry`. Each holds the hash of
+the record before it, so a record changed after the fact no longer matches its
+own hash, and one removed breaks the sequence and the next record's link.
+
+The hash is SHA-256, in hex, of the record's RFC 8785 canonical JSON with its
+``prev_hash`` and without its own ``hash``: any language with JCS recomputes it.
+Verification starts at the anchor, the last record retention pruned (or the
+genesis hash of zeros), and walks forward in sequence order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+import rfc8785
+
+GENESIS = "0" * 64
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """What one audited change says; the store numbers, stamps and chains it."""
+
+    event: str
+    session_id: str
+    agent: str
+    pause_id: str | None = None
+    principal: str | None = None
+    decision: str | None = None
+    reason: str | None = None
+    args_digest: str | None = None
+    edited_args_digest: str | None = None
+    parent_session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One record as stored: the entry, its place in the chain and its hash."""
+
+    sequence: int
+    at: str
+    event: str
+    session_id: str | None
+    agent: str | None
+    pause_id: str | None
+    principal: str | None
+    decision: str | None
+    reason: str | None
+    args_digest: str | None
+    edited_args_digest: str | None
+    parent_session_id: str | None
+    prev_hash: str
+    hash: str
+
+    def computed_hash(self) -> str:
+        """The hash this record's fields give, to compare with the one it holds."""
+        fields = asdict(self)
+        del fields["hash"]
+        return hashlib.sha256(rfc8785.dumps(fields)).hexdigest()
+
+
+@dataclass(frozen=True)
+class AuditAnchor:
+    """Where the kept chain starts (the last pruned record) and where it ends."""
+
+    anchor_sequence: int
+    anchor_hash: str
+    head_sequence: int
+    head_hash: str
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    """The first place the chain does not hold, in words."""
+
+    sequence: int
+    message: str
+
+
+class AuditLog(Protocol):
+    """Reading and pruning the audit trail; the store appends as pauses change."""
+
+    async def append_audit(self, entry: AuditEntry) -> AuditRecord:
+        """Append one record for a change audited outside a pause's own transition."""
+        ...
+
+    async def audit_records(
+        self, *, after: int = 0, limit: int = 100, since: str | None = None
+    ) -> list[AuditRecord]:
+        """Records past sequence ``after`` (stamped at or after ``since``), oldest first."""
+        ...
+
+    async def audit_anchor(self) -> AuditAnchor:
+        """The chain's anchor and head."""
+        ...
+
+    async def prune_audit(self, before: str) -> int:
+        """Delete records stamped before ``before``, keeping the last one's hash as anchor."""
+        ...
+
+
+class ChainWalk:
+    """The chain checked one record at a time, from the anchor, in sequence order."""
+
+    def __init__(self, anchor: AuditAnchor) -> None:
+        self.anchor = anchor
+        self.checked = 0
+        self._sequence, self._prev = anchor.anchor_sequence + 1, anchor.anchor_hash
+
+    def step(self, record: AuditRecord) -> ChainBreak | None:
+        """The break ``record`` shows, if any; it must come right after the last one."""
+        if record.sequence != self._sequence:
+            return _gap(self._sequence, record.sequence)
+        if record.prev_hash != self._prev:
+            return ChainBreak(
+                record.sequence,
+                f"record {record.sequence} does not follow record {record.sequence - 1}: "
+                "the earlier record was changed or replaced",
+            )
+        if record.computed_hash() != record.hash:
+            return ChainBreak(
+                record.sequence,
+                f"record {record.sequence} ({record.event}, pause {record.pause_id}) was "
+                "changed after it was written: its fields no longer give its hash",
+            )
+        self.checked += 1
+        self._sequence, self._prev = record.sequence + 1, record.hash
+        return None
+
+    def finish(self) -> ChainBreak | None:
+        """The break at the chain's end: its newest records removed, or the last replaced."""
+        if self._sequence <= self.anchor.head_sequence:
+            return _gap(self._sequence, self.anchor.head_sequence + 1)
+        if self._prev != self.anchor.head_hash:
+            return ChainBreak(
+                self.anchor.head_sequence,
+                f"record {self.anchor.head_sequence}, the newest, was changed or replaced",
+            )
+        return None
+
+
+def check_chain(anchor: AuditAnchor, records: Iterable[AuditRecord]) -> ChainBreak | None:
+    """The first record that was changed or removed, or ``None`` when the chain holds."""
+    walk = ChainWalk(anchor)
+    for record in records:
+        broken = walk.step(record)
+        if broken is not None:
+            return broken
+    return walk.finish()
+
+
+async def verify_log(log: AuditLog, page: int = 1000) -> tuple[int, ChainBreak | None]:
+    """How many records held, and the first break in the whole kept chain, read a page
+    at a time so a long trail is never held in memory at once."""
+    anchor = await log.audit_anchor()
+    walk, after = ChainWalk(anchor), anchor.anchor_sequence
+    while True:
+        batch = await log.audit_records(after=after, limit=page)
+        for record in batch:
+            broken = walk.step(record)
+            if broken is not None:
+                return walk.checked, broken
+        if len(batch) < page:
+            return walk.checked, walk.finish()
+        after = batch[-1].sequence
+
+
+def _gap(missing: int, found: int) -> ChainBreak:
+    if found == missing + 1:
+        return ChainBreak(missing, f"record {missing} was removed")
+    return ChainBreak(missing, f"records {missing} to {found - 1} were removed")

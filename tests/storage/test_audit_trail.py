@@ -1,0 +1,205 @@
+"""The audit trail on both stores: one chained record per change, in the change's transaction.
+
+The store's pause transitions are driven directly, as in ``test_store_pauses``;
+the records are read back through the ``AuditLog`` role and the chain is
+checked by :func:`verify_log`, which an auditor's ``symfonic audit verify``
+runs too. Tampering is done with plain SQL, as someone with the database's
+credentials would.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import asyncpg
+import pytest
+
+from symfonic.core.contracts.audit import AuditEntry, AuditRecord, verify_log
+from symfonic.core.contracts.errors import RevisionConflict
+from symfonic.core.contracts.store import ResumePublish, Store
+from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.storage import open_store
+from symfonic.storage.sql_store import SqlStore
+from test_store_pauses import HOUR, T0, TURN, claim_of, claimed, new_session, paused
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def other(store_url: str, store: Store) -> AsyncIterator[SqlStore]:
+    """A second worker's store on the same database (its own pool)."""
+    async with open_store(store_url) as opened:
+        assert isinstance(opened, SqlStore)
+        yield opened
+
+
+async def records(store: Any) -> list[AuditRecord]:
+    return list(await store.audit_records(after=0, limit=1000))
+
+
+async def tamper(store_url: str, statement: str) -> None:
+    """Change the database behind the store's back, with plain SQL."""
+    if store_url.startswith("sqlite:///"):
+        with sqlite3.connect(store_url.removeprefix("sqlite:///")) as connection:
+            connection.execute(statement)
+        return
+    connection = await asyncpg.connect(store_url)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+async def test_each_change_of_a_pause_is_one_chained_record(store: Any) -> None:
+    session_id = await new_session(store)
+    pause, claim = await claimed(store, session_id, args_digest="a" * 64)
+    await store.publish_resume(ResumePublish(session_id, claim.claim_id, TURN, "done"))
+    expiring = await paused(store, session_id, expires_at=T0 + timedelta(minutes=5))
+    await store.sweep(T0 + HOUR)
+    trail = await records(store)
+    assert [(r.event, r.pause_id) for r in trail] == [
+        ("asked", pause.pause_id),
+        ("answered", pause.pause_id),
+        ("published", pause.pause_id),
+        ("asked", expiring.pause_id),
+        ("expired", expiring.pause_id),
+    ]
+    asked, answered = trail[0], trail[1]
+    assert (asked.principal, asked.args_digest, asked.session_id) == ("ann", "a" * 64, session_id)
+    assert (answered.principal, answered.decision) == ("ann", "answered")
+    assert trail[4].principal is None and trail[4].reason == "nobody answered before it expired"
+    assert [r.sequence for r in trail] == [1, 2, 3, 4, 5]
+    assert [r.prev_hash for r in trail[1:]] == [r.hash for r in trail[:-1]]
+    assert await verify_log(store) == (5, None)
+
+
+async def test_an_approval_records_its_decision_reason_and_both_digests(store: Any) -> None:
+    session_id = await new_session(store)
+    pause = await paused(store, session_id, kind=InteractionKind.APPROVAL, args_digest="a" * 64)
+    answer = {"decision": "reject", "reason": 'too "much"\nmoney, 100 €'}
+    claim = claim_of(pause, answer)
+    assert await store.claim_pause(claim)
+    edited = await paused(store, session_id, kind=InteractionKind.APPROVAL, args_digest="b" * 64)
+    edit = replace(
+        claim_of(edited, {"decision": "edit", "args": {"amount": 1}}), edited_args_digest="c" * 64
+    )
+    assert await store.claim_pause(edit)
+    answered = [r for r in await records(store) if r.event == "answered"]
+    assert [(r.decision, r.reason) for r in answered] == [
+        ("reject", answer["reason"]),
+        ("edit", None),
+    ]
+    assert (answered[1].args_digest, answered[1].edited_args_digest) == ("b" * 64, "c" * 64)
+    # Text that JSON escapes hashes the same in the database as in Python.
+    assert (await verify_log(store))[1] is None
+
+
+async def test_abandonment_and_supersede_are_recorded(store: Any) -> None:
+    session_id = await new_session(store)
+    _, claim = await claimed(store, session_id)
+    assert await store.abandon_claim(session_id, claim.claim_id)
+    waiting = await paused(store, session_id)
+    assert await store.abandon_pending(session_id) == 1
+    trail = await records(store)
+    assert [r.event for r in trail] == ["asked", "answered", "abandoned", "asked", "abandoned"]
+    assert trail[2].reason == "the turn that answered it failed or its claim lapsed"
+    assert (trail[4].pause_id, trail[4].reason) == (
+        waiting.pause_id,
+        "a new turn in its session abandoned it",
+    )
+    assert (await verify_log(store))[1] is None
+
+
+async def test_a_failed_write_leaves_no_record(store: Any) -> None:
+    session_id = await new_session(store)
+    _, first = await claimed(store, session_id)
+    second, late = await claimed(store, session_id)
+    await store.publish_resume(ResumePublish(session_id, first.claim_id, TURN, "done"))
+    before = await records(store)
+    # The second answer's turn started at revision 0, which the first moved on: its
+    # publish marks the pause published, then fails to append, and rolls back whole.
+    with pytest.raises(RevisionConflict):
+        await store.publish_resume(ResumePublish(session_id, late.claim_id, TURN, "late"))
+    assert await records(store) == before
+    assert (await store.get_pause(second.pause_id)).state is PauseState.CLAIMED
+    assert (await verify_log(store))[1] is None
+
+
+async def test_code_appends_through_the_same_chain(store: Any) -> None:
+    session_id = await new_session(store)
+    await paused(store, session_id)
+    entry = AuditEntry(
+        "reassigned", session_id, "assistant", principal="olga", reason="away on leave"
+    )
+    record = await store.append_audit(entry)
+    assert (record.sequence, record.event, record.principal) == (2, "reassigned", "olga")
+    assert record.prev_hash == (await records(store))[0].hash
+    assert (await verify_log(store))[1] is None
+
+
+async def test_two_workers_appending_at_once_keep_one_chain(store: Any, other: SqlStore) -> None:
+    sessions = [await new_session(store) for _ in range(8)]
+
+    async def ask(worker: Any, session_id: str) -> None:
+        for _ in range(5):
+            await paused(worker, session_id, pause_id=uuid.uuid4().hex)
+
+    async with anyio.create_task_group() as group:
+        for i, session_id in enumerate(sessions):
+            group.start_soon(ask, (store, other)[i % 2], session_id)
+    trail = await records(other)
+    assert [r.sequence for r in trail] == list(range(1, 41))
+    assert len({r.prev_hash for r in trail}) == 40
+    assert await verify_log(other) == (40, None)
+
+
+async def test_verify_names_an_edited_record(store: Any, store_url: str) -> None:
+    session_id = await new_session(store)
+    for _ in range(3):
+        await claimed(store, session_id)
+    await tamper(store_url, "UPDATE symfonic_audit SET principal = 'mallory' WHERE sequence = 4")
+    checked, broken = await verify_log(store)
+    assert checked == 3 and broken is not None and broken.sequence == 4
+    assert "record 4 (answered" in broken.message and "changed" in broken.message
+
+
+async def test_verify_names_a_deleted_record_and_a_removed_tail(store: Any, store_url: str) -> None:
+    session_id = await new_session(store)
+    for _ in range(3):
+        await claimed(store, session_id)
+    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence = 3")
+    broken = (await verify_log(store))[1]
+    assert broken is not None and broken.message == "record 3 was removed"
+    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence < 3")
+    broken = (await verify_log(store))[1]
+    assert broken is not None and broken.message == "records 1 to 3 were removed"
+    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence >= 5")
+    await tamper(
+        store_url,
+        "UPDATE symfonic_audit_head SET anchor_sequence = 3, anchor_hash ="
+        " (SELECT prev_hash FROM symfonic_audit WHERE sequence = 4)",
+    )
+    broken = (await verify_log(store))[1]
+    assert broken is not None and broken.message == "records 5 to 6 were removed"
+
+
+async def test_pruning_keeps_an_anchor_the_rest_verifies_from(store: Any) -> None:
+    session_id = await new_session(store)
+    for _ in range(3):
+        await claimed(store, session_id)
+        await anyio.sleep(0.01)  # each pair of records a millisecond apart at least
+    trail = await records(store)
+    assert await store.prune_audit(trail[2].at) == 2
+    anchor = await store.audit_anchor()
+    assert (anchor.anchor_sequence, anchor.anchor_hash) == (2, trail[1].hash)
+    assert [r.sequence for r in await records(store)] == [3, 4, 5, 6]
+    assert await verify_log(store) == (4, None)
+    assert await store.prune_audit("9999-12-31T00:00:00.000Z") == 4
+    await claimed(store, session_id)
+    assert await verify_log(store) == (2, None)
