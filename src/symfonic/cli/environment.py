@@ -41,6 +41,7 @@ READS: dict[str, dict[str, str]] = {
     "demo": _STORE,
     "prune": _STORE,
     "vacuum": _STORE,
+    "audit": _STORE,
     "serve": {
         "SYMFONIC_API_KEYS": "keys the service accepts, 'alice=key1,carol=key3:approver' "
         "(unset or empty: everyone is 'local', loopback only)",

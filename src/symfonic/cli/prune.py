@@ -3,7 +3,8 @@
 The same deletion the sweeper runs when ``symfonic serve --retention`` is set,
 run by hand against a store, batch by batch, with the running total printed
 after each batch so a long backlog shows progress. Sessions with a pause
-waiting or being answered, or a turn running, are never touched.
+waiting or being answered, or a turn running, are never touched, and the audit
+trail only with ``--prune-audit``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import anyio
 
 from symfonic.agent.retention import PRUNE_BATCH, Retention, parse_age, prune
+from symfonic.cli.audit import stamp
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import PruneReport
 from symfonic.storage import masked_url, open_store, store_url
@@ -41,6 +43,12 @@ def register(sub: Any) -> None:
         help="keep the rows of answered pauses (who answered what, and when) as an audit",
     )
     p.add_argument(
+        "--prune-audit",
+        action="store_true",
+        help="also delete audit records older than the age (kept unless this is given); "
+        "the last one's hash stays as the chain's anchor, so `symfonic audit verify` still works",
+    )
+    p.add_argument(
         "--batch",
         type=int,
         default=PRUNE_BATCH,
@@ -59,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"pruning sessions idle for more than {args.older_than} from {masked_url(url)}")
     try:
         total = anyio.run(_prune, url, retention)
+        if args.prune_audit:
+            audited = anyio.run(_prune_audit, url, retention)
+            print(f"deleted {audited} audit records")
     except (ConfigurationError, StoreUnavailable) as error:
         print(f"symfonic prune: {error}", file=sys.stderr)
         return 2
@@ -68,6 +79,13 @@ def run(args: argparse.Namespace) -> int:
         f"{total.pauses} pauses){kept}"
     )
     return 0
+
+
+async def _prune_audit(url: str, retention: Retention) -> int:
+    """Audit records are deleted only when asked, up to the same cutoff."""
+    cutoff = datetime.now(UTC) - retention.older_than
+    async with open_store(url) as store:
+        return await store.prune_audit(stamp(cutoff.isoformat()))
 
 
 async def _prune(url: str, retention: Retention) -> PruneReport:
