@@ -44,6 +44,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit trail, oldest first, a page at a time (an auditor's) */
+        get: operations["list_audit_v1_audit_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/health": {
         parameters: {
             query?: never;
@@ -296,6 +313,62 @@ export interface components {
             type: "audio";
         } & {
             [key: string]: unknown;
+        };
+        /** AuditPage */
+        AuditPage: {
+            /**
+             * Next Cursor
+             * @description pass as `cursor` for the next page
+             */
+            next_cursor: string | null;
+            /** Records */
+            records: components["schemas"]["AuditRecordView"][];
+        };
+        /**
+         * AuditRecordView
+         * @description One audit record as stored: what happened, to which pause, and its place in the chain.
+         */
+        AuditRecordView: {
+            /** Agent */
+            agent: string | null;
+            /** Args Digest */
+            args_digest: string | null;
+            /**
+             * At
+             * @description when, in UTC, ISO 8601 to the millisecond
+             */
+            at: string;
+            /** Decision */
+            decision: string | null;
+            /** Edited Args Digest */
+            edited_args_digest: string | null;
+            /**
+             * Event
+             * @description asked, answered, published, superseded, expired, abandoned
+             */
+            event: string;
+            /**
+             * Hash
+             * @description SHA-256 of the record's RFC 8785 JSON, prev_hash included
+             */
+            hash: string;
+            /** Parent Session Id */
+            parent_session_id: string | null;
+            /** Pause Id */
+            pause_id: string | null;
+            /** Prev Hash */
+            prev_hash: string;
+            /**
+             * Principal
+             * @description who did it; none for the sweeper's expiry
+             */
+            principal: string | null;
+            /** Reason */
+            reason: string | null;
+            /** Sequence */
+            sequence: number;
+            /** Session Id */
+            session_id: string | null;
         };
         /**
          * CircuitState
@@ -1420,6 +1493,89 @@ export interface operations {
             };
             /** @description No agent of that name. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The store is unreachable and nothing was claimed (`store_unavailable`); see `Retry-After`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    list_audit_v1_audit_get: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description The body could not be read as JSON (`bad_request`; the message says where it broke). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or unknown API key. */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description This principal does not have the `auditor` scope. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -38,6 +38,7 @@ from symfonic.agent.fastapi.inbox import install_inbox
 from symfonic.agent.fastapi.key_brake import KeyBrake
 from symfonic.agent.fastapi.limits import BodyLimit
 from symfonic.agent.fastapi.redoc import install_redoc
+from symfonic.agent.fastapi.routes_audit import audit_router
 from symfonic.agent.fastapi.routes_pause_feed import pause_feed_router
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
@@ -203,6 +204,7 @@ def _include_routes(app: FastAPI, service: HttpService, feed: PauseFeed) -> None
     app.include_router(pause_feed_router(service, feed))
     app.include_router(pauses_router(service))
     app.include_router(webhooks_router(service))
+    app.include_router(audit_router(service))
     app.include_router(
         agui_router(service.host, service.principal, service.route_class, service.shares)
     )

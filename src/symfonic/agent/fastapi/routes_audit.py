@@ -1,0 +1,119 @@
+"""``GET /v1/audit``: the audit trail, oldest first, a page at a time, for an auditor.
+
+Only a principal with the ``auditor`` scope (or the wildcard the keyless
+``local`` principal has) reads it; anyone else gets 403, since the trail names
+every principal's answers. A page holds the records after a cursor, each with
+its ``prev_hash`` and ``hash``, so a reader can check the chain across pages
+itself. The cursor is the last sequence the page showed, as an opaque string:
+it reveals nothing the page did not, and a malformed one is refused with
+``invalid_cursor`` before the store is asked.
+"""
+
+import base64
+import binascii
+import re
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
+
+from symfonic.agent.fastapi.pause_cursor import InvalidCursor
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.http.errors import documented
+from symfonic.agent.service.host import ServiceHost
+from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.principal import WILDCARD, Principal
+
+AUDITOR = "auditor"
+MAX_LIMIT = 1000
+_CURSOR = re.compile(r"[A-Za-z0-9_-]{1,40}")
+_PREFIX = "audit:"
+
+
+class AuditorOnly(RequestError):
+    code = "forbidden"
+    status = 403
+
+
+class AuditRecordView(BaseModel):
+    """One audit record as stored: what happened, to which pause, and its place in the chain."""
+
+    sequence: int
+    at: str = Field(description="when, in UTC, ISO 8601 to the millisecond")
+    event: str = Field(description="asked, answered, published, superseded, expired, abandoned")
+    session_id: str | None
+    agent: str | None
+    pause_id: str | None
+    principal: str | None = Field(description="who did it; none for the sweeper's expiry")
+    decision: str | None
+    reason: str | None
+    args_digest: str | None
+    edited_args_digest: str | None
+    parent_session_id: str | None
+    prev_hash: str
+    hash: str = Field(description="SHA-256 of the record's RFC 8785 JSON, prev_hash included")
+
+
+class AuditPage(BaseModel):
+    records: list[AuditRecordView]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page")
+
+
+def encode_cursor(sequence: int) -> str:
+    return base64.urlsafe_b64encode(f"{_PREFIX}{sequence}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    refusal = InvalidCursor(
+        "this cursor is not one an audit page handed out; "
+        "start again without a cursor and follow each page's next_cursor"
+    )
+    if not _CURSOR.fullmatch(cursor):
+        raise refusal
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError) as error:
+        raise refusal from error
+    number = text.removeprefix(_PREFIX)
+    if not text.startswith(_PREFIX) or not number.isdigit() or len(number) > 18:
+        raise refusal
+    return int(number)
+
+
+def _auditor(principal: Principal) -> None:
+    if AUDITOR not in principal.scopes and WILDCARD not in principal.scopes:
+        raise AuditorOnly(
+            f"{principal.name} may not read the audit trail: that needs the auditor scope"
+        )
+
+
+def audit_router(service: HttpService) -> APIRouter:
+    router = APIRouter(prefix="/v1", route_class=service.route_class, tags=["audit"])
+    Caller = Annotated[Principal, Depends(service.principal)]
+    Host = Annotated[ServiceHost, Depends(service.ready)]
+    errors = documented(400, 401, 403, 422, 503)
+    errors[403]["description"] = "This principal does not have the `auditor` scope."
+
+    @router.get(
+        "/audit",
+        response_model=AuditPage,
+        responses=errors,
+        summary="The audit trail, oldest first, a page at a time (an auditor's)",
+    )
+    async def list_audit(
+        principal: Caller,
+        host: Host,
+        cursor: Annotated[str | None, Query(max_length=200)] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+    ) -> AuditPage:
+        _auditor(principal)
+        after = 0 if cursor is None else decode_cursor(cursor)
+        found = await host.store.audit_records(after=after, limit=limit)
+        more = len(found) == limit
+        return AuditPage(
+            records=[AuditRecordView(**asdict(record)) for record in found],
+            next_cursor=encode_cursor(found[-1].sequence) if more else None,
+        )
+
+    return router
