@@ -43,6 +43,7 @@ PUBLIC = {
     "TurnResult",
     "Webhook",
     "WebhookSettings",
+    "escalation",
     "interaction",
     "needs_approval",
 }

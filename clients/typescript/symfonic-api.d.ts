@@ -112,6 +112,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/pauses/{pause_id}/reassign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Hand a pending pause to another audience (an operator's) */
+        post: operations["reassign_pause_v1_pauses__pause_id__reassign_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/resume": {
         parameters: {
             query?: never;
@@ -680,7 +697,8 @@ export interface components {
         };
         /**
          * PauseChangeEvent
-         * @description ``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``.
+         * @description ``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``;
+         *     ``pause.escalated`` and ``pause.reassigned``: a pending pause handed to another audience.
          */
         PauseChangeEvent: {
             /** Agent */
@@ -711,12 +729,17 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
-             * @description pause.created only, while the pause can still be answered: the GET /v1/pauses item, token included (and its details with `details=true`).
+             * @description pause.created, pause.escalated and pause.reassigned, while the caller may still answer the pause: the GET /v1/pauses item, token included (and its details with `details=true`).
              * @default null
              */
             pause?: components["schemas"]["PauseView"] | null;
             /** Pause Id */
             pause_id: string;
+            /**
+             * @description pause.escalated and pause.reassigned: from whom, to whom, and why.
+             * @default null
+             */
+            readdressed?: components["schemas"]["ReaddressedView"] | null;
             /** Session Id */
             session_id: string;
             /** @description The state the pause moved to. */
@@ -834,6 +857,8 @@ export interface components {
             pause_id: string;
             /** Query */
             query: string;
+            /** @description The latest escalation or reassignment of the pause; null when none. */
+            readdressed?: components["schemas"]["ReaddressedView"] | null;
             /**
              * Recent Messages
              * @description The last messages of the paused turn, oldest first, for context.
@@ -869,6 +894,49 @@ export interface components {
             tool_name?: string | null;
         };
         /**
+         * ReaddressKind
+         * @enum {string}
+         */
+        ReaddressKind: "escalated" | "reassigned";
+        /**
+         * ReaddressedView
+         * @description The latest time the pause was handed to another audience.
+         */
+        ReaddressedView: {
+            /**
+             * After
+             * @description escalated: the step's seconds after the pause was created.
+             */
+            after?: number | null;
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /**
+             * Audience
+             * @description The audience it was handed to.
+             */
+            audience: string;
+            /**
+             * By
+             * @description reassigned: the operator.
+             */
+            by?: string | null;
+            /** @description escalated: a step of its escalation chain; reassigned: by an operator. */
+            kind: components["schemas"]["ReaddressKind"];
+            /**
+             * Previous
+             * @description The audience before; null: the session's owner.
+             */
+            previous: string | null;
+            /**
+             * Reason
+             * @description reassigned: the operator's reason.
+             */
+            reason?: string | null;
+        };
+        /**
          * ReasoningMessage
          * @description A span of the agent's reasoning, materialised as a message. Stands alone
          *     rather than composing BaseMessage, because it carries no name.
@@ -893,6 +961,28 @@ export interface components {
             subagentRunId?: string | null;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * ReassignRequest
+         * @description Hand a pending pause to another audience (an operator's).
+         */
+        ReassignRequest: {
+            /**
+             * Audience
+             * @description The scope that answers the pause from now on.
+             */
+            audience: string;
+            /**
+             * Keep Previous
+             * @description Whether the audience before keeps access to the pause.
+             * @default false
+             */
+            keep_previous?: boolean;
+            /**
+             * Reason
+             * @description Why, in the operator's words.
+             */
+            reason: string;
         };
         /** ResponseCompleteEvent */
         ResponseCompleteEvent: {
@@ -1357,7 +1447,7 @@ export interface components {
          * @description What a subscription may ask to be told about.
          * @enum {string}
          */
-        WebhookEventType: "pause.created" | "pause.expiring" | "pause.answered" | "pause.expired" | "pause.abandoned" | "pause.superseded" | "turn.failed";
+        WebhookEventType: "pause.created" | "pause.expiring" | "pause.answered" | "pause.expired" | "pause.abandoned" | "pause.superseded" | "pause.escalated" | "pause.reassigned" | "turn.failed";
     };
     responses: never;
     parameters: never;
@@ -1778,6 +1868,101 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The store is unreachable and nothing was claimed (`store_unavailable`); see `Retry-After`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    reassign_pause_v1_pauses__pause_id__reassign_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pause_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReassignRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseView"];
+                };
+            };
+            /** @description Missing or unknown API key. */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description This principal does not have the `operator` scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unknown session or agent, or a token that does not verify or names no pause. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `pause_not_pending`: the pause was answered, expired or abandoned. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */

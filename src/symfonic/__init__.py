@@ -3,6 +3,7 @@
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.capabilities.human.approval_rules import needs_approval
+from symfonic.capabilities.human.escalation import escalation
 from symfonic.capabilities.human.interactions import interaction
 from symfonic.core.contracts.errors import (
     BudgetRefused,
@@ -52,6 +53,7 @@ __all__ = [
     "TurnResult",
     "Webhook",
     "WebhookSettings",
+    "escalation",
     "interaction",
     "needs_approval",
 ]

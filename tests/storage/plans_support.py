@@ -5,8 +5,8 @@ through an index by nothing narrower than a ``state`` that may be ``pending``
 (with at most a lower bound on a time): its cost then grows with every pause
 that waits. The rows of ``claimed`` alone are the resumes in flight, however
 many wait. A plan that names a pause, a session, a principal, an audience, or
-reads only the pauses due (an upper bound on ``expires_at`` or
-``lease_until``) costs what it returns. On PostgreSQL a sort straight over a
+reads only the pauses due (an upper bound on ``expires_at``, ``lease_until``
+or ``escalate_at``) costs what it returns. On PostgreSQL a sort straight over a
 scan of a principal's or a scope's pauses counts as wide too: it reads the
 whole range (every pending pause of a scope) to keep one page.
 """
@@ -28,7 +28,8 @@ from symfonic.storage.transactions import Connection, SqlTransactions
 TABLE = "symfonic_pauses"
 # What narrows a read of pauses to the rows it needs, as each database prints it.
 _NARROW = re.compile(
-    r"\b(pause_id|session_id|principal|audience)\s*(=|IN\b)|\b(expires_at|lease_until)\s*<"
+    r"\b(pause_id|session_id|principal|audience)\s*(=|IN\b)"
+    r"|\b(expires_at|lease_until|escalate_at)\s*<"
 )
 
 Recorded = dict[str, tuple[Statement, Params]]

@@ -255,6 +255,11 @@ async def test_a_total_counted_row_by_row_reads_the_index_alone(store_url: str) 
         assert await count_rows(store, _carols()) == WAITING // 8
     ((statement, params),) = recorded.values()
     reads = await _reads(store_url, statement, params, "symfonic_pauses")
+    # The pauses the principal kept after an escalation are read by primary key,
+    # one each, from the kept audiences' table (none here).
+    by_key = ("sqlite_autoindex_symfonic_pauses_1", "symfonic_pauses_pkey")
+    assert sum(read.endswith(by_key) for read in reads) == 1, reads
+    reads = [read for read in reads if not read.endswith(by_key)]
     assert len(reads) == 2, reads
     if store_url.startswith("sqlite"):
         assert all("USING COVERING INDEX" in read for read in reads), reads

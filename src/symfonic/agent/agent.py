@@ -42,7 +42,14 @@ from symfonic.core.contracts.store import (
     SweepReport,
     TurnPublish,
 )
-from symfonic.core.contracts.types import Answer, AnswerStatus, Event, PauseState, TurnResult
+from symfonic.core.contracts.types import (
+    Answer,
+    AnswerStatus,
+    Escalation,
+    Event,
+    PauseState,
+    TurnResult,
+)
 from symfonic.core.messages import MessageBody
 from symfonic.core.telemetry.turns import traced_turn
 from symfonic.kernel.heartbeat import Heartbeat
@@ -88,6 +95,8 @@ class SymfonicAgent(OpenedStore):
     spans (``symfonic.answer.content``); off by default, as answers may be private.
     ``delegates`` are other agents (or their :meth:`as_tool`) this one may call
     as tools, at most ``max_delegation_depth`` levels deep, never in a cycle.
+    ``ask_human_audience`` and ``ask_human_escalate`` address ``ask_human``'s
+    questions, as ``audience`` and ``escalate`` do a form's.
     """
 
     def __init__(
@@ -100,6 +109,7 @@ class SymfonicAgent(OpenedStore):
         approval: Approval = (),
         interactions: Iterable[Interaction] = (),
         ask_human_audience: str | None = None,
+        ask_human_escalate: Iterable[Escalation] = (),
         store: str | Store | None = None,
         limits: Limits | None = None,
         pause_ttl: float = DEFAULT_PAUSE_TTL,
@@ -128,6 +138,7 @@ class SymfonicAgent(OpenedStore):
             interactions=interactions,
             approval=approval,
             ask_human_audience=ask_human_audience,
+            ask_human_escalate=ask_human_escalate,
             delegates=[each.binding() for each in self._delegates],
         )
         self.limits = limits or Limits()

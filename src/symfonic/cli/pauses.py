@@ -1,4 +1,6 @@
-"""``symfonic pauses``: list the pauses you may answer, and answer them one by one.
+"""``symfonic pauses``: list the pauses you may answer, and answer them one by one;
+``symfonic pauses reassign ID --audience X --reason Y`` hands one to another audience
+(an operator's).
 
 Each pause is answered as in ``symfonic chat`` (:mod:`symfonic.cli.answering`),
 an approval's arguments shown as a table under its question and an edit
@@ -29,7 +31,40 @@ def register(sub: Any) -> None:
     p = sub.add_parser("pauses", help="list and answer pending pauses")
     p.add_argument("--url", default=DEFAULT_URL, help=f"service URL (default {DEFAULT_URL})")
     p.add_argument("--list", action="store_true", help="only list them")
+    p.add_argument(
+        "action", nargs="?", choices=("reassign",), help="reassign ID: hand a pause over"
+    )
+    p.add_argument("pause_id", nargs="?", help="the pause to reassign")
+    p.add_argument("--audience", help="reassign: the scope that answers it from now on")
+    p.add_argument("--reason", help="reassign: why, in words the audience will read")
+    p.add_argument(
+        "--keep-previous",
+        action="store_true",
+        help="reassign: the audience before keeps access too",
+    )
     p.set_defaults(run=run)
+
+
+def readdressed_words(readdressed: dict[str, Any] | None) -> str | None:
+    """How a pause came to its audience, as the inbox says it; ``None`` if it never moved."""
+    if not readdressed:
+        return None
+    previous = readdressed.get("previous") or "its owner"
+    if readdressed["kind"] == "escalated":
+        return f"escalated from {previous} after {duration_words(readdressed.get('after') or 0)}"
+    by = readdressed.get("by") or "an operator"
+    return f"reassigned from {previous} by {by}: {readdressed.get('reason') or ''}".rstrip(": ")
+
+
+def duration_words(seconds: float) -> str:
+    """``1 h``, ``15 min``, ``1 h 30 min``, ``40 s``: a step's wait as people say it."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if not hours and not minutes:
+        return f"{secs} s" if whole else f"{seconds:g} s"
+    parts = [f"{hours} h"] if hours else []
+    return " ".join([*parts, f"{minutes} min"] if minutes else parts)
 
 
 @dataclass(frozen=True)
@@ -57,6 +92,9 @@ async def review(
             label=f"{i}. [{pause['kind']}] ",
             label_style="bold",
         )
+        moved = readdressed_words(pause.get("readdressed"))
+        if moved:
+            term.line(moved, label="   ")
         if not answer and pause["kind"] == "approval":
             show_arguments(term, pause.get("tool_args") or {})
     refused = 0
@@ -70,12 +108,29 @@ async def review(
     return Reviewed(len(pending), refused)
 
 
+async def reassign(client: Client, term: Terminal, args: argparse.Namespace) -> Reviewed:
+    pause = await client.reassign_pause(
+        args.pause_id, args.audience, args.reason, keep_previous=args.keep_previous
+    )
+    term.line(f"pause {pause.pause_id} is now for {pause.audience}: {pause.query}")
+    return Reviewed(1)
+
+
 def run(args: argparse.Namespace) -> int:
     term = Terminal()
     client = Client(args.url)
+    reassigning = args.action == "reassign"
+    if reassigning and not (args.pause_id and args.audience and args.reason):
+        return failed(
+            "pauses",
+            "say which pause, to whom and why: "
+            "symfonic pauses reassign ID --audience SCOPE --reason TEXT",
+        )
 
     async def main() -> Reviewed:
         async with client:
+            if reassigning:
+                return await reassign(client, term, args)
             return await review(client, term, answer=not args.list)
 
     try:

@@ -246,6 +246,12 @@ class AsyncSymfonicClient:
     async def webhook_destinations(self) -> list[Destination]:
         return (await self._send(calls.destinations())).destinations
 
+    async def reassign_pause(
+        self, pause_id: str, audience: str, reason: str, *, keep_previous: bool = False
+    ) -> Pause:
+        """Hand a pending pause to ``audience`` (the operator scope's); the pause after."""
+        return await self._send(calls.reassign(pause_id, audience, reason, keep_previous))
+
     async def resend_delivery(self, delivery_id: int) -> Delivery:
         return await self._send(calls.resend(delivery_id))
 

@@ -21,6 +21,7 @@ from symfonic.client.models import (
     DeliveryList,
     DestinationList,
     Health,
+    Pause,
     PausePage,
     Session,
     SessionCreated,
@@ -118,6 +119,12 @@ def pause_page(which: PauseFilter, limit: int, cursor: str | None) -> Call[Pause
     if cursor is not None:
         params["cursor"] = cursor
     return Call("GET", "/v1/pauses", PausePage.model_validate, params=params)
+
+
+def reassign(pause_id: str, audience: str, reason: str, keep_previous: bool) -> Call[Pause]:
+    body = {"audience": audience, "reason": reason, "keep_previous": keep_previous}
+    path = f"/v1/pauses/{pause_id}/reassign"
+    return Call("POST", path, Pause.model_validate, body=body)
 
 
 def deliveries(

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from symfonic.client.models import ApiModel, Pause, PausePage
+from symfonic.client.models import ApiModel, Pause, PausePage, Readdressed
 from symfonic.client.sse import Frame
 from symfonic.core.contracts.types import (
     STREAM_EVENTS,
@@ -73,7 +73,8 @@ class PauseChange(ApiModel):
 
     ``pause`` is the listing's item (token included) on ``pause.created`` while
     it can be answered; ``answered_by``, ``decision`` and ``edited_args`` say
-    who answered and how, on ``pause.claimed`` and ``pause.answered``.
+    who answered and how, on ``pause.claimed`` and ``pause.answered``;
+    ``readdressed`` from whom and why, on ``pause.escalated`` and ``pause.reassigned``.
     """
 
     type: str
@@ -87,6 +88,7 @@ class PauseChange(ApiModel):
     decision: Literal["approve", "edit", "reject", "answer", "decline"] | None = None
     edited_args: dict[str, Any] | None = None
     pause: Pause | None = None
+    readdressed: Readdressed | None = None
 
 
 FeedEvent = PauseSnapshot | PauseChange

@@ -54,6 +54,19 @@ class Message(ApiModel):
     status: str | None = None
 
 
+class Readdressed(ApiModel):
+    """The latest time a pause was handed to another audience: ``escalated`` by its
+    chain (``after`` seconds from its creation), or ``reassigned`` by an operator."""
+
+    kind: Literal["escalated", "reassigned"]
+    previous: str | None
+    audience: str
+    at: datetime
+    by: str | None = None
+    reason: str | None = None
+    after: float | None = None
+
+
 class Pause(ApiModel, PauseQuestion, frozen=True):  # type: ignore[misc]
     """A pause as the caller may see it; ``token`` only while the caller may answer it."""
 
@@ -70,6 +83,7 @@ class Pause(ApiModel, PauseQuestion, frozen=True):  # type: ignore[misc]
     tool_name: str | None = None
     tool_args: dict[str, Any] | None = None
     recent_messages: list[Message] | None = None
+    readdressed: Readdressed | None = None
 
 
 class PausePage(ApiModel):

@@ -243,6 +243,12 @@ class SymfonicClient:
     def webhook_destinations(self) -> list[Destination]:
         return (self._send(calls.destinations())).destinations
 
+    def reassign_pause(
+        self, pause_id: str, audience: str, reason: str, *, keep_previous: bool = False
+    ) -> Pause:
+        """Hand a pending pause to ``audience`` (the operator scope's); the pause after."""
+        return self._send(calls.reassign(pause_id, audience, reason, keep_previous))
+
     def resend_delivery(self, delivery_id: int) -> Delivery:
         return self._send(calls.resend(delivery_id))
 

@@ -2,9 +2,10 @@
 
 Every pause created and every change of a pause's ``state`` is a row of
 ``symfonic_pause_events``, written by a trigger in the transaction that made
-the change (migration 0004): no statement here or in the transitions writes
-one. This module only reads them, joined with the pause's current row, so a
-reader can decide who may see a change the way ``list_pauses`` does.
+the change (migration 0004), or by the statement that re-addresses a pending
+pause (:mod:`symfonic.storage.readdressing`). This module only reads them,
+joined with the pause's current row, so a reader can decide who may see a
+change the way ``list_pauses`` does.
 
 Where a change may commit after a later-numbered one (PostgreSQL takes identity
 values before commit), a replay after a position also returns the changes
@@ -27,6 +28,7 @@ from typing import ClassVar
 import anyio
 
 from symfonic.core.contracts.pause_changes import PauseChange
+from symfonic.core.contracts.readdressing import ReaddressKind
 from symfonic.core.contracts.types import PauseState
 from symfonic.storage.rows import PAUSE_COLUMNS, aware, pause_of
 from symfonic.storage.statements import Row, Statement, first
@@ -59,14 +61,21 @@ RECORDED_AT = Statement(
 )
 
 
+_READDRESSED = {kind.value: kind for kind in ReaddressKind}
+
+
 def change_of(row: Row) -> PauseChange:
+    """One change; a re-addressing (:mod:`symfonic.storage.readdressing`) left the pause
+    pending, and its row's state names the re-addressing instead."""
     at = aware(row["change_at"])
     assert at is not None
+    readdressed = _READDRESSED.get(row["change_state"])
     return PauseChange(
         position=int(row["change_id"]),
-        state=PauseState(row["change_state"]),
+        state=PauseState.PENDING if readdressed else PauseState(row["change_state"]),
         at=at,
         pause=pause_of(row),
+        readdressed=readdressed,
     )
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from symfonic.core.contracts.principal import WILDCARD
+from symfonic.core.contracts.readdressing import kept_owner
 from symfonic.core.contracts.store import PauseQuery, PauseRecord, PendingCount
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage.rows import PAUSE_COLUMNS, pause_of
@@ -99,6 +100,27 @@ def _ranges(query: PauseQuery, listing: _Listing) -> None:
         elif way.way == "scope":
             branch += f" AND audience = {_holder(listing, way, i)}"
         listing.branches.append(branch)
+    if WILDCARD not in query.scopes and query.audience is None:
+        _kept(query, listing, state)
+
+
+def _kept(query: PauseQuery, listing: _Listing, state: str) -> None:
+    """The re-addressed pauses the principal kept, minus those the ranges above list.
+
+    Read through the kept audiences' own table (one row per pause kept, few), so
+    its other conditions are written as expressions no index of the pauses serves:
+    a planner must not read a state's or a scope's range to apply them.
+    """
+    kept = [kept_owner(query.principal), *sorted(query.scopes)]
+    names = ", ".join(listing.bind(f"kept_{i}", name) for i, name in enumerate(kept))
+    # The owner's unaddressed pauses and the scopes' own are listed by their ranges.
+    held = [listing.bind(f"held_{i}", s) for i, s in enumerate(sorted(query.scopes))]
+    listed = ", ".join([*held, "''"])
+    listing.branches.append(
+        f"coalesce(state, state) = {state} AND pause_id IN (SELECT pause_id FROM"
+        f" symfonic_pause_audiences WHERE audience IN ({names}))"
+        f" AND coalesce(audience, '') NOT IN ({listed})"
+    )
 
 
 def _narrowing(query: PauseQuery, listing: _Listing) -> None:
@@ -164,6 +186,19 @@ async def count_pauses(store: SqlTransactions, query: PauseQuery) -> int:
         return await count_rows(store, query)
     text, params = tallied
     row = first(await store.read_rows(Statement(text), params))
+    return (0 if row is None else int(row["total"])) + await _count_kept(store, query)
+
+
+async def _count_kept(store: SqlTransactions, query: PauseQuery) -> int:
+    """The pauses the principal kept after they were re-addressed, which no tally holds."""
+    if WILDCARD in query.scopes or query.audience is not None:
+        return 0
+    listing = _Listing()
+    _kept(query, listing, listing.bind("state", query.state.value))
+    _narrowing(query, listing)
+    (where,) = listing.wheres()
+    text = f"SELECT COUNT(*) AS total FROM symfonic_pauses WHERE {where}"
+    row = first(await store.read_rows(Statement(text), listing.params))
     return 0 if row is None else int(row["total"])
 
 

@@ -51,7 +51,8 @@ from symfonic.storage.history import (
     with_history,
 )
 from symfonic.storage.owed import Kind
-from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of
+from symfonic.storage.readdressing import escalate_due, first_step_at
+from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of, escalations_json
 from symfonic.storage.runs import END_RUN, END_RUN_TEXT
 from symfonic.storage.statements import Dialect, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
@@ -61,13 +62,13 @@ _COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
     " checkpoint_format, checkpoint, parent_session_id, delegated_pause_id, sub_agent,"
-    " args_digest"
+    " args_digest, escalations, escalate_at"
 )
 _VALUES = (
     ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
     " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
     " :supersedes, :checkpoint_format, :checkpoint, :parent_session_id, :delegated_pause_id,"
-    " :sub_agent, :args_digest"
+    " :sub_agent, :args_digest, :escalations, :escalate_at"
 )
 INSERT_PAUSE = Statement(f"INSERT INTO symfonic_pauses ({_COLUMNS}) VALUES ({_VALUES})")
 # SQLite: the run's marker cleared with END_RUN (row count 1: the run held it), then
@@ -224,6 +225,8 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
         "delegated_pause_id": pause.delegated_pause_id,
         "sub_agent": pause.sub_agent,
         "args_digest": pause.args_digest,
+        "escalations": json_text(escalations_json(pause.escalations)),
+        "escalate_at": first_step_at(pause),
     }
 
 
@@ -354,7 +357,8 @@ class SqlPauseWrites(SqlTransactions):
 
     async def sweep(self, now: datetime) -> SweepReport:
         """Expire stale pending pauses and abandon claims whose lease ran out, after
-        writing the cleanups owed since the store could not (:mod:`symfonic.storage.owed`).
+        writing the cleanups owed since the store could not (:mod:`symfonic.storage.owed`)
+        and applying the escalation steps due (:mod:`symfonic.storage.readdressing`).
 
         Rows another transaction holds (a claim being won, a lease being renewed, a
         publish) are skipped rather than waited for: a sweep never blocks a turn,
@@ -367,9 +371,13 @@ class SqlPauseWrites(SqlTransactions):
         # Cleanups owed since the store could not write go first: a failed turn's
         # claim or session is released within one sweep of writes working again.
         settled = await self.owed.settle()
+        # Escalation before expiry: a step due now is applied while its pause is pending.
+        escalated = await escalate_due(self, now)
         expired = await _in_batches(self, EXPIRE[self.dialect], now)
         abandoned = await _in_batches(self, ABANDON_LAPSED[self.dialect], now)
-        return SweepReport(expired, abandoned, runs_ended=settled[Kind.END_RUN])
+        return SweepReport(
+            expired, abandoned, runs_ended=settled[Kind.END_RUN], escalated=escalated
+        )
 
 
 async def _in_batches(store: SqlTransactions, statement: Statement, now: datetime) -> int:

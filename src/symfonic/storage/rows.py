@@ -9,17 +9,20 @@ so callers compare them with ``datetime.now(UTC)`` the same way on both stores.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
+from symfonic.core.contracts.readdressing import Readdressing, ReaddressKind
 from symfonic.core.contracts.sessions import SessionRecord
-from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.core.contracts.types import Escalation, InteractionKind, PauseState
 from symfonic.storage.statements import Row, json_value
 
 PAUSE_COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
     " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome,"
-    " parent_session_id, delegated_pause_id, sub_agent, args_digest, edited_args_digest"
+    " parent_session_id, delegated_pause_id, sub_agent, args_digest, edited_args_digest,"
+    " escalations, escalation_step, kept_audiences, readdressed"
 )
 SESSION_COLUMNS = "session_id, principal, agent, revision, metadata, created_at, run_id, run_lease"
 # A pause row's checkpoint, with what it shares with the pause.
@@ -70,6 +73,53 @@ def pause_of(row: Row) -> PauseRecord:
         sub_agent=row["sub_agent"],
         args_digest=row["args_digest"],
         edited_args_digest=row["edited_args_digest"],
+        escalations=escalations_of(json_value(row["escalations"])),
+        escalation_step=int(row["escalation_step"] or 0),
+        kept_audiences=tuple(json_value(row["kept_audiences"]) or ()),
+        readdressed=readdressing_of(json_value(row["readdressed"])),
+    )
+
+
+def escalations_json(chain: tuple[Escalation, ...]) -> list[dict[str, Any]] | None:
+    """A chain as the row's JSON; ``None`` for none."""
+    if not chain:
+        return None
+    return [
+        {"after": s.after, "audience": s.audience, "keep": s.keep_previous, "extend": s.extend}
+        for s in chain
+    ]
+
+
+def escalations_of(value: list[dict[str, Any]] | None) -> tuple[Escalation, ...]:
+    return tuple(
+        Escalation(float(s["after"]), str(s["audience"]), bool(s["keep"]), s.get("extend"))
+        for s in value or ()
+    )
+
+
+def readdressing_json(done: Readdressing) -> dict[str, Any]:
+    return {
+        "kind": done.kind.value,
+        "previous": done.previous,
+        "audience": done.audience,
+        "at": done.at.isoformat(),
+        "by": done.by,
+        "reason": done.reason,
+        "after": done.after,
+    }
+
+
+def readdressing_of(value: dict[str, Any] | None) -> Readdressing | None:
+    if value is None:
+        return None
+    return Readdressing(
+        kind=ReaddressKind(value["kind"]),
+        previous=value["previous"],
+        audience=value["audience"],
+        at=_required(value["at"]),
+        by=value.get("by"),
+        reason=value.get("reason"),
+        after=value.get("after"),
     )
 
 

@@ -83,6 +83,12 @@ pauses = sa.Table(
     sa.Column("sub_agent", sa.String(200), nullable=True),
     sa.Column("args_digest", sa.String(64), nullable=True),
     sa.Column("edited_args_digest", sa.String(64), nullable=True),
+    # Re-addressing (migration 0016): see symfonic.storage.readdressing.
+    sa.Column("escalations", sa.JSON, nullable=True),
+    sa.Column("escalation_step", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("escalate_at", Timestamp, nullable=True),
+    sa.Column("kept_audiences", sa.JSON, nullable=True),
+    sa.Column("readdressed", sa.JSON, nullable=True),
     # Each hot read's own index (migration 0010): see docs/storage.md, Indexes.
     sa.Index("ix_symfonic_pauses_session_state", "session_id", "state", "expires_at"),
     sa.Index("ix_symfonic_pauses_due", "state", "expires_at"),
@@ -90,6 +96,16 @@ pauses = sa.Table(
     # Ending in pause_id: a listing's order, read without a sort (migration 0011).
     sa.Index("ix_symfonic_pauses_principal", "state", "principal", "created_at", "pause_id"),
     sa.Index("ix_symfonic_pauses_audience", "state", "audience", "created_at", "pause_id"),
+    sa.Index("ix_symfonic_pauses_escalating", "state", "escalate_at"),
+)
+
+# The audiences a re-addressed pause kept, one row each, for the listing's index.
+pause_audiences = sa.Table(
+    "symfonic_pause_audiences",
+    metadata,
+    sa.Column("audience", sa.String(200), primary_key=True),
+    sa.Column("pause_id", sa.String(64), primary_key=True),
+    sa.Index("ix_symfonic_pause_audiences_pause", "pause_id"),
 )
 
 # One row per pause created and per change of its state, written by triggers

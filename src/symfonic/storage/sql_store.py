@@ -31,6 +31,7 @@ from symfonic.storage.audit_log import SqlAuditLog
 from symfonic.storage.pause_changes import PauseChangeRecord
 from symfonic.storage.pause_reads import SqlPauseListing, SqlPauseReads
 from symfonic.storage.pause_writes import SqlPauseWrites
+from symfonic.storage.readdressing import SqlPauseAddressing
 from symfonic.storage.retention import SqlRetention
 from symfonic.storage.runs import SqlRuns, SqlSessions
 from symfonic.storage.webhook_destinations import SqlWebhookDestinations
@@ -44,6 +45,7 @@ class SqlStore(
     SqlPauseReads,
     SqlPauseListing,
     PauseChangeRecord,
+    SqlPauseAddressing,
     SqlWebhookDeliveries,
     SqlWebhookDestinations,
     SqlRetention,

@@ -175,6 +175,7 @@ def delegated_interaction(
         delegated_pause_id=pause_id,
         # What the person approves is the delegate's gated call, not the task given to it.
         args_digest=asked.args_digest,
+        escalate=asked.escalate,
     )
 
 

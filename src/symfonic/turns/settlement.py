@@ -136,6 +136,7 @@ class Settlement:
             principal=scope.owner,
             agent=scope.agent,
             audience=result.interaction.audience,
+            escalations=result.interaction.escalate,
             base_revision=base_revision,
             state=PauseState.PENDING,
             # The agent's clock when the event was built, which its expiry counts from.

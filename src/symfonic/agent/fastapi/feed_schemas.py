@@ -14,9 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from symfonic.agent.fastapi.schemas import PauseList, PauseView
+from symfonic.agent.fastapi.schemas import PauseList, PauseView, ReaddressedView
 from symfonic.agent.service.pause_feed import FeedChange
-from symfonic.core.contracts.store import PauseRecord
+from symfonic.core.contracts.readdressing import ReaddressKind
+from symfonic.core.contracts.store import PauseChange, PauseRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState
 
 SNAPSHOT_EVENT = "pauses.snapshot"
@@ -28,6 +29,19 @@ CHANGE_EVENTS = {
     PauseState.ABANDONED: "pause.abandoned",
     PauseState.SUPERSEDED: "pause.superseded",
 }
+READDRESSED_EVENTS = {
+    ReaddressKind.ESCALATED: "pause.escalated",
+    ReaddressKind.REASSIGNED: "pause.reassigned",
+}
+
+
+def event_of(change: PauseChange) -> str:
+    """The SSE event name of one change."""
+    if change.readdressed is not None:
+        return READDRESSED_EVENTS[change.readdressed]
+    return CHANGE_EVENTS[change.state]
+
+
 # The changes that name who answered.
 ANSWERED = frozenset({PauseState.CLAIMED, PauseState.PUBLISHED})
 
@@ -61,7 +75,8 @@ class PauseSnapshot(PauseList):
 
 
 class PauseChangeEvent(BaseModel):
-    """``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``."""
+    """``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``;
+    ``pause.escalated`` and ``pause.reassigned``: a pending pause handed to another audience."""
 
     pause_id: str
     session_id: str
@@ -83,8 +98,13 @@ class PauseChangeEvent(BaseModel):
     )
     pause: PauseView | None = Field(
         default=None,
-        description="pause.created only, while the pause can still be answered: "
-        "the GET /v1/pauses item, token included (and its details with `details=true`).",
+        description="pause.created, pause.escalated and pause.reassigned, while the caller "
+        "may still answer the pause: the GET /v1/pauses item, token included (and its "
+        "details with `details=true`).",
+    )
+    readdressed: ReaddressedView | None = Field(
+        default=None,
+        description="pause.escalated and pause.reassigned: from whom, to whom, and why.",
     )
 
     @classmethod
@@ -109,6 +129,7 @@ class PauseChangeEvent(BaseModel):
             answered_by=pause.answered_by if change.state in ANSWERED else None,
             decision=decision,
             edited_args=edited_args,
+            readdressed=ReaddressedView.of(pause.readdressed) if change.readdressed else None,
         ).model_dump(mode="json", exclude_none=True)
         if change.state is PauseState.PENDING and item.answerable:
             data["pause"] = (view or PauseView.of(pause, token)).model_dump(mode="json")

@@ -24,9 +24,11 @@ from starlette.responses import Response
 
 from symfonic.agent.fastapi.feed_schemas import (
     CHANGE_EVENTS,
+    READDRESSED_EVENTS,
     SNAPSHOT_EVENT,
     PauseChangeEvent,
     PauseSnapshot,
+    event_of,
 )
 from symfonic.agent.fastapi.pause_cursor import encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
@@ -89,7 +91,7 @@ def feed_responses() -> dict[int | str, dict[str, Any]]:
             },
         }
 
-    changes = sorted(CHANGE_EVENTS.values())
+    changes = sorted([*CHANGE_EVENTS.values(), *READDRESSED_EVENTS.values()])
     return {
         200: {
             "description": STREAM_DESCRIPTION,
@@ -148,7 +150,7 @@ class PauseFeedStream(FrameStream):
             token = signer.token_for(change.pause) if item.answerable else None
             [view] = await self._views([PauseView.of(change.pause, token)])
             data = PauseChangeEvent.data_of(item, token, view)
-            return _frame(CHANGE_EVENTS[change.state], data, change.position)
+            return _frame(event_of(change), data, change.position)
         page = item.page
         views = [PauseView.of(pause, signer.token_for(pause)) for pause in page.pauses]
         snapshot = PauseSnapshot(

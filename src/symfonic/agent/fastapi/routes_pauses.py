@@ -1,4 +1,5 @@
-"""``GET /v1/pauses`` and ``GET /v1/health``: what a caller may answer; whether we serve.
+"""``GET /v1/pauses``, ``POST /v1/pauses/{id}/reassign`` and ``GET /v1/health``: what a
+caller may answer; an operator's hand-over of a pause; whether we serve.
 
 Health is 200 only while the store answers and, once a write has failed for a
 lasting reason (a full disk), only once a probe write commits again: a store
@@ -20,15 +21,22 @@ pause past its expiry is not listed even before the sweeper marks it
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from symfonic.agent.fastapi.pause_cursor import decode_cursor, encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
-from symfonic.agent.fastapi.schemas import Health, PauseList, PauseQuery, PauseView
+from symfonic.agent.fastapi.schemas import (
+    Health,
+    PauseList,
+    PauseQuery,
+    PauseView,
+    ReassignRequest,
+)
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_listing import MAX_LIMIT, PauseFilters, pause_page
+from symfonic.agent.service.reassignment import reassign
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 
@@ -43,6 +51,17 @@ LISTING_RESPONSES[422] = {
     **LISTING_RESPONSES[422],
     "description": "A parameter out of range (`invalid_request`), e.g. `limit` above "
     f"{MAX_LIMIT} or an unknown `kind`.",
+}
+
+
+REASSIGN_RESPONSES = documented(401, 403, 404, 409, 422, 503)
+REASSIGN_RESPONSES[403] = {
+    **REASSIGN_RESPONSES[403],
+    "description": "This principal does not have the `operator` scope.",
+}
+REASSIGN_RESPONSES[409] = {
+    **REASSIGN_RESPONSES[409],
+    "description": "`pause_not_pending`: the pause was answered, expired or abandoned.",
 }
 
 
@@ -77,6 +96,26 @@ def pauses_router(service: HttpService) -> APIRouter:
             total=page.total,
             next_cursor=None if page.next is None else encode_cursor(page.next),
         )
+
+    @router.post(
+        "/pauses/{pause_id}/reassign",
+        response_model=PauseView,
+        responses=REASSIGN_RESPONSES,
+        tags=["pauses"],
+        summary="Hand a pending pause to another audience (an operator's)",
+    )
+    async def reassign_pause(
+        pause_id: Annotated[str, Path(max_length=64)],
+        body: ReassignRequest,
+        principal: Caller,
+        host: Host,
+    ) -> PauseView:
+        pause = await reassign(
+            host, principal, pause_id, body.audience, body.reason, keep_previous=body.keep_previous
+        )
+        agent = host.agent(pause.agent)
+        token = agent.token_for(pause) if principal.may_answer(pause) else None
+        return PauseView.of(pause, token)
 
     @router.get(
         "/health",

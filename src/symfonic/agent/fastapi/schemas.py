@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -34,6 +35,7 @@ from pydantic_core import PydanticCustomError
 from symfonic.agent.fastapi.pause_cursor import MAX_CURSOR_CHARS
 from symfonic.agent.http.errors import ErrorDetail
 from symfonic.agent.service.pause_listing import DEFAULT_LIMIT, MAX_LIMIT
+from symfonic.core.contracts.readdressing import Readdressing, ReaddressKind
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import (
     InteractionKind,
@@ -228,6 +230,40 @@ class MessageView(BaseModel):
     status: str | None = None
 
 
+class ReaddressedView(BaseModel):
+    """The latest time the pause was handed to another audience."""
+
+    kind: ReaddressKind = Field(
+        description="escalated: a step of its escalation chain; reassigned: by an operator."
+    )
+    previous: str | None = Field(description="The audience before; null: the session's owner.")
+    audience: str = Field(description="The audience it was handed to.")
+    at: datetime
+    by: str | None = Field(default=None, description="reassigned: the operator.")
+    reason: str | None = Field(default=None, description="reassigned: the operator's reason.")
+    after: float | None = Field(
+        default=None, description="escalated: the step's seconds after the pause was created."
+    )
+
+    @classmethod
+    def of(cls, done: Readdressing | None) -> ReaddressedView | None:
+        return None if done is None else cls(**asdict(done))
+
+
+class ReassignRequest(BaseModel):
+    """Hand a pending pause to another audience (an operator's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    audience: Annotated[str, Field(pattern=NAME_PATTERN)] = Field(
+        description="The scope that answers the pause from now on."
+    )
+    reason: str = Field(min_length=1, max_length=500, description="Why, in the operator's words.")
+    keep_previous: bool = Field(
+        default=False, description="Whether the audience before keeps access to the pause."
+    )
+
+
 # The question's fields come from PauseQuestion; the ones declared here are the
 # row's fields a caller may see. ``of`` takes each from the record by name, so a
 # field added here that the record has needs nothing more. (A model's docstring
@@ -268,10 +304,15 @@ class PauseView(BaseModel, PauseQuestion, frozen=True):
         default=None,
         description="The last messages of the paused turn, oldest first, for context.",
     )
+    readdressed: ReaddressedView | None = Field(
+        default=None,
+        description="The latest escalation or reassignment of the pause; null when none.",
+    )
 
     @classmethod
     def of(cls, pause: PauseRecord, token: str | None) -> PauseView:
         seen = {name: getattr(pause, name) for name in cls.model_fields if hasattr(pause, name)}
+        seen["readdressed"] = ReaddressedView.of(pause.readdressed)
         return cls(**seen, token=token, asked_by=pause.principal)
 
 

@@ -6,7 +6,9 @@ Each subscriber is one principal's view: a snapshot of the pauses it may answer
 has, the changes it missed), then every change
 of a pause it may answer, in the order the store committed them. "May answer"
 is :meth:`Principal.may_answer` on the pause's row, the rule ``list_pauses``
-applies, and only pauses of agents this host serves are shown.
+applies, and only pauses of agents this host serves are shown. A pause handed
+to another audience is also told to the audience it left, without its token,
+so that audience's view can drop it.
 
 The worker watches the store once (:meth:`PauseChangeLog.watch_pause_changes`), and
 only while someone subscribes, in :meth:`PauseFeed.run`, which the app's
@@ -76,6 +78,19 @@ class FeedChange:
 
 
 FeedItem = FeedSnapshot | FeedChange
+
+
+def sees(principal: Principal, change: PauseChange) -> bool:
+    """Whether ``principal`` is told of ``change``: it may answer the pause, or the change
+    handed the pause away from an audience it was in (so its view can drop it)."""
+    if principal.may_answer(change.pause):
+        return True
+    done = change.pause.readdressed
+    if change.readdressed is None or done is None:
+        return False
+    if done.previous is None:
+        return change.pause.principal == principal.name
+    return done.previous in principal.scopes
 
 
 class _Subscriber:
@@ -204,7 +219,7 @@ class PauseFeed:
     def _deliver(self, changes: Sequence[PauseChange]) -> None:
         hosted = [change for change in changes if change.pause.agent in self._host.agents]
         for subscriber in self._subscribers:
-            visible = [c for c in hosted if subscriber.principal.may_answer(c.pause)]
+            visible = [c for c in hosted if sees(subscriber.principal, c)]
             if visible:
                 subscriber.offer(visible)
 
@@ -255,7 +270,7 @@ class PauseFeed:
                 else:
                     for change in self._visible(subscriber.principal, changes):
                         replayed.add(change.position)
-                        yield self._item(change)
+                        yield self._item(change, subscriber.principal)
             while not subscriber.closed:
                 if subscriber.behind:
                     subscriber.behind = False
@@ -264,7 +279,7 @@ class PauseFeed:
                 while subscriber.pending and not subscriber.behind:
                     change = subscriber.pending.popleft()
                     if change.position not in replayed:
-                        yield self._item(change)
+                        yield self._item(change, subscriber.principal)
                 if not subscriber.pending and not subscriber.behind and not subscriber.closed:
                     await subscriber.wait()
         finally:
@@ -274,13 +289,13 @@ class PauseFeed:
         return [
             change
             for change in changes
-            if change.pause.agent in self._host.agents and principal.may_answer(change.pause)
+            if change.pause.agent in self._host.agents and sees(principal, change)
         ]
 
-    def _item(self, change: PauseChange) -> FeedChange:
+    def _item(self, change: PauseChange, principal: Principal) -> FeedChange:
         pause = change.pause
         now = self._host.agent(None).clock()
-        return FeedChange(change, pause.answerable(now))
+        return FeedChange(change, pause.answerable(now) and principal.may_answer(pause))
 
     async def _snapshot(self, principal: Principal) -> FeedSnapshot:
         # The position first: a change after it may already show in the page,

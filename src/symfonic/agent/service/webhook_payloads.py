@@ -2,9 +2,9 @@
 
 Every body is ``{"type", "timestamp", "data"}``: ``type`` the event,
 ``timestamp`` when it happened (the change's commit, the sweep that found the
-pause near its expiry, the failed turn's end), ``data`` what it is about. A
-pause event's ``data`` is the pause as a receiver needs it to tell a person:
-never its answer, and its token only on ``pause.created`` and
+pause near its expiry, the failed turn's end, the escalation or reassignment),
+``data`` what it is about. A pause event's ``data`` is the pause as a receiver
+needs it to tell a person: never its answer, and its token only on ``pause.created`` and
 ``pause.expiring`` to a subscription that opts in. The JSON Schema of all of
 them (:func:`json_schema`) is committed as ``docs/webhook-payloads.schema.json``
 and a test keeps it current.
@@ -66,6 +66,20 @@ class AnsweredPauseData(PauseData):
     )
 
 
+class ReaddressedPauseData(PauseData):
+    """A pending pause handed to another audience (``audience``, above)."""
+
+    previous_audience: str | None = Field(
+        description="the audience before; null: the session's owner"
+    )
+    by: str | None = Field(default=None, description="pause.reassigned: the operator")
+    reason: str | None = Field(default=None, description="pause.reassigned: the operator's reason")
+    after: float | None = Field(
+        default=None,
+        description="pause.escalated: the step's seconds after the pause was created",
+    )
+
+
 class FailedTurnData(BaseModel):
     """A turn that ended in an error and published nothing."""
 
@@ -116,6 +130,16 @@ class PauseSuperseded(_Event):
     data: PauseData
 
 
+class PauseEscalated(_Event):
+    type: Literal["pause.escalated"]
+    data: ReaddressedPauseData
+
+
+class PauseReassigned(_Event):
+    type: Literal["pause.reassigned"]
+    data: ReaddressedPauseData
+
+
 class TurnFailed(_Event):
     type: Literal["turn.failed"]
     data: FailedTurnData
@@ -128,6 +152,8 @@ WebhookPayload = Annotated[
     | PauseExpired
     | PauseAbandoned
     | PauseSuperseded
+    | PauseEscalated
+    | PauseReassigned
     | TurnFailed,
     Field(discriminator="type"),
 ]
@@ -137,6 +163,8 @@ _PAUSE_DATA: dict[WebhookEventType, type[PauseData]] = {
     WebhookEventType.PAUSE_CREATED: AskingPauseData,
     WebhookEventType.PAUSE_EXPIRING: AskingPauseData,
     WebhookEventType.PAUSE_ANSWERED: AnsweredPauseData,
+    WebhookEventType.PAUSE_ESCALATED: ReaddressedPauseData,
+    WebhookEventType.PAUSE_REASSIGNED: ReaddressedPauseData,
 }
 
 
@@ -147,8 +175,15 @@ def json_schema() -> dict[str, Any]:
 
 
 def pause_data(
-    pause: PauseRecord, event: WebhookEventType, *, inbox_url: str | None, token: str | None
+    pause: PauseRecord,
+    event: WebhookEventType,
+    *,
+    inbox_url: str | None,
+    token: str | None,
+    detail: dict[str, Any] | None = None,
 ) -> PauseData:
+    """``detail``: what the delivery itself recorded (a re-addressing's from, by and why),
+    where the row shows only the latest state."""
     fields: dict[str, Any] = {
         "pause_id": pause.pause_id,
         "session_id": pause.session_id,
@@ -168,6 +203,12 @@ def pause_data(
         fields["answered_by"] = pause.answered_by
         fields["answered_at"] = pause.answered_at
         fields["edited_args_digest"] = pause.edited_args_digest
+    elif model is ReaddressedPauseData:
+        told = detail or {}
+        fields["audience"] = told.get("audience", pause.audience)
+        fields["previous_audience"] = told.get("previous")
+        fields["by"], fields["reason"] = told.get("by"), told.get("reason")
+        fields["after"] = told.get("after")
     return model(**fields)
 
 
@@ -192,6 +233,8 @@ def body_of(
     elif pause is None:
         return None
     else:
-        data = pause_data(pause, delivery.type, inbox_url=inbox_url, token=token)
+        data = pause_data(
+            pause, delivery.type, inbox_url=inbox_url, token=token, detail=delivery.detail
+        )
     event = {"type": delivery.type.value, "timestamp": delivery.occurred_at, "data": data}
     return PAYLOAD.dump_json(PAYLOAD.validate_python(event), exclude_none=False)

@@ -24,12 +24,14 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
+from symfonic.capabilities.human.escalation import escalation_chain
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.types import Escalation
 
 T = TypeVar("T")
 
@@ -51,6 +53,7 @@ class Approver:
 
     audience: str | None
     query: str
+    escalate: tuple[Escalation, ...] = ()
 
 
 def default_question(tool: str) -> str:
@@ -129,8 +132,10 @@ class ApprovalRule:
         *,
         audience: str | Decides[str | None] | None = None,
         description: str | Decides[str] | None = None,
+        escalate: Iterable[Escalation] | None = None,
     ) -> None:
         self._when = None if when is None else _Rule(when)
+        self._escalate = escalation_chain(escalate)
         if description is None or isinstance(description, str):
             self._description: str | _Rule[str] | None = _configured_text(description)
         else:
@@ -172,7 +177,7 @@ class ApprovalRule:
             raise RuleFailed(
                 f"the approval rule for {tool} failed on this call ({_described(error)})"
             ) from error
-        return Approver(audience, await self._question(tool, args, principal))
+        return Approver(audience, await self._question(tool, args, principal), self._escalate)
 
     async def _question(self, tool: str, args: CallArgs, principal: Principal) -> str:
         """The description's question for this call, or the default one when it fails."""
@@ -224,6 +229,7 @@ def needs_approval(
     *,
     audience: str | Decides[str | None] | None = None,
     description: str | Decides[str] | None = None,
+    escalate: Iterable[Escalation] | None = None,
 ) -> ApprovalRule:
     """Approval that depends on the call: ``approval={"send_payment": needs_approval(...)}``.
 
@@ -236,6 +242,8 @@ def needs_approval(
     ``lambda args: f"Pay {args['amount']} {args['currency']}"``; omitted, it is
     ``Approve send_payment?``, with the arguments shown beside it. Any rule may
     be async. The principal a rule sees is the one whose message the turn
-    answers, the same after a resume.
+    answers, the same after a resume. ``escalate`` is a chain of
+    :func:`~symfonic.capabilities.human.escalation.escalation` steps that
+    re-address the pause while nobody answers it.
     """
-    return ApprovalRule(when, audience=audience, description=description)
+    return ApprovalRule(when, audience=audience, description=description, escalate=escalate)

@@ -10,14 +10,16 @@ the form and the server can refuse a bad answer before anything is claimed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from symfonic.capabilities.human.escalation import escalation_chain
 from symfonic.core.args_digest import args_digest
-from symfonic.core.contracts.types import InteractionKind, PendingInteraction
+from symfonic.core.contracts.types import Escalation, InteractionKind, PendingInteraction
 
 ASK_HUMAN = "ask_human"
 
@@ -35,6 +37,7 @@ class Interaction:
     response_schema: dict[str, Any]
     kind: InteractionKind = InteractionKind.FORM
     audience: str | None = None
+    escalate: tuple[Escalation, ...] = ()
 
     def binding(self) -> BaseTool:
         """The model-facing tool: it takes a question and is never dispatched."""
@@ -60,6 +63,7 @@ class Interaction:
             query=query,
             response_schema=self.response_schema,
             audience=self.audience,
+            escalate=self.escalate,
         )
 
 
@@ -69,18 +73,23 @@ def interaction(
     schema: type[BaseModel] | dict[str, Any],
     *,
     audience: str | None = None,
+    escalate: Iterable[Escalation] | None = None,
 ) -> Interaction:
     """Declare a form the model can ask a person to fill in.
 
     ``schema`` is a pydantic model or a JSON Schema; answers are validated
     against it before a pause is claimed. ``audience`` names the scope a
-    principal needs to answer (``None``: the session's owner).
+    principal needs to answer (``None``: the session's owner); ``escalate`` the
+    steps that re-address it while nobody answers.
     """
     response_schema = schema.model_json_schema() if isinstance(schema, type) else dict(schema)
-    return Interaction(name, description, response_schema, InteractionKind.FORM, audience)
+    chain = escalation_chain(escalate)
+    return Interaction(name, description, response_schema, InteractionKind.FORM, audience, chain)
 
 
-def ask_human(audience: str | None = None) -> Interaction:
+def ask_human(
+    audience: str | None = None, escalate: Iterable[Escalation] | None = None
+) -> Interaction:
     """The built-in free-text question; every agent has one."""
     return Interaction(
         ASK_HUMAN,
@@ -89,6 +98,7 @@ def ask_human(audience: str | None = None) -> Interaction:
         {"type": "string"},
         InteractionKind.INPUT,
         audience,
+        escalation_chain(escalate),
     )
 
 
@@ -128,6 +138,7 @@ def approval_pending(
     parameters: dict[str, Any],
     audience: str | None,
     query: str,
+    escalate: tuple[Escalation, ...] = (),
 ) -> PendingInteraction:
     """The pause of a gated call: ``query`` is its question, already worded by its rule."""
     return PendingInteraction(
@@ -139,4 +150,5 @@ def approval_pending(
         response_schema=approval_schema(parameters),
         audience=audience,
         args_digest=args_digest(tool_name, args),
+        escalate=escalate,
     )

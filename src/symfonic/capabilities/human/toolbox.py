@@ -19,7 +19,7 @@ from symfonic.capabilities.human.approval_rules import ApprovalRule, RuleFailed
 from symfonic.capabilities.human.interactions import Interaction, approval_pending, ask_human
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.types import PendingInteraction
+from symfonic.core.contracts.types import Escalation, PendingInteraction
 from symfonic.kernel.toolbox import UndecidedCall
 from symfonic.kernel.tools import Tool, ToolLike
 
@@ -36,6 +36,7 @@ class ToolBox:
         interactions: Iterable[Interaction] = (),
         approval: Approval = (),
         ask_human_audience: str | None = None,
+        ask_human_escalate: Iterable[Escalation] | None = None,
         delegates: Iterable[BaseTool] = (),
     ) -> None:
         self.tools: dict[str, Tool] = {}
@@ -45,7 +46,7 @@ class ToolBox:
                 raise ConfigurationError(f"two tools are named {wrapped.name!r}")
             self.tools[wrapped.name] = wrapped
         self.interactions: dict[str, Interaction] = {}
-        for item in (ask_human(ask_human_audience), *interactions):
+        for item in (ask_human(ask_human_audience, ask_human_escalate), *interactions):
             if item.name in self.tools:
                 raise ConfigurationError(f"{item.name!r} is both a tool and an interaction")
             self.interactions[item.name] = item
@@ -96,5 +97,11 @@ class ToolBox:
         if approver is None:
             return None
         return approval_pending(
-            name, call_id, args, self.tools[name].parameters, approver.audience, approver.query
+            name,
+            call_id,
+            args,
+            self.tools[name].parameters,
+            approver.audience,
+            approver.query,
+            approver.escalate,
         )

@@ -17,6 +17,7 @@
         ├── PauseAlreadyClaimed        409  being answered right now
         │   └── PauseAlreadyAnswered   409  superseded or published, with another answer
         ├── StaleQuestion              409  the answer's args_digest is not the pause's
+        ├── PauseNotPending            409  a reassignment of a pause no longer pending
         ├── RevisionConflict           409
         ├── SessionBusy                409  a turn is running
         ├── SessionPaused              409  a pause is pending and on_pending_pause=reject
@@ -129,6 +130,13 @@ class StaleQuestion(RequestError):
     differs. Refused before the claim, so the token stays usable."""
 
     code = "stale_question"
+    status = 409
+
+
+class PauseNotPending(RequestError):
+    """Only a pending, unexpired pause may be handed to another audience."""
+
+    code = "pause_not_pending"
     status = 409
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Protocol
 
 from symfonic.core.contracts.pauses import PauseRecord
+from symfonic.core.contracts.readdressing import ReaddressKind
 from symfonic.core.contracts.types import PauseState
 
 
@@ -33,6 +34,8 @@ class PauseChange:
     state: PauseState
     at: datetime
     pause: PauseRecord
+    readdressed: ReaddressKind | None = None
+    """Set when the change re-addressed a pending pause rather than moved its state."""
 
 
 class PauseChangeLog(Protocol):

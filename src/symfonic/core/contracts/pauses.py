@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from symfonic.core.contracts.types import Answer, AnswerStatus, PauseQuestion, PauseState
+from symfonic.core.contracts.readdressing import Readdressing
+from symfonic.core.contracts.types import (
+    Answer,
+    AnswerStatus,
+    Escalation,
+    PauseQuestion,
+    PauseState,
+)
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import MessageBody
 
@@ -58,6 +65,14 @@ class PauseRecord(PauseQuestion):
     edited_args_digest: str | None = None
     """For an approval answered with an edit: the digest of the edited call, written
     with the claim beside ``args_digest`` (what was asked), so the row shows both."""
+    escalations: tuple[Escalation, ...] = ()
+    """The pause's escalation chain; ``escalation_step`` of its steps are applied."""
+    escalation_step: int = 0
+    kept_audiences: tuple[str, ...] = ()
+    """Who still answers besides ``audience``: scopes, and ``principal:<name>`` for an
+    owner who kept access (:func:`~symfonic.core.contracts.readdressing.kept_owner`)."""
+    readdressed: Readdressing | None = None
+    """The latest escalation or reassignment, when there was one."""
 
     def answerable(self, now: datetime) -> bool:
         """Whether an answer sent at ``now`` may still claim this pause: it is pending
@@ -128,6 +143,8 @@ class SweepReport:
     # Run markers cleared now by the cleanups their turns owed while the store
     # could not write (a marker another turn has since taken is not counted).
     runs_ended: int = 0
+    # Pending pauses re-addressed by a step of their escalation chain.
+    escalated: int = 0
 
 
 class PauseStore(Protocol):

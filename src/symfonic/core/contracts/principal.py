@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from symfonic.core.contracts.readdressing import kept_owner
 from symfonic.core.contracts.store import PauseRecord
 
 WILDCARD = "*"
+# The scope of whoever runs the service: sees the webhook outbox, reassigns pauses.
+OPERATOR = "operator"
 
 
 @dataclass(frozen=True)
@@ -20,10 +23,20 @@ class Principal:
     def of(cls, principal: Principal | str) -> Principal:
         return principal if isinstance(principal, Principal) else cls(principal)
 
+    @property
+    def is_operator(self) -> bool:
+        return OPERATOR in self.scopes or WILDCARD in self.scopes
+
     def may_answer(self, pause: PauseRecord) -> bool:
-        """The owner answers an unaddressed pause; an audience scope answers its own."""
+        """The owner answers an unaddressed pause; an audience scope answers its own.
+
+        An audience a re-addressed pause kept (the owner, or a scope) still answers it.
+        """
         if WILDCARD in self.scopes:
             return True
         if pause.audience is None:
             return pause.principal == self.name
-        return pause.audience in self.scopes
+        if pause.audience in self.scopes:
+            return True
+        kept = pause.kept_audiences
+        return kept_owner(self.name) in kept or any(scope in kept for scope in self.scopes)

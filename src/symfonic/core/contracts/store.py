@@ -10,6 +10,7 @@ record (an audit chain, a run queue) adds a role rather than members here:
 :class:`PauseStore`          a pause's transitions and reads (:mod:`.pauses`)
 :class:`PauseListing`        the pauses a principal may answer (:mod:`.pause_listing`)
 :class:`PauseChangeLog`      the record of pause changes (:mod:`.pause_changes`)
+:class:`PauseAddressing`     escalating and reassigning a pause (:mod:`.readdressing`)
 :class:`WebhookOutbox`       deliveries owed, leased and settled (:mod:`.outbox`)
 :class:`RetentionStore`      deleting finished sessions (:mod:`.retention`)
 :class:`AuditLog`            the hash-chained audit trail (:mod:`.audit`)
@@ -45,6 +46,7 @@ from symfonic.core.contracts.pauses import (
     ResumePublish,
     SweepReport,
 )
+from symfonic.core.contracts.readdressing import PauseAddressing, Reassignment
 from symfonic.core.contracts.retention import PruneBatch, PruneReport, RetentionStore
 from symfonic.core.contracts.sessions import (
     RunRequest,
@@ -62,6 +64,7 @@ __all__ = [
     "ClaimedPause",
     "LeasedDelivery",
     "NewPause",
+    "PauseAddressing",
     "PauseChange",
     "PauseChangeLog",
     "PauseListing",
@@ -72,6 +75,7 @@ __all__ = [
     "PendingCount",
     "PruneBatch",
     "PruneReport",
+    "Reassignment",
     "ResumePublish",
     "RetentionStore",
     "RunRequest",
@@ -92,6 +96,7 @@ class Store(
     PauseStore,
     PauseListing,
     PauseChangeLog,
+    PauseAddressing,
     WebhookOutbox,
     RetentionStore,
     AuditLog,

@@ -161,6 +161,23 @@ STREAM_EVENTS: tuple[type[Event], ...] = (
 
 
 @dataclass(frozen=True)
+class Escalation:
+    """One step of a pause's escalation chain, stored on the pause row.
+
+    ``after`` seconds from the pause's creation, still unanswered, it is
+    re-addressed to ``audience``, once, by whichever worker's sweep comes first.
+    The audience before the step keeps access unless ``keep_previous`` is false.
+    A step never moves the expiry, unless ``extend`` (seconds) says so: then the
+    pause expires no sooner than that long after the step.
+    """
+
+    after: float
+    audience: str
+    keep_previous: bool = True
+    extend: float | None = None
+
+
+@dataclass(frozen=True)
 class PendingInteraction:
     """The interaction a paused round stopped at, as the kernel saw it."""
 
@@ -180,6 +197,8 @@ class PendingInteraction:
     continuation: dict[str, Any] | None = None
     """For a tool that asked mid-call (an MCP server's question): plain JSON the
     tool needs to go on with the call once answered, kept in the checkpoint."""
+    escalate: tuple[Escalation, ...] = ()
+    """The steps that re-address the pause while nobody answers it."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ class WebhookEventType(StrEnum):
     PAUSE_EXPIRED = "pause.expired"
     PAUSE_ABANDONED = "pause.abandoned"
     PAUSE_SUPERSEDED = "pause.superseded"
+    PAUSE_ESCALATED = "pause.escalated"
+    PAUSE_REASSIGNED = "pause.reassigned"
     TURN_FAILED = "turn.failed"
 
 

@@ -1,0 +1,58 @@
+"""An operator hands a pending pause to another audience, for every transport.
+
+Only a principal with the ``operator`` scope may (403 for anyone else, whose
+request says nothing about the pause); a pause this service does not host, or
+a delegate's own pause, is not found (404); one that is no longer pending and
+unexpired is refused (409 ``pause_not_pending``). The store applies it in one
+transaction with its change on the feed and its webhooks
+(:mod:`symfonic.storage.readdressing`); it is logged here, in words.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from symfonic.agent.service.host import ServiceHost
+from symfonic.core.contracts.errors import PauseForbidden, PauseNotFound, PauseNotPending
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.readdressing import Reassignment
+from symfonic.core.contracts.store import PauseRecord
+
+logger = logging.getLogger("symfonic.pauses")
+
+
+async def reassign(
+    host: ServiceHost,
+    principal: Principal,
+    pause_id: str,
+    audience: str,
+    reason: str,
+    *,
+    keep_previous: bool = False,
+) -> PauseRecord:
+    """Hand ``pause_id`` to ``audience``; the pause as it is afterwards."""
+    if not principal.is_operator:
+        raise PauseForbidden(
+            f"{principal.name} may not reassign pauses: that needs the operator scope"
+        )
+    pause = await host.store.get_pause(pause_id)
+    if pause is None or pause.agent not in host.agents or pause.parent_session_id is not None:
+        raise PauseNotFound(f"there is no pause {pause_id}")
+    asked = Reassignment(
+        pause_id, audience, principal.name, reason, host.agent(pause.agent).clock(), keep_previous
+    )
+    if not await host.store.reassign_pause(asked):
+        raise PauseNotPending(
+            f"pause {pause_id} is no longer waiting for an answer, so it cannot be reassigned"
+        )
+    logger.info(
+        "pause %s reassigned from %s to %s by %s: %s",
+        pause_id,
+        pause.audience or f"its owner {pause.principal}",
+        audience,
+        principal.name,
+        reason,
+    )
+    reassigned = await host.store.get_pause(pause_id)
+    assert reassigned is not None  # a pending pause is never deleted
+    return reassigned

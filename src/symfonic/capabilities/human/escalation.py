@@ -1,0 +1,50 @@
+"""Escalation chains: who is asked next when nobody answers a pause.
+
+A chain is configuration, checked once when the agent is built, and then data:
+it is written into the pause row with the question, so any worker's sweep can
+apply its steps without the agent that asked. Steps count from the pause's
+creation, in order, each later than the one before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import pairwise
+
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.types import Escalation
+
+
+def escalation(
+    after: float, audience: str, *, keep_previous: bool = True, extend: float | None = None
+) -> Escalation:
+    """A step: ``after`` seconds unanswered, the pause is re-addressed to ``audience``.
+
+    The audience before keeps access unless ``keep_previous=False``. The pause's
+    expiry never moves, unless ``extend`` (seconds): then it expires no sooner
+    than that long after the step. A step due after the expiry never happens.
+    """
+    if not after > 0:
+        raise ConfigurationError(f"an escalation comes some seconds after the pause, not {after}")
+    if not audience:
+        raise ConfigurationError("an escalation's audience is a scope name")
+    if extend is not None and not extend > 0:
+        raise ConfigurationError(f"an escalation extends the expiry by some seconds, not {extend}")
+    return Escalation(
+        after=float(after), audience=audience, keep_previous=keep_previous, extend=extend
+    )
+
+
+def escalation_chain(steps: Iterable[Escalation] | None) -> tuple[Escalation, ...]:
+    """``steps`` as a chain, refused unless each comes later than the one before."""
+    chain = tuple(steps or ())
+    for step in chain:
+        if not isinstance(step, Escalation):
+            raise ConfigurationError(f"escalate= takes escalation(...) steps, not {step!r}")
+    for earlier, later in pairwise(chain):
+        if later.after <= earlier.after:
+            raise ConfigurationError(
+                f"escalation steps count from the pause's creation, each later than the one "
+                f"before: {later.after:g} s comes after {earlier.after:g} s"
+            )
+    return chain
