@@ -191,7 +191,7 @@ async def count_pauses(store: SqlTransactions, query: PauseQuery) -> int:
 
 async def _count_kept(store: SqlTransactions, query: PauseQuery) -> int:
     """The pauses the principal kept after they were re-addressed, which no tally holds."""
-    if WILDCARD in query.scopes or query.audience is not None:
+    if WILDCARD in query.scopes or query.audience is not None or query.agents == frozenset():
         return 0
     listing = _Listing()
     _kept(query, listing, listing.bind("state", query.state.value))
