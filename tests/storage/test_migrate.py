@@ -22,6 +22,7 @@ from alembic.config import Config
 from symfonic.core.contracts.store import CheckpointRecord, Claim, PruneBatch, ResumePublish
 from symfonic.core.contracts.types import PauseState
 from symfonic.storage import migrate, open_store
+from symfonic.storage.audit_log import register_audit_hash
 
 pytestmark = pytest.mark.anyio
 
@@ -101,6 +102,8 @@ async def _migrated(store_url: str, work: Callable[[sa.Connection], Any]) -> Any
     """``work`` on a migration connection to the store's database, committed after."""
     if store_url.startswith("sqlite"):
         engine = sa.create_engine(store_url.replace("sqlite:", "sqlite+pysqlite:", 1))
+        # Pauses changed here fire the audit trigger, which hashes with the store's function.
+        sa.event.listen(engine, "connect", lambda connection, _: register_audit_hash(connection))
 
         def run() -> Any:
             with engine.begin() as connection:

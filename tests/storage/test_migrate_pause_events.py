@@ -78,8 +78,10 @@ def _shape(connection: sa.Connection) -> tuple[bool, list[str], list[str]]:
         sa.text("SELECT sql FROM sqlite_master WHERE name = 'symfonic_pause_events'")
     ).scalar_one()
     indexes = connection.execute(
-        sa.text("SELECT name FROM sqlite_master WHERE type = 'index'"
-                " AND tbl_name = 'symfonic_pause_events' AND sql IS NOT NULL")
+        sa.text(
+            "SELECT name FROM sqlite_master WHERE type = 'index'"
+            " AND tbl_name = 'symfonic_pause_events' AND sql IS NOT NULL"
+        )
     ).scalars()
     triggers = connection.execute(
         sa.text("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
@@ -90,13 +92,19 @@ def _shape(connection: sa.Connection) -> tuple[bool, list[str], list[str]]:
 TRIGGERS = ["symfonic_pause_change_webhooks", "symfonic_pause_changed", "symfonic_pause_created"]
 # Migration 0014's, which keep the count of pending pauses; a downgrade to 0007 drops them.
 TALLY_TRIGGERS = ["symfonic_tally_changed", "symfonic_tally_created", "symfonic_tally_deleted"]
+# Migration 0015's, which write the audit trail; a downgrade to 0007 drops them too.
+AUDIT_TRIGGERS = ["symfonic_audit_append", "symfonic_audit_asked", "symfonic_audit_changed"]
 
 
 async def test_on_sqlite_the_table_is_lean_and_a_downgrade_restores_it(sqlite_url: str) -> None:
     await _migrated(sqlite_url, _store_at_0007_with_changes)
     async with open_store(sqlite_url):
         pass
-    assert await _migrated(sqlite_url, _shape) == (False, [], sorted(TRIGGERS + TALLY_TRIGGERS))
+    assert await _migrated(sqlite_url, _shape) == (
+        False,
+        [],
+        sorted(TRIGGERS + TALLY_TRIGGERS + AUDIT_TRIGGERS),
+    )
 
     def downgrade(connection: sa.Connection) -> tuple[bool, list[str], list[str]]:
         _alembic(connection, lambda config: command.downgrade(config, "0007"))

@@ -22,6 +22,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from symfonic.storage.audit_log import register_audit_hash
+
 SCRIPT_LOCATION = str(Path(__file__).parent / "migrations")
 # An arbitrary constant shared by every symfonic worker: the advisory lock that
 # makes concurrent start-ups run the migrations once.
@@ -60,6 +62,8 @@ def upgrade_sqlite(path: str, *, busy_timeout: float) -> None:
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
+        # A migration that changes pauses fires the audit trigger, which hashes.
+        register_audit_hash(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _begin(connection: sa.Connection) -> None:
