@@ -1918,6 +1918,15 @@ export interface operations {
                     "application/json": components["schemas"]["PauseView"];
                 };
             };
+            /** @description The body could not be read as JSON (`bad_request`; the message says where it broke). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Missing or unknown API key. */
             401: {
                 headers: {

@@ -54,7 +54,7 @@ LISTING_RESPONSES[422] = {
 }
 
 
-REASSIGN_RESPONSES = documented(401, 403, 404, 409, 422, 503)
+REASSIGN_RESPONSES = documented(400, 401, 403, 404, 409, 422, 503)
 REASSIGN_RESPONSES[403] = {
     **REASSIGN_RESPONSES[403],
     "description": "This principal does not have the `operator` scope.",
