@@ -159,11 +159,12 @@ async def test_a_replay_from_a_position_the_store_never_gave_is_refused(store: S
     assert replay is not None and len([c for c in replay if c.position > position]) == 3
 
 
-async def test_a_change_committed_after_a_later_numbered_one_is_not_missed(
+async def test_a_change_waits_for_an_uncommitted_earlier_one_so_the_feed_is_in_commit_order(
     postgres_url: str,
 ) -> None:
-    """PostgreSQL takes a change's position before its commit: the watch delivers in
-    commit order, and a replay after the later position still returns the earlier one."""
+    """On PostgreSQL every pause change appends to the audit chain, whose head row a
+    writer holds until it commits: a second change waits for the first to commit, so
+    positions are handed out in commit order and the watch never sees a later one first."""
     import asyncpg
 
     async with open_store(postgres_url) as store:
@@ -178,22 +179,32 @@ async def test_a_change_committed_after_a_later_numbered_one_is_not_missed(
                 await held.execute(
                     "UPDATE symfonic_pauses SET state = 'abandoned' WHERE pause_id = $1",
                     slow.pause_id,
-                )  # takes the lower position, and holds it uncommitted
-                await store.abandon_pending(other_session)  # a later position, committed first
-                with anyio.fail_after(2):
-                    [first] = await anext(watch)
-                assert (first.pause.pause_id, first.state) == (fast.pause_id, S.ABANDONED)
-                await transaction.commit()
-                with anyio.fail_after(2):
-                    [second] = await anext(watch)
+                )  # holds the chain's head, uncommitted
+                async with anyio.create_task_group() as group:
+                    done = anyio.Event()
+
+                    async def abandon_the_other() -> None:
+                        await store.abandon_pending(other_session)
+                        done.set()
+
+                    group.start_soon(abandon_the_other)
+                    with anyio.move_on_after(0.5):
+                        await done.wait()
+                    assert not done.is_set()  # it waits for the held change's commit
+                    await transaction.commit()
+                    with anyio.fail_after(5):
+                        await done.wait()
+                with anyio.fail_after(5):
+                    changes = await anext(watch)
+                    while len(changes) < 2:
+                        changes += await anext(watch)
             finally:
                 await held.close()
-        assert (second.pause.pause_id, second.state) == (slow.pause_id, S.ABANDONED)
-        assert second.position < first.position
-        # A client that last saw the later position misses nothing on reconnecting.
-        replay = await store.pause_changes_since(first.position, limit=100)
-        assert replay is not None
-        assert second.position in [change.position for change in replay]
+        assert [(c.pause.pause_id, c.state) for c in changes] == [
+            (slow.pause_id, S.ABANDONED),
+            (fast.pause_id, S.ABANDONED),
+        ]
+        assert changes[0].position < changes[1].position
 
 
 async def test_an_upgraded_store_records_the_changes_of_pauses_made_before_it(
