@@ -65,6 +65,24 @@ REASSIGN_RESPONSES[409] = {
 }
 
 
+async def _listed(host: ServiceHost, principal: Principal, query: PauseQuery) -> PauseList:
+    """One page of the pauses ``principal`` may answer, a token on each still answerable."""
+    after = None if query.cursor is None else decode_cursor(query.cursor)
+    filters = PauseFilters(query.state, query.agent, query.kind, query.audience, query.q)
+    page = await pause_page(host, principal, filters, limit=query.limit, after=after)
+    agent = host.agent(None)
+    now = agent.clock()
+    views = []
+    for pause in page.pauses:
+        token = agent.token_for(pause) if pause.answerable(now) else None
+        views.append(PauseView.of(pause, token))
+    return PauseList(
+        pauses=await detailed(host.store, views) if query.details else views,
+        total=page.total,
+        next_cursor=None if page.next is None else encode_cursor(page.next),
+    )
+
+
 def pauses_router(service: HttpService) -> APIRouter:
     router = APIRouter(prefix="/v1", route_class=service.route_class)
     Caller = Annotated[Principal, Depends(service.principal)]
@@ -82,20 +100,7 @@ def pauses_router(service: HttpService) -> APIRouter:
         host: Host,
         query: Annotated[PauseQuery, Query()],
     ) -> PauseList:
-        after = None if query.cursor is None else decode_cursor(query.cursor)
-        filters = PauseFilters(query.state, query.agent, query.kind, query.audience, query.q)
-        page = await pause_page(host, principal, filters, limit=query.limit, after=after)
-        agent = host.agent(None)
-        now = agent.clock()
-        views = []
-        for pause in page.pauses:
-            token = agent.token_for(pause) if pause.answerable(now) else None
-            views.append(PauseView.of(pause, token))
-        return PauseList(
-            pauses=await detailed(host.store, views) if query.details else views,
-            total=page.total,
-            next_cursor=None if page.next is None else encode_cursor(page.next),
-        )
+        return await _listed(host, principal, query)
 
     @router.post(
         "/pauses/{pause_id}/reassign",
