@@ -59,7 +59,7 @@ async def kernel_resume(
     settled = await _settle(kernel, pending, outcome)
     if isinstance(settled, PendingInteraction):
         # The tool asked again: the round stays stopped at the same call, on the new question.
-        yield _paused_again(checkpoint, settled)
+        yield paused_again(checkpoint, settled)
         return
     result, failed = settled
     observation = result.content
@@ -143,7 +143,7 @@ async def _settle(
     return result.model_copy(update={"content": observation}), ran.status == "error"
 
 
-def _paused_again(checkpoint: TurnCheckpoint, pending: PendingInteraction) -> KernelDone:
+def paused_again(checkpoint: TurnCheckpoint, pending: PendingInteraction) -> KernelDone:
     """The recorded turn, stopped at the same call on a new question."""
     return KernelDone(
         KernelResult(

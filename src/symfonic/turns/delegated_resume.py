@@ -60,11 +60,11 @@ from symfonic.core.contracts.types import (
     StopReason,
     ToolResultEvent,
 )
-from symfonic.core.messages import message_of, messages_of
+from symfonic.core.messages import messages_of
 from symfonic.kernel.delegates import Delegated
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import IssuerScope
-from symfonic.turns.continuation import continue_from, kernel_resume
+from symfonic.turns.continuation import continue_from, kernel_resume, paused_again
 from symfonic.turns.delegation import (
     BoundDelegate,
     child_plan,
@@ -119,17 +119,7 @@ async def _through_delegate(
     delegated = await step.claim_and_run(pending, outcome.response, outcome.status, rounds_left)
     if delegated.interaction is not None:
         # The caller's round stays stopped at the same call, on the new question.
-        yield KernelDone(
-            KernelResult(
-                stop_reason=StopReason.PAUSED,
-                messages=tuple(message_of(dict(body)) for body in checkpoint.messages),
-                answer="",
-                rounds=checkpoint.counters.rounds,
-                model_calls=checkpoint.counters.model_calls,
-                tokens=checkpoint.counters.tokens,
-                interaction=delegated.interaction,
-            )
-        )
+        yield paused_again(checkpoint, delegated.interaction)
         return
     yield ToolResultEvent(
         tool_call_id=pending.tool_call_id,
