@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from conftest import drop_postgres_database, fresh_postgres_database
+from symfonic.core.contracts.readdressing import Reassignment
 from symfonic.core.contracts.store import Store
 from symfonic.core.contracts.webhooks import (
     CircuitState,
@@ -65,6 +66,26 @@ async def test_a_fresh_database_never_hands_out_an_id_another_did(
         second = await _first_message_id(another)
     assert first != second
     assert first.startswith("msg_") and len(first) > len("msg_pause_1") + 16
+
+
+async def _reassigned_message_id(store: Store) -> tuple[str, str]:
+    """A pause reassigned by an operator: its pause id and its ``pause.reassigned`` id."""
+    await store.register_webhook(URL, [WebhookEventType.PAUSE_REASSIGNED])
+    pause = await paused(store, await new_session(store))
+    at = T0 + timedelta(seconds=10)
+    assert await store.reassign_pause(Reassignment(pause.pause_id, "finance", "olga", "away", at))
+    (delivery,) = await store.list_deliveries(DeliveryQuery())
+    return pause.pause_id, delivery.message_id
+
+
+async def test_a_fresh_database_never_repeats_a_reassigned_pauses_id(
+    store: Store, another_url: str
+) -> None:
+    pause_id, first = await _reassigned_message_id(store)
+    async with open_store(another_url) as another:
+        _, second = await _reassigned_message_id(another)
+    assert first != second
+    assert first.startswith(f"msg_pause_{pause_id}_")
 
 
 async def test_a_lease_takes_only_its_destination_and_workers_never_share_a_row(

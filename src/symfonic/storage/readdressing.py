@@ -158,7 +158,9 @@ async def _apply(
     await connection.count(
         OWE,
         {
-            "message_id": f"msg_pause_{rows[0]['id']}",
+            # As the pause-change trigger names its events: the pause's random id makes
+            # it unique across databases, so a store that was reset never repeats one.
+            "message_id": f"msg_pause_{pause_id}_{rows[0]['id']}",
             "pause_id": pause_id,
             "session_id": session_id,
             "at": rows[0]["at"],
