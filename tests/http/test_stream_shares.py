@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 
 import anyio
@@ -19,6 +20,7 @@ import httpx
 import pytest
 from anyio.abc import SocketStream
 
+from agui_support import run_body
 from serve_support import Server, serving
 from symfonic.agent.http.stream_shares import CONNECTION_EXTENSION, StreamShares
 from symfonic.core.contracts.principal import Principal
@@ -148,6 +150,13 @@ async def test_past_its_share_a_principal_is_refused_and_others_still_stream(
             headers={"Authorization": "Bearer bob-secret-key"},
         )
         assert turn.status_code == 429 and turn.json()["error"]["code"] == "too_many_streams"
+        # So does an AG-UI run: one cap for every kind of stream.
+        run = await client.post(
+            "/v1/agui", json=run_body(uuid.uuid4().hex, "hello"),
+            headers={"Authorization": "Bearer bob-secret-key"},
+        )
+        assert run.status_code == 429 and run.json()["error"]["code"] == "too_many_streams"
+        assert run.headers["Retry-After"] == "5"
         async with client.stream("GET", "/v1/pauses/events", headers=ALICE) as feed:
             assert feed.status_code == 200
         # A feed that ends gives its place back.
