@@ -1,7 +1,9 @@
 """``SymfonicAgent``: an agent's configuration, and the Python API to run it.
 
 The agent holds configuration and, once opened, a store
-(:mod:`symfonic.agent.opened_store`). A paused turn's state is in the store
+(:mod:`symfonic.agent.opened_store`); what it does on that store outside a
+turn -- sessions, the pause list, sweep and prune -- is
+:mod:`symfonic.agent.sessions`. A paused turn's state is in the store
 from the moment it pauses, which is why any worker -- this process later, or
 another one that never saw the pause -- can resume it. The agent also keeps the
 records of up to 1,024 pauses it wrote and was not yet asked to resume
@@ -16,7 +18,6 @@ SDK records.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
@@ -26,31 +27,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from symfonic.agent.models import resolve_model
-from symfonic.agent.opened_store import OpenedStore
-from symfonic.agent.retention import Retention, prune
+from symfonic.agent.sessions import SessionsAndPauses
 from symfonic.capabilities.human.interactions import Interaction
 from symfonic.capabilities.human.toolbox import Approval, ToolBox
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import (
-    PausePosition,
-    PauseQuery,
-    PauseRecord,
-    PruneReport,
-    SessionRecord,
-    Store,
-    SweepReport,
-    TurnPublish,
-)
-from symfonic.core.contracts.types import (
-    Answer,
-    AnswerStatus,
-    Escalation,
-    Event,
-    PauseState,
-    TurnResult,
-)
-from symfonic.core.messages import MessageBody
+from symfonic.core.contracts.store import SessionRecord, Store
+from symfonic.core.contracts.types import Answer, AnswerStatus, Escalation, Event, TurnResult
 from symfonic.core.telemetry.turns import traced_turn
 from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
@@ -75,15 +58,13 @@ DEFAULT_CLAIM_LEASE = 120.0
 # mid-turn leaves a marker to run out (one whose clear met an outage is cleared by
 # the next sweep): long enough for any turn's model calls and tools to finish.
 DEFAULT_RUN_LEASE = 600.0
-# How many pauses one read of ``pauses()`` takes from the store.
-PAGE = 500
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class SymfonicAgent(OpenedStore):
+class SymfonicAgent(SessionsAndPauses):
     """Model, instructions, tools and limits, served by name.
 
     ``approval`` names the tools a person must approve (a set), or maps each to
@@ -224,80 +205,11 @@ class SymfonicAgent(OpenedStore):
 
     # sessions ---------------------------------------------------------------
 
-    async def create_session(
-        self,
-        principal: Principal | str = "local",
-        metadata: dict[str, Any] | None = None,
-        *,
-        session_id: str | None = None,
-    ) -> str:
-        """A new session for ``principal``; ``session_id`` lets a transport choose the id."""
-        await self.open()
-        session_id = session_id or uuid.uuid4().hex
-        await self.store.create_session(
-            SessionRecord(
-                session_id=session_id,
-                principal=Principal.of(principal).name,
-                agent=self.name,
-                revision=0,
-                metadata=dict(metadata or {}),
-                created_at=self.clock(),
-            )
-        )
-        return session_id
-
     async def get_session(
         self, session_id: str, principal: Principal | str = "local"
     ) -> SessionRecord:
         await self.open()
         return await owned_session(self, session_id, Principal.of(principal))
-
-    async def seed_history(self, session_id: str, bodies: Sequence[MessageBody]) -> int:
-        """Commit ``bodies`` as one published turn (imports, tests, benchmarks)."""
-        await self.open()
-        session = await self.store.get_session(session_id)
-        if session is None:
-            raise ConfigurationError(f"no session {session_id!r}")
-        seed = TurnPublish(session_id, session.revision, list(bodies), run_id="seed")
-        return await self.store.publish_turn(seed)
-
-    async def pauses(
-        self, principal: Principal | str = "local", state: PauseState = PauseState.PENDING
-    ) -> list[PauseRecord]:
-        """Every pause this principal may answer, oldest first, read a page at a time.
-
-        A pending pause past its expiry is left out, whether or not the sweeper
-        has marked it yet: it cannot be answered, and offering it would only
-        invite a 410.
-        """
-        await self.open()
-        who = Principal.of(principal)
-        unexpired = self.clock() if state is PauseState.PENDING else None
-        listed: list[PauseRecord] = []
-        while True:
-            after = PausePosition.of(listed[-1]) if listed else None
-            query = PauseQuery(
-                state, who.name, who.scopes, limit=PAGE, after=after, unexpired_at=unexpired
-            )
-            page = await self.store.list_pauses(query)
-            listed += page
-            if len(page) < PAGE:
-                return listed
-
-    def token_for(self, pause: PauseRecord) -> str:
-        return self.settlement.signer.mint(pause.pause_id)
-
-    async def sweep(self) -> SweepReport:
-        """Expire stale pauses and abandon claims whose worker stopped renewing."""
-        await self.open()
-        return await self.store.sweep(self.clock())
-
-    async def prune(
-        self, retention: Retention, on_batch: Callable[[PruneReport], None] | None = None
-    ) -> PruneReport:
-        """Delete finished sessions idle for longer than the retention keeps them."""
-        await self.open()
-        return await prune(self.store, retention, self.clock(), on_batch)
 
     # turns ------------------------------------------------------------------
 
