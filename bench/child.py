@@ -224,16 +224,12 @@ def run(config: ChildConfig) -> dict[str, Any]:
     }
 
 
-async def _create_schema(workload: Workload) -> None:
+async def create_schema(workload: Workload) -> dict[str, Any]:
     await workload.open()
     try:
         await workload.setup()
     finally:
         await workload.close()
-
-
-def create_schema(config: ChildConfig) -> dict[str, Any]:
-    asyncio.run(_create_schema(_workload(config)))
     return {"status": "ok"}
 
 
@@ -259,7 +255,10 @@ def main(argv: list[str]) -> int:
     config_path, out_path = Path(argv[0]), Path(argv[1])
     config = ChildConfig.read(config_path)
     try:
-        result = create_schema(config) if argv[2:] == ["--schema"] else run(config)
+        if argv[2:] == ["--schema"]:
+            result = asyncio.run(create_schema(_workload(config)))
+        else:
+            result = run(config)
     except Exception as error:
         result = {
             "status": "error",

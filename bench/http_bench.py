@@ -275,33 +275,27 @@ def _stores(text: str) -> list[str]:
     return names
 
 
+def _int_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.http_bench", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.http_bench",
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("--out", type=Path, required=True, help="write the results here (JSON)")
+    p.add_argument("--stores", type=_stores, default="sqlite,postgresql", help="which stores")
+    p.add_argument("--clients", type=_int_list, default="1,16,64", help="concurrency levels")
     p.add_argument(
-        "--stores",
-        type=_stores,
-        default=["sqlite", "postgresql"],
-        help="comma-separated: sqlite,postgresql (default both)",
-    )
-    p.add_argument(
-        "--clients",
-        type=lambda s: [int(p) for p in s.split(",") if p.strip()],
-        default=[1, 16, 64],
-        help="concurrency levels (default 1,16,64)",
-    )
-    p.add_argument(
-        "--resumes",
-        type=int,
-        default=200,
-        help="resumes per level, at least one per client (default 200)",
+        "--resumes", type=int, default=200, help="resumes per level, at least one per client"
     )
     p.add_argument(
         "--time-limit",
         type=float,
         default=30.0,
-        help="seconds at most per level for creating its pauses, and again for "
-        "resuming them (default 30)",
+        help="seconds at most per level for creating its pauses, and again for resuming them",
     )
     p.add_argument(
         "--postgres-url",
@@ -310,16 +304,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--url",
-        default=None,
         help="measure this already running server (e.g. one started under a profiler) "
         "instead of starting one per store; its CPU is then not read",
     )
-    p.add_argument(
-        "--workdir",
-        type=Path,
-        default=None,
-        help="keep each store's server.log here (default: a temporary directory)",
-    )
+    p.add_argument("--workdir", type=Path, help="keep each store's server.log here")
     return p
 
 

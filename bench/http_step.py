@@ -37,23 +37,10 @@ class HttpOptions:
 
 
 def _command(stores: list[Store], options: HttpOptions, out: Path, workdir: Path) -> list[str]:
-    command = [
-        sys.executable,
-        "-m",
-        "bench.http_bench",
-        "--out",
-        str(out),
-        "--workdir",
-        str(workdir),
-        "--stores",
-        ",".join(store.kind for store in stores),
-        "--clients",
-        ",".join(str(c) for c in options.clients),
-        "--resumes",
-        str(options.resumes),
-        "--time-limit",
-        str(options.seconds),
-    ]
+    command = [sys.executable, "-m", "bench.http_bench", "--out", str(out)]
+    command += ["--workdir", str(workdir), "--stores", ",".join(store.kind for store in stores)]
+    command += ["--clients", ",".join(str(c) for c in options.clients)]
+    command += ["--resumes", str(options.resumes), "--time-limit", str(options.seconds)]
     postgres = [store.url for store in stores if store.kind == "postgresql"]
     if postgres:
         command += ["--postgres-url", postgres[0]]

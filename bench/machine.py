@@ -31,23 +31,16 @@ def _version(name: str) -> str:
         return "not installed"
 
 
-def _cpu_model() -> str:
+def _proc_field(path: str, name: str) -> str | None:
+    """The value of the first ``name: value`` line of ``path``, if it can be read."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        lines = Path(path).read_text().splitlines()
     except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _memory_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+        return None
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() == name:
+            return value.strip()
     return None
 
 
@@ -67,12 +60,14 @@ def _git_commit(root: Path) -> str:
 
 
 def describe(root: Path, postgres_version: str | None) -> dict[str, Any]:
+    cpu = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "unknown"
+    memory = _proc_field("/proc/meminfo", "MemTotal")  # "24000 kB"
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {
-            "cpu": _cpu_model(),
+            "cpu": cpu,
             "cores": os.cpu_count(),
-            "memory_bytes": _memory_bytes(),
+            "memory_bytes": int(memory.split()[0]) * 1024 if memory else None,
             "os": f"{platform.system()} {platform.release()}",
         },
         "versions": {

@@ -129,40 +129,24 @@ def tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
-def run_child(config: ChildConfig, workdir: Path, index: int, timeout: float) -> dict[str, Any]:
-    """Create the store's schema in one child process, then measure in another.
-
-    Returns the measuring child's result dict, or an error dict.
-    """
-    stem = f"{index:03d}-{config.system}-{config.store}-h{config.history}-c{config.concurrency}"
-    schema = _run_child_step(config, workdir, f"{stem}-schema", timeout, ["--schema"])
-    if schema.get("status") != "ok":
-        return schema | {"error": f"creating the schema: {schema.get('error')}"}
-    return _run_child_step(config, workdir, stem, timeout, [])
-
-
-def _run_child_step(
-    config: ChildConfig, workdir: Path, stem: str, timeout: float, flags: list[str]
+def _run_child(
+    config: ChildConfig, workdir: Path, stem: str, timeout: float, *flags: str
 ) -> dict[str, Any]:
+    """``python -m bench.child`` with ``flags``: its result, or an error that says why not."""
     config_path, out_path = workdir / f"{stem}.json", workdir / f"{stem}.out.json"
     log_path = workdir / f"{stem}.log"
     config.write(config_path)
     out_path.unlink(missing_ok=True)
-    began = time.monotonic()
     command = [sys.executable, "-m", "bench.child", str(config_path), str(out_path), *flags]
+    began = time.monotonic()
     code = run_bounded(command, log_path, timeout, child_env(config.source))
     wall = round(time.monotonic() - began, 1)
     if code is None or not out_path.exists():
         problem = f"timed out after {timeout:.0f} s" if code is None else f"exited {code}"
-        return {
-            "status": "error",
-            "error": f"{problem} without a result",
-            "log": tail(log_path),
-            "wall_seconds": wall,
-        }
+        error = f"{problem} without a result"
+        return {"status": "error", "error": error, "log": tail(log_path), "wall_seconds": wall}
     result: dict[str, Any] = json.loads(out_path.read_text())
-    result["wall_seconds"] = wall
-    return result
+    return result | {"wall_seconds": wall}
 
 
 def _cpu_times() -> tuple[int, int]:
@@ -183,25 +167,27 @@ def busy_elsewhere(seconds: float = 0.3) -> float:
 def run_configuration(
     store: Store, config: ChildConfig, workdir: Path, index: int, timeout: float, keep: bool
 ) -> dict[str, Any]:
-    """Give the configuration a fresh store, run its child, clean the store up."""
+    """On a fresh store, create the schema in one child process, then measure in another.
+
+    The store is removed afterwards (unless ``keep``), whatever the children did.
+    """
     busy = busy_elsewhere()
-    result = _run_on_fresh_store(store, config, workdir, index, timeout, keep)
+    stem = f"{index:03d}-{config.system}-{config.store}-h{config.history}-c{config.concurrency}"
+    sqlite = store.kind == "sqlite"
+    name = f"{index:03d}-{config.system}" if sqlite else f"symfonic_bench_{os.getpid()}_{index:03d}"
+    with fresh_store(store.url, workdir, name, keep=keep) as url:
+        config = replace(config, location=url.removeprefix("sqlite:///"))
+        result = _run_child(config, workdir, f"{stem}-schema", timeout, "--schema")
+        if result.get("status") == "ok":
+            result = _run_child(config, workdir, stem, timeout)
+        else:
+            result["error"] = f"creating the schema: {result.get('error')}"
     result["cpu_busy_before"] = round(busy, 3)
     if busy > BUSY_THRESHOLD:
         result.setdefault("notes", []).append(
             f"the machine was {busy:.0%} busy with other work just before this configuration"
         )
     return result
-
-
-def _run_on_fresh_store(
-    store: Store, config: ChildConfig, workdir: Path, index: int, timeout: float, keep: bool
-) -> dict[str, Any]:
-    sqlite = store.kind == "sqlite"
-    name = f"{index:03d}-{config.system}" if sqlite else f"symfonic_bench_{os.getpid()}_{index:03d}"
-    with fresh_store(store.url, workdir, name, keep=keep) as url:
-        location = url.removeprefix("sqlite:///")
-        return run_child(replace(config, location=location), workdir, index, timeout)
 
 
 def median_rounds(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:

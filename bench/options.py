@@ -12,27 +12,11 @@ from typing import Any
 
 from bench.matrix import ROOT
 from bench.stores import DEFAULT_POSTGRES_URL
-from bench.workloads import BASELINE, OPTIONAL_SYSTEMS, SYSTEMS
+from bench.workloads import BASELINE, SYSTEMS
 
-# What results.json records of the options: those that shape the figures.
-RECORDED = (
-    "history",
-    "concurrency",
-    "systems",
-    "baseline",
-    "rounds",
-    "cycles",
-    "min_cycles",
-    "seconds",
-    "warmup",
-    "count_cycles",
-    "sqlite_synchronous",
-    "gc_freeze",
-    "http",
-    "http_clients",
-    "http_resumes",
-    "http_seconds",
-)
+# The options that say only where output goes and how long to wait; results.json
+# records all the others, the ones that shape the figures.
+UNRECORDED = ("store", "timeout", "out", "report", "no_report", "report_only", "keep_stores")
 
 EPILOG = """\
 examples:
@@ -45,6 +29,17 @@ examples:
 
 Every figure and how it is measured: bench/README.md.
 """
+
+# The timing of each configuration: flag, type, default, help.
+TIMING = (
+    ("--seconds", float, 3.0, "time box of the timed section; cycles already started finish"),
+    ("--cycles", int, 2000, "cap on timed cycles"),
+    ("--min-cycles", int, 5, "the time box never stops the timed section before these cycles"),
+    ("--warmup", int, 1, "untimed warm-up cycles per slot"),
+    ("--count-cycles", int, 4, "cycles of the separate row-counting pass"),
+    ("--sqlite-synchronous", str, "FULL", "PRAGMA synchronous of LangGraph's saver and the floor"),
+    ("--timeout", float, 900.0, "seconds before a configuration is stopped"),
+)
 
 
 class _Help(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -69,9 +64,8 @@ def parser(description: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench", description=description, epilog=EPILOG, formatter_class=_Help
     )
-    matrix = parser.add_argument_group(
-        "the matrix: symfonic, LangGraph and the floor, one child process per configuration"
-    )
+    lists = {"type": _int_list, "metavar": "N,N,…"}
+    matrix = parser.add_argument_group("the matrix: one child process per configuration")
     matrix.add_argument(
         "--store",
         action="append",
@@ -81,123 +75,54 @@ def parser(description: str | None) -> argparse.ArgumentParser:
         f"$SYMFONIC_TEST_POSTGRES_URL, else {DEFAULT_POSTGRES_URL}) when it answers. "
         "The HTTP step uses the same stores",
     )
-    lists = {"type": _int_list, "metavar": "N,N,…"}
     matrix.add_argument(
-        "--history", default="0,100,1000,10000", help="messages of history a session holds", **lists
+        "--history", default="0,100,1000,10000", help="messages of history", **lists
     )
-    matrix.add_argument(
-        "--concurrency", default="1,16", help="sessions cycling at once in one process", **lists
-    )
-    matrix.add_argument(
-        "--systems",
-        default=",".join(SYSTEMS),
-        metavar="NAME,…",
-        help=f"systems to measure; also {','.join(OPTIONAL_SYSTEMS)} (symfonic on SQLite "
-        "with ?synchronous=normal)",
-    )
+    matrix.add_argument("--concurrency", default="1,16", help="sessions cycling at once", **lists)
+    matrix.add_argument("--systems", default=",".join(SYSTEMS), help="systems to measure")
     matrix.add_argument(
         "--baseline",
         type=_source_tree,
         metavar="SRC",
         help=f"also measure the symfonic in SRC (the src/ folder of another checkout) as "
-        f"the system {BASELINE}, interleaved with the others; the report compares the two "
-        "row by row",
+        f"{BASELINE}, interleaved with the others; the report compares the two row by row",
     )
     matrix.add_argument(
-        "--rounds",
-        type=int,
-        default=3,
-        help="times the whole matrix runs, systems rotated each round; each figure is "
-        "the median round's",
+        "--rounds", type=int, default=3, help="times the matrix runs, its systems rotated"
     )
     timing = parser.add_argument_group("timing of each configuration")
-    timing.add_argument(
-        "--seconds",
-        type=float,
-        default=3.0,
-        help="time box of the timed section; cycles already started finish",
-    )
-    timing.add_argument("--cycles", type=int, default=2000, help="cap on timed cycles")
-    timing.add_argument(
-        "--min-cycles",
-        type=int,
-        default=5,
-        help="the time box never stops the timed section before this many cycles",
-    )
-    timing.add_argument("--warmup", type=int, default=1, help="untimed warm-up cycles per slot")
-    timing.add_argument(
-        "--count-cycles", type=int, default=4, help="cycles of the separate row-counting pass"
-    )
-    timing.add_argument(
-        "--sqlite-synchronous",
-        default="FULL",
-        help="PRAGMA synchronous for the LangGraph saver and the floor; symfonic's own is "
-        "FULL (symfonic+normal: NORMAL)",
-    )
+    for flag, kind, default, text in TIMING:
+        timing.add_argument(flag, type=kind, default=default, help=text)
     timing.add_argument(
         "--no-gc-freeze",
         dest="gc_freeze",
         action="store_false",
         help="skip gc.freeze() after the warm-up (a long-running worker's usual step)",
     )
-    timing.add_argument(
-        "--timeout", type=float, default=900, help="seconds before a configuration is stopped"
-    )
-    http = parser.add_argument_group(
-        "the HTTP step: POST /v1/resume against a real `symfonic serve` on loopback, "
-        "after the matrix"
-    )
-    http.add_argument(
-        "--http", action=argparse.BooleanOptionalAction, default=True, help="run the HTTP step"
-    )
-    http.add_argument(
-        "--http-clients", default="1,16,64", help="concurrent clients, one level each", **lists
-    )
-    http.add_argument(
-        "--http-resumes",
-        type=int,
-        default=300,
-        metavar="N",
-        help="resumes per level, at least one per client",
-    )
+    http = parser.add_argument_group("the HTTP step: POST /v1/resume against `symfonic serve`")
+    http.add_argument("--http", action=argparse.BooleanOptionalAction, default=True, help="run it")
+    http.add_argument("--http-clients", default="1,16,64", help="clients, one level each", **lists)
+    http.add_argument("--http-resumes", type=int, default=300, help="resumes per level")
     http.add_argument(
         "--http-seconds",
         type=float,
         default=10.0,
-        metavar="S",
-        help="per level, the most seconds spent creating its pauses and again resuming "
-        "them; the whole step is stopped past a bound derived from it",
+        help="per level, the most seconds spent creating its pauses, and again resuming them",
     )
     output = parser.add_argument_group("output")
     output.add_argument(
-        "--out",
-        type=Path,
-        default=ROOT / "bench" / "results",
-        help="results.json and work/ (each child's config, result, log) go here",
+        "--out", type=Path, default=ROOT / "bench" / "results", help="results.json and work/"
     )
-    output.add_argument(
-        "--report",
-        type=Path,
-        default=ROOT / "docs" / "benchmarks.md",
-        help="the Markdown report",
-    )
+    output.add_argument("--report", type=Path, default=ROOT / "docs" / "benchmarks.md")
     output.add_argument("--no-report", action="store_true", help="measure, write no report")
-    output.add_argument(
-        "--report-only",
-        action="store_true",
-        help="rebuild the report from OUT/results.json, measure nothing",
-    )
-    output.add_argument(
-        "--keep-stores",
-        action="store_true",
-        help="keep each configuration's SQLite file / PostgreSQL database",
-    )
+    output.add_argument("--report-only", action="store_true", help="redraw the report only")
+    output.add_argument("--keep-stores", action="store_true", help="keep each store after")
     return parser
 
 
 def recorded_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options that shape the figures, as results.json records them."""
-    recorded = {key: getattr(args, key) for key in RECORDED}
+    recorded = {k: v for k, v in vars(args).items() if k not in UNRECORDED}
     if recorded["baseline"] is not None:
         recorded["baseline"] = str(recorded["baseline"])
     return recorded

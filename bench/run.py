@@ -76,20 +76,9 @@ def _summary(result: dict[str, Any]) -> str:
 
 def _template(args: argparse.Namespace) -> ChildConfig:
     """The options every configuration shares; the matrix fills in the rest."""
-    return ChildConfig(
-        system="",
-        store="sqlite",
-        location="",
-        history=0,
-        concurrency=1,
-        cycles=args.cycles,
-        min_cycles=args.min_cycles,
-        seconds=args.seconds,
-        warmup=args.warmup,
-        count_cycles=args.count_cycles,
-        sqlite_synchronous=args.sqlite_synchronous,
-        gc_freeze=args.gc_freeze,
-    )
+    timing = ("cycles", "min_cycles", "seconds", "warmup", "count_cycles", "sqlite_synchronous")
+    shared = {key: getattr(args, key) for key in (*timing, "gc_freeze")}
+    return ChildConfig(system="", store="sqlite", location="", history=0, concurrency=1, **shared)
 
 
 def _new_document(

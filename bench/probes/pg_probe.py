@@ -13,6 +13,7 @@ is taken this way: ``bench/README.md``, "How bytes and rows are measured".
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -153,7 +154,6 @@ class PostgresProbe(StoreProbe):
         self.url = url
         self._conn: psycopg.Connection | None = None
         self._busy_others = 0
-        self._wal: WalMeter | None = None
         self._reading: WalReading | None = None
         self._rows_at_start = 0
 
@@ -163,20 +163,15 @@ class PostgresProbe(StoreProbe):
             self._conn = psycopg.connect(self.url, autocommit=True)
         return self._conn
 
-    def _scalar(self, sql: str, *args: object) -> object:
-        row = self.conn.execute(sql, args or None).fetchone()
+    @functools.cached_property
+    def wal(self) -> WalMeter:
+        return WalMeter(self.conn)
+
+    def _int(self, sql: str) -> int:
+        row = self.conn.execute(sql).fetchone()
         if row is None:
             raise RuntimeError(f"no row from {sql!r}")
-        return row[0]
-
-    def _int(self, sql: str, *args: object) -> int:
-        return int(str(self._scalar(sql, *args)))
-
-    @property
-    def wal(self) -> WalMeter:
-        if self._wal is None:
-            self._wal = WalMeter(self.conn)
-        return self._wal
+        return int(row[0])
 
     def reset(self) -> str | None:
         self.wal.enable()  # catalog writes now, not in the timed section

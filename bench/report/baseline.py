@@ -59,17 +59,10 @@ def render_baseline(results: Results) -> list[str]:
                         verdict(ratio),
                     ]
                 )
-    header = [
-        "store",
-        "history",
-        "conc.",
-        "baseline cycles/s",
-        "symfonic cycles/s",
-        "symfonic ÷ baseline",
-        "each round's ratio",
-        "CPU a cycle, symfonic ÷ baseline",
-        "verdict",
-    ]
+    header = (
+        "store | history | conc. | baseline cycles/s | symfonic cycles/s | symfonic ÷ baseline | "
+        "each round's ratio | CPU a cycle, symfonic ÷ baseline | verdict"
+    )
     summary = (
         f"{losing} of {len(rows)} rows lose more than {LOSS_BOUND:.0%} of cycles per second."
         if losing

@@ -16,7 +16,6 @@ from bench.workloads import BASELINE
 STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 SYSTEM_TITLES = {
     "symfonic": "symfonic",
-    "symfonic+normal": "symfonic, SQLite synchronous=NORMAL",
     BASELINE: "symfonic, baseline tree",
     "langgraph": "LangGraph",
     "floor": "floor",
@@ -138,9 +137,9 @@ class Results:
         return [s for s in order if s in present] + sorted(present - set(order))
 
 
-def markdown_table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    """A Markdown table, then the blank line that ends it."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+def markdown_table(header: str, rows: Iterable[list[str]]) -> list[str]:
+    """A Markdown table, its header written as its row reads (``a | b``), then a blank line."""
+    lines = [f"| {header} |", "|" + " --- |" * len(header.split(" | "))]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return [*lines, ""]
 

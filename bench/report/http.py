@@ -10,11 +10,16 @@ from typing import Any
 
 from bench.report.figures import STORE_TITLES, Results, markdown_table
 
+HEADER = (
+    "clients | resumes/s | p50, ms | p99, ms | resumes (failed) | server CPU per resume, ms | "
+    "server cores busy | client CPU per resume, ms"
+)
 
-def _cell(value: Any, unit: str = "") -> str:
+
+def _cell(value: Any) -> str:
     if value is None:
         return "—"
-    return f"{value:,.2f}{unit}" if isinstance(value, float) else f"{value:,}{unit}"
+    return f"{value:,.2f}" if isinstance(value, float) else f"{value:,}"
 
 
 def server_cores(row: dict[str, Any]) -> float | None:
@@ -23,32 +28,17 @@ def server_cores(row: dict[str, Any]) -> float | None:
     return None if cpu is None or not rate else cpu * rate / 1000
 
 
-def _table(rows: list[dict[str, Any]]) -> list[str]:
-    header = [
-        "clients",
-        "resumes/s",
-        "p50, ms",
-        "p99, ms",
-        "resumes (failed)",
-        "server CPU per resume, ms",
-        "server cores busy",
-        "client CPU per resume, ms",
+def _row(row: dict[str, Any]) -> list[str]:
+    return [
+        str(row["clients"]),
+        _cell(row.get("resumes_per_s")),
+        _cell(row.get("p50_ms")),
+        _cell(row.get("p99_ms")),
+        f"{row.get('resumes', 0):,} ({row.get('failures', 0)})",
+        _cell(row.get("server_cpu_ms_per_resume")),
+        _cell(server_cores(row)),
+        _cell(row.get("client_cpu_ms_per_resume")),
     ]
-    table_rows = []
-    for row in sorted(rows, key=lambda r: int(r["clients"])):
-        table_rows.append(
-            [
-                str(row["clients"]),
-                _cell(row.get("resumes_per_s")),
-                _cell(row.get("p50_ms")),
-                _cell(row.get("p99_ms")),
-                f"{row.get('resumes', 0):,} ({row.get('failures', 0)})",
-                _cell(row.get("server_cpu_ms_per_resume")),
-                _cell(server_cores(row)),
-                _cell(row.get("client_cpu_ms_per_resume")),
-            ]
-        )
-    return markdown_table(header, table_rows)
 
 
 def render_http(results: Results) -> list[str]:
@@ -67,8 +57,7 @@ def render_http(results: Results) -> list[str]:
         "CPU is the server's (`/proc/<pid>/stat`) and the client's, over the resumes only.",
         "",
     ]
-    for problem in http.get("problems", []):
-        lines.append(f"- **problem**: {problem}")
+    lines += [f"- **problem**: {problem}" for problem in http.get("problems", [])]
     if http.get("problems"):
         lines.append("")
     rows: list[dict[str, Any]] = http.get("results", [])
@@ -81,5 +70,6 @@ def render_http(results: Results) -> list[str]:
                 "concurrency 1 (the matrix above).",
                 "",
             ]
-        lines += _table([r for r in rows if r["store"] == store])
+        ordered = sorted((r for r in rows if r["store"] == store), key=lambda r: int(r["clients"]))
+        lines += markdown_table(HEADER, [_row(row) for row in ordered])
     return lines

@@ -44,14 +44,15 @@ def _machine(meta: dict[str, Any]) -> list[str]:
     rows.append(["options", f"`{meta.get('options', {})}`"])
     if "total_seconds" in meta:
         rows.append(["run time", f"{meta['total_seconds']:.0f} s"])
-    return ["## Machine, versions, date", "", *markdown_table(["", ""], rows)]
+    return ["## Machine, versions, date", "", *markdown_table(" | ", rows)]
 
 
 def _figure_table(results: Results, store: str, figure: Figure) -> list[str]:
     systems = results.systems()
     ratios = [(a, b) for a, b in RATIOS if a in systems and b in systems and figure.ratio]
-    header = ["history", "conc."] + [SYSTEM_TITLES.get(s, s) for s in systems]
-    header += [f"{SYSTEM_TITLES[a]} ÷ {SYSTEM_TITLES[b]}" for a, b in ratios]
+    columns = [SYSTEM_TITLES.get(s, s) for s in systems]
+    columns += [f"{SYSTEM_TITLES[a]} ÷ {SYSTEM_TITLES[b]}" for a, b in ratios]
+    header = " | ".join(["history", "conc.", *columns])
     rows = []
     for history in results.axis("history", store):
         for concurrency in results.axis("concurrency", store):
@@ -83,7 +84,7 @@ def _store_section(results: Results, store: str) -> list[str]:
 
 def _targets(results: Results) -> list[str]:
     rows = [[c.target, c.measured, c.verdict] for c in check_targets(results)]
-    return ["## Targets", "", *markdown_table(["target", "measured", "verdict"], rows)]
+    return ["## Targets", "", *markdown_table("target | measured | verdict", rows)]
 
 
 def _label(row: dict[str, Any]) -> str:

@@ -12,9 +12,6 @@ import importlib
 from bench.workloads.base import StoreKind, Workload
 
 SYSTEMS = ("symfonic", "langgraph", "floor", "floor+model")
-# Measured only when named: symfonic on SQLite with ``?synchronous=normal``, what
-# syncing every commit costs.
-OPTIONAL_SYSTEMS = ("symfonic+normal",)
 # symfonic from another source tree (``--baseline SRC``), measured beside the installed
 # one: a change's before and after, interleaved configuration by configuration.
 BASELINE = "symfonic@baseline"
@@ -24,7 +21,6 @@ _SYMFONIC = "bench.workloads.symfonic_workload:SymfonicWorkload"
 _REGISTRY: dict[str, str | dict[StoreKind, str]] = {
     "symfonic": _SYMFONIC,
     BASELINE: _SYMFONIC,  # the same workload; its child imports the baseline's tree
-    "symfonic+normal": "bench.workloads.symfonic_workload:SymfonicNormalWorkload",
     "langgraph": "bench.workloads.langgraph_workload:LangGraphWorkload",
     "floor": {
         "sqlite": "bench.workloads.floor:SqliteFloor",
@@ -34,23 +30,22 @@ _REGISTRY: dict[str, str | dict[StoreKind, str]] = {
 }
 
 
-def _targets(system: str) -> list[str]:
-    target = _REGISTRY[system]
-    return [target] if isinstance(target, str) else list(target.values())
-
-
-def _resolve(target: str) -> object:
+def _resolve(target: str) -> type[Workload]:
     module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    cls = getattr(importlib.import_module(module_name), attribute)
+    if not (isinstance(cls, type) and issubclass(cls, Workload)):
+        raise TypeError(f"{target} is not a Workload")
+    return cls
 
 
 def unavailable_reason(system: str) -> str | None:
     """Why ``system`` cannot run here, or ``None`` when it can."""
-    if system not in _REGISTRY:
-        return f"unknown system {system!r} (known: {', '.join(SYSTEMS + OPTIONAL_SYSTEMS)})"
+    target = _REGISTRY.get(system)
+    if target is None:
+        return f"unknown system {system!r} (known: {', '.join(SYSTEMS)})"
     try:
-        for target in _targets(system):
-            _resolve(target)
+        for each in [target] if isinstance(target, str) else target.values():
+            _resolve(each)
     except Exception as error:  # any import-time failure makes the system unavailable
         return f"{type(error).__name__}: {error}"
     return None
@@ -58,7 +53,4 @@ def unavailable_reason(system: str) -> str | None:
 
 def workload_class(system: str, store: StoreKind) -> type[Workload]:
     target = _REGISTRY[system]
-    cls = _resolve(target if isinstance(target, str) else target[store])
-    if not (isinstance(cls, type) and issubclass(cls, Workload)):
-        raise TypeError(f"{target} is not a Workload")
-    return cls
+    return _resolve(target if isinstance(target, str) else target[store])

@@ -121,8 +121,6 @@ def history_json(body: dict[str, str]) -> str:
 class PauseRow:
     pause_id: str
     call_id: str
-    created_at: datetime
-    expires_at: datetime
 
 
 @dataclass
@@ -158,12 +156,11 @@ class Floor(Workload):
         self, session: str, stamp: Callable[[datetime], Any]
     ) -> tuple[PauseRow, tuple[Any, ...]]:
         """A pause row, and the arguments of PAUSE that record it, its times as ``stamp``s."""
-        now, call_id = datetime.now(UTC), f"call_{uuid.uuid4().hex[:24]}"
-        row = PauseRow(uuid.uuid4().hex, call_id, now, now + PAUSE_TTL)
+        now, row = datetime.now(UTC), PauseRow(uuid.uuid4().hex, f"call_{uuid.uuid4().hex[:24]}")
         revision = self._sessions[session].revision
-        args = (row.pause_id, session, QUERY, RESPONSE_SCHEMA, call_id, revision)
-        times = (stamp(row.created_at), stamp(row.expires_at))
-        return row, (*args, *times, checkpoint_body(call_id, revision))
+        args = (row.pause_id, session, QUERY, RESPONSE_SCHEMA, row.call_id, revision)
+        times = (stamp(now), stamp(now + PAUSE_TTL))
+        return row, (*args, *times, checkpoint_body(row.call_id, revision))
 
     def _published(self, session: str, messages: int) -> None:
         state = self._sessions[session]
@@ -204,18 +201,12 @@ PUBLISH_PAUSE = (
 class SqliteFloor(Floor):
     """WAL, the spec's ``synchronous`` (FULL, as symfonic's), one connection."""
 
-    _conn: sqlite3.Connection | None = None
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise WorkloadError("floor store is not open")
-        return self._conn
+    conn: sqlite3.Connection
 
     async def open(self) -> None:
-        self._conn = sqlite3.connect(self.spec.location, isolation_level=None, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={self.spec.sqlite_synchronous}")
+        self.conn = sqlite3.connect(self.spec.location, isolation_level=None, timeout=30)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute(f"PRAGMA synchronous={self.spec.sqlite_synchronous}")
 
     def _write(self, statements: list[tuple[str, tuple[Any, ...]]]) -> list[int]:
         """Run statements in one write transaction; return each one's rowcount."""
@@ -275,9 +266,7 @@ class SqliteFloor(Floor):
         self._published(session, len(bodies))
 
     async def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-        self._conn = None
+        self.conn.close()
 
     def settings(self) -> dict[str, Any]:
         return {"sqlite_synchronous": self.spec.sqlite_synchronous}
@@ -302,17 +291,11 @@ PUBLISH = (
 class PostgresFloor(Floor):
     """READ COMMITTED and ``synchronous_commit`` as the server has them, as for every system."""
 
-    _pool: asyncpg.Pool | None = None
-
-    @property
-    def pool(self) -> asyncpg.Pool:
-        if self._pool is None:
-            raise WorkloadError("floor store is not open")
-        return self._pool
+    pool: asyncpg.Pool
 
     async def open(self) -> None:
         size = max(1, self.spec.concurrency)
-        self._pool = await asyncpg.create_pool(self.spec.location, min_size=size, max_size=size)
+        self.pool = await asyncpg.create_pool(self.spec.location, min_size=size, max_size=size)
 
     async def setup(self) -> None:
         await self.pool.execute(SCHEMA.format(json="JSON", time="TIMESTAMPTZ"))
@@ -368,9 +351,7 @@ class PostgresFloor(Floor):
         self._published(session, len(bodies))
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-        self._pool = None
+        await self.pool.close()
 
     def settings(self) -> dict[str, Any]:
         return {"pool_size": max(1, self.spec.concurrency)}
