@@ -33,6 +33,7 @@ from bench.driver import (
     run_cycles,
 )
 from bench.history import make_history
+from bench.machine import rss_bytes
 from bench.probes.base import StoreProbe
 from bench.stats import latency_ms
 from bench.workloads import workload_class
@@ -44,13 +45,6 @@ SESSION_MARGIN = 5.0
 # The pacing pass: at most this many cycles per slot, or this long.
 PACE_CYCLES = 5
 PACE_SECONDS = 0.5
-
-
-def _rss_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def _probe(config: ChildConfig) -> StoreProbe:
@@ -208,7 +202,7 @@ def _figures(timed: PassResult, counted: PassResult, written: int, rows: int) ->
 def run(config: ChildConfig) -> dict[str, Any]:
     workload = _workload(config)
     probe = _probe(config)
-    baseline = _rss_bytes()
+    baseline = rss_bytes()
     try:
         probe.prepare_store()
         figures = asyncio.run(_measure(config, workload, probe))

@@ -44,6 +44,19 @@ def _proc_field(path: str, name: str) -> str | None:
     return None
 
 
+def _kib(value: str) -> int:
+    """A ``/proc`` size (``"24000 kB"``) in bytes."""
+    return int(value.split()[0]) * 1024
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    """The resident memory of process ``pid`` (default: this one) now."""
+    rss = _proc_field(f"/proc/{pid}/status", "VmRSS")
+    if rss is None:
+        raise RuntimeError(f"no VmRSS for process {pid}")
+    return _kib(rss)
+
+
 def _git_commit(root: Path) -> str:
     try:
         out = subprocess.run(
@@ -61,13 +74,13 @@ def _git_commit(root: Path) -> str:
 
 def describe(root: Path, postgres_version: str | None) -> dict[str, Any]:
     cpu = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "unknown"
-    memory = _proc_field("/proc/meminfo", "MemTotal")  # "24000 kB"
+    memory = _proc_field("/proc/meminfo", "MemTotal")
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {
             "cpu": cpu,
             "cores": os.cpu_count(),
-            "memory_bytes": int(memory.split()[0]) * 1024 if memory else None,
+            "memory_bytes": _kib(memory) if memory else None,
             "os": f"{platform.system()} {platform.release()}",
         },
         "versions": {

@@ -20,6 +20,7 @@ import anyio
 import httpx
 
 from bench.http_bench import serving
+from bench.machine import rss_bytes
 from bench.scale_load import SCOPE, STEADY
 from bench.stats import p50_p95_ms, timed
 
@@ -40,10 +41,7 @@ def _bearer(name: str) -> dict[str, str]:
 
 
 def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
+    return rss_bytes(pid) / (1 << 20)
 
 
 async def _first_page(client: httpx.AsyncClient, who: str) -> None:

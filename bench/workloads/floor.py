@@ -156,7 +156,8 @@ class Floor(Workload):
         self, session: str, stamp: Callable[[datetime], Any]
     ) -> tuple[PauseRow, tuple[Any, ...]]:
         """A pause row, and the arguments of PAUSE that record it, its times as ``stamp``s."""
-        now, row = datetime.now(UTC), PauseRow(uuid.uuid4().hex, f"call_{uuid.uuid4().hex[:24]}")
+        row = PauseRow(uuid.uuid4().hex, f"call_{uuid.uuid4().hex[:24]}")
+        now = datetime.now(UTC)
         revision = self._sessions[session].revision
         args = (row.pause_id, session, QUERY, RESPONSE_SCHEMA, row.call_id, revision)
         times = (stamp(now), stamp(now + PAUSE_TTL))
