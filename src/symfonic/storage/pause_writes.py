@@ -376,7 +376,11 @@ class SqlPauseWrites(SqlTransactions):
         expired = await _in_batches(self, EXPIRE[self.dialect], now)
         abandoned = await _in_batches(self, ABANDON_LAPSED[self.dialect], now)
         return SweepReport(
-            expired, abandoned, runs_ended=settled[Kind.END_RUN], escalated=escalated
+            expired,
+            abandoned,
+            runs_ended=settled[Kind.END_RUN],
+            escalated=len(escalated),
+            escalations=tuple(escalated),
         )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from symfonic.core.contracts.pauses import PauseRecord
 from symfonic.core.contracts.readdressing import (
+    Readdressed,
     Readdressing,
     ReaddressKind,
     Reassignment,
@@ -102,6 +103,19 @@ class _Move:
     expires_at: datetime
     escalate_at: datetime | None
 
+    def applied(self) -> Readdressed:
+        """What the store hands back once the move is applied."""
+        pause = self.pause
+        escalated = self.done.kind is ReaddressKind.ESCALATED
+        return Readdressed(
+            pause.pause_id,
+            pause.session_id,
+            pause.agent,
+            pause.principal,
+            self.done,
+            step=pause.escalation_step + 1 if escalated else None,
+        )
+
     def kept(self) -> tuple[str, ...]:
         """Who still answers besides the new audience."""
         if not self.keep_previous:
@@ -171,9 +185,9 @@ async def _apply(
     return True
 
 
-async def escalate_due(store: SqlTransactions, now: datetime) -> int:
+async def escalate_due(store: SqlTransactions, now: datetime) -> list[Readdressed]:
     """Apply the escalation steps due at ``now``, each in a transaction of its own."""
-    applied = 0
+    applied: list[Readdressed] = []
     while True:
         due = await store.read_rows(DUE, {"now": now, "batch": ESCALATION_BATCH})
         moved = 0
@@ -183,23 +197,24 @@ async def escalate_due(store: SqlTransactions, now: datetime) -> int:
             async def escalate(connection: Connection, move: _Move = move) -> bool:
                 return await _apply(connection, store.dialect, move, ESCALATE, now)
 
-            moved += await store.background_transaction(escalate)
-        applied += moved
+            if await store.background_transaction(escalate):
+                applied.append(move.applied())
+                moved += 1
         # Nothing moved: every due step was another worker's to apply.
         if not due or not moved:
             return applied
 
 
-async def reassign_pause(store: SqlTransactions, asked: Reassignment) -> bool:
-    """Hand a pending, unexpired pause to ``asked.audience``; ``False`` if it is not one."""
+async def reassign_pause(store: SqlTransactions, asked: Reassignment) -> Readdressed | None:
+    """Hand a pending, unexpired pause to ``asked.audience``; ``None`` if it is not one."""
 
-    async def reassign(connection: Connection) -> bool:
+    async def reassign(connection: Connection) -> Readdressed | None:
         # Read, then update on what was read; an escalation step applied in
         # between makes the update miss, and the pause is read again.
         for _ in range(REASSIGN_ATTEMPTS):
             rows = await connection.rows(PAUSE, {"pause_id": asked.pause_id})
             if not rows or not pause_of(rows[0]).answerable(asked.at):
-                return False
+                return None
             pause = pause_of(rows[0])
             done = Readdressing(
                 ReaddressKind.REASSIGNED,
@@ -212,8 +227,8 @@ async def reassign_pause(store: SqlTransactions, asked: Reassignment) -> bool:
             # A reassignment ends the chain: the operator chose who answers.
             move = _Move(pause, done, asked.keep_previous, pause.expires_at, None)
             if await _apply(connection, store.dialect, move, ESCALATE, asked.at):
-                return True
-        return False
+                return move.applied()
+        return None
 
     return await store.transaction(reassign)
 
@@ -221,8 +236,8 @@ async def reassign_pause(store: SqlTransactions, asked: Reassignment) -> bool:
 class SqlPauseAddressing(SqlTransactions):
     """The port's re-addressing of a pending pause, in SQL both databases accept."""
 
-    async def escalate_due(self, now: datetime) -> int:
+    async def escalate_due(self, now: datetime) -> list[Readdressed]:
         return await escalate_due(self, now)
 
-    async def reassign_pause(self, reassignment: Reassignment) -> bool:
+    async def reassign_pause(self, reassignment: Reassignment) -> Readdressed | None:
         return await reassign_pause(self, reassignment)

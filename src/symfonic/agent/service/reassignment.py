@@ -41,7 +41,7 @@ async def reassign(
     asked = Reassignment(
         pause_id, audience, principal.name, reason, host.agent(pause.agent).clock(), keep_previous
     )
-    if not await host.store.reassign_pause(asked):
+    if await host.store.reassign_pause(asked) is None:
         raise PauseNotPending(
             f"pause {pause_id} is no longer waiting for an answer, so it cannot be reassigned"
         )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from symfonic.core.contracts.readdressing import Readdressing
+from symfonic.core.contracts.readdressing import Readdressed, Readdressing
 from symfonic.core.contracts.types import (
     Answer,
     AnswerStatus,
@@ -143,8 +143,9 @@ class SweepReport:
     # Run markers cleared now by the cleanups their turns owed while the store
     # could not write (a marker another turn has since taken is not counted).
     runs_ended: int = 0
-    # Pending pauses re-addressed by a step of their escalation chain.
+    # Pending pauses re-addressed by a step of their escalation chain, and each step.
     escalated: int = 0
+    escalations: tuple[Readdressed, ...] = ()
 
 
 class PauseStore(Protocol):

@@ -43,6 +43,29 @@ class Readdressing:
 
 
 @dataclass(frozen=True)
+class Readdressed:
+    """One re-addressing as the store applied it: which pause, whose, and what was done.
+
+    What the store hands back so that telemetry can record it without reading
+    the pause again. ``owner`` is the principal whose turn paused (the audience
+    ``None`` stands for); ``step`` is the escalation step applied, counted from
+    1 (``None`` for a reassignment).
+    """
+
+    pause_id: str
+    session_id: str
+    agent: str
+    owner: str
+    done: Readdressing
+    step: int | None = None
+
+    @property
+    def previous(self) -> str:
+        """The audience before, with the owner named as among the kept audiences."""
+        return self.done.previous or kept_owner(self.owner)
+
+
+@dataclass(frozen=True)
 class Reassignment:
     """An operator's request to hand a pending pause to ``audience``.
 
@@ -61,16 +84,16 @@ class Reassignment:
 class PauseAddressing(Protocol):
     """Who a pending pause is addressed to, changed once per step or request."""
 
-    async def escalate_due(self, now: datetime) -> int:
+    async def escalate_due(self, now: datetime) -> list[Readdressed]:
         """Apply every escalation step due at ``now`` to the unexpired pending pauses.
 
         Each step is one conditional update on the pause's current step, with its
         change and webhooks, in one transaction: any number of workers may call
-        this at once and each step is applied once. How many steps were applied.
+        this at once and each step is applied once. The steps this call applied.
         """
         ...
 
-    async def reassign_pause(self, reassignment: Reassignment) -> bool:
+    async def reassign_pause(self, reassignment: Reassignment) -> Readdressed | None:
         """Hand a pending, unexpired pause to another audience, in one transaction
-        with its change and webhooks; ``False`` when the pause is not pending."""
+        with its change and webhooks; ``None`` when the pause is not pending."""
         ...

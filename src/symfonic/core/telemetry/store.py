@@ -6,7 +6,9 @@ the calls that change a pause have the lifecycle's own names
 (``symfonic.pause``, ``symfonic.claim``, ``symfonic.publish``,
 ``symfonic.abandon``), log the change, and count what the metrics count; the
 other operations are plain spans (:mod:`symfonic.core.telemetry.store_roles`).
-Transactions outside any trace (the sweeper's, a background count) get no span.
+Transactions outside any trace (the sweeper's, a background count) get no span;
+an escalation step or a reassignment they apply gets its own
+(:mod:`symfonic.core.telemetry.readdressing`).
 
 Linking a resume to the turn that paused: the pause's checkpoint is written in
 the same transaction as the pause, so the paused turn's W3C ``traceparent``
@@ -19,7 +21,7 @@ links the resume span to it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
@@ -28,6 +30,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.pauses import (
     CheckpointRecord,
     Claim,
@@ -37,10 +40,12 @@ from symfonic.core.contracts.pauses import (
     ResumePublish,
     SweepReport,
 )
+from symfonic.core.contracts.readdressing import Readdressed, Reassignment
 from symfonic.core.contracts.sessions import TurnPublish
 from symfonic.core.contracts.store import Store
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.telemetry import instruments, logs, names
+from symfonic.core.telemetry.readdressing import record_readdressed
 from symfonic.core.telemetry.store_roles import TracedRoles, counting, in_span, transaction_span
 from symfonic.core.telemetry.turns import current_resume
 
@@ -171,6 +176,9 @@ class TracedStore(TracedRoles):
 
     async def sweep(self, now: datetime) -> SweepReport:
         report = await in_span(names.STORE_PREFIX + "sweep", "sweep", self._store.sweep(now))
+        await self._readdressed(report.escalations)
+        if report.escalated:
+            instruments.SWEEPER_ACTIONS.add(report.escalated, {names.SWEEP_ACTION: "escalated"})
         if report.expired:
             instruments.SWEEPER_ACTIONS.add(report.expired, {names.SWEEP_ACTION: "expired"})
             logs.pause_changed(
@@ -184,6 +192,35 @@ class TracedStore(TracedRoles):
                 count=report.abandoned,
             )
         return report
+
+    async def escalate_due(self, now: datetime) -> list[Readdressed]:
+        applied = await in_span(
+            names.STORE_PREFIX + "escalate_due", "escalate_due", self._store.escalate_due(now)
+        )
+        await self._readdressed(applied)
+        return applied
+
+    async def reassign_pause(self, reassignment: Reassignment) -> Readdressed | None:
+        moved = await in_span(
+            names.STORE_PREFIX + "reassign_pause",
+            "reassign_pause",
+            self._store.reassign_pause(reassignment),
+        )
+        if moved is not None:
+            await self._readdressed([moved])
+        return moved
+
+    async def _readdressed(self, applied: Sequence[Readdressed]) -> None:
+        """A span for each pause handed to another audience, linked to the turn that
+        paused it. Its link is read after the change committed: a store out of reach
+        then costs the link, never the change or the span."""
+        for moved in applied:
+            try:
+                checkpoint = await self._store.load_checkpoint(moved.pause_id)
+            except StoreUnavailable:
+                checkpoint = None
+            paused = None if checkpoint is None else paused_turn_link(checkpoint.body)
+            record_readdressed(moved, paused)
 
 
 def _resumed_pause() -> str | None:

@@ -27,7 +27,6 @@ from symfonic.core.contracts.outbox import LeasedDelivery
 from symfonic.core.contracts.pause_changes import PauseChange
 from symfonic.core.contracts.pause_listing import PauseQuery, PendingCount
 from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
-from symfonic.core.contracts.readdressing import Reassignment
 from symfonic.core.contracts.retention import PruneBatch, PruneReport
 from symfonic.core.contracts.sessions import RunRequest, RunStart, SessionRecord
 from symfonic.core.contracts.store import Store
@@ -135,13 +134,6 @@ class TracedRoles:
         # Untraced: a watch lasts as long as the feed has subscribers, and a span
         # open that long would say nothing about any one transaction.
         return self._store.watch_pause_changes()
-
-    # re-addressing a pending pause
-    async def escalate_due(self, now: datetime) -> int:
-        return await _traced("escalate_due", self._store.escalate_due(now))
-
-    async def reassign_pause(self, reassignment: Reassignment) -> bool:
-        return await _traced("reassign_pause", self._store.reassign_pause(reassignment))
 
     # the webhook outbox
     async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:
