@@ -19,15 +19,23 @@ both spellings of one decision are the same answer (an identical resume replays
 whichever spelling it used). For ``input_required`` the payload is the answer
 itself: a string for ``ask_human``, a value valid against the form's schema.
 A ``cancelled`` entry carries no answer; its payload is ignored.
+
+A pause handed to another audience (an escalation step, an operator's
+reassignment) stays the same interrupt, with the same ``id``: AG-UI has no
+channel to a consumer between runs, so the next run that shows it (a reloaded
+page, a message sent while it is open) carries in its ``metadata`` who it went
+to, from whom and why, and whether this run's principal may still answer it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from ag_ui.core import Interrupt
 
+from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind, TurnPausedEvent
 
 TOOL_CALL = "tool_call"
@@ -81,7 +89,8 @@ def approval_response_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [agui, schema]}
 
 
-def interrupt_of(event: TurnPausedEvent) -> Interrupt:
+def interrupt_of(event: TurnPausedEvent, addressed: Mapping[str, Any] | None = None) -> Interrupt:
+    """``event`` as an interrupt; ``addressed``: :func:`addressed_metadata` of its pause."""
     schema = event.response_schema
     if event.kind is InteractionKind.APPROVAL:
         schema = approval_response_schema(schema)
@@ -92,7 +101,7 @@ def interrupt_of(event: TurnPausedEvent) -> Interrupt:
         tool_call_id=event.tool_call_id,
         response_schema=schema,
         expires_at=wire_time(event.expires_at),
-        metadata={"symfonic": _metadata(event)},
+        metadata={"symfonic": {**_metadata(event), **(addressed or {})}},
     )
 
 
@@ -105,6 +114,28 @@ def _metadata(event: TurnPausedEvent) -> dict[str, Any]:
     if event.args_digest is not None:
         metadata["argsDigest"] = event.args_digest
     return metadata
+
+
+def addressed_metadata(pause: PauseRecord, may_answer: bool) -> dict[str, Any]:
+    """What an interrupt's metadata says of a pause handed to another audience: its
+    audience now, the latest hand-over, and whether the run's principal may answer
+    it (``may_answer``). Nothing for a pause still with the audience it was asked of."""
+    done = pause.readdressed
+    if done is None:
+        return {}
+    moved: dict[str, Any] = {
+        "kind": done.kind.value,
+        "from": done.previous,
+        "to": done.audience,
+        "at": wire_time(done.at),
+    }
+    if done.after is not None:
+        moved["after"] = done.after
+    if done.by is not None:
+        moved["by"] = done.by
+    if done.reason is not None:
+        moved["reason"] = done.reason
+    return {"audience": pause.audience, "readdressed": moved, "answerable": may_answer}
 
 
 def answer_of(kind: InteractionKind, status: AnswerStatus, payload: Answer) -> Answer:

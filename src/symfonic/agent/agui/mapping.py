@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ag_ui.core import (
     PROTOCOL_VERSION,
@@ -103,13 +104,17 @@ class RunProjection:
             )
         )
 
-    def interrupt(self, paused: TurnPausedEvent) -> list[BaseEvent]:
-        """``RUN_FINISHED`` with the interrupt ``paused`` stands for."""
+    def interrupt(
+        self, paused: TurnPausedEvent, addressed: Mapping[str, Any] | None = None
+    ) -> list[BaseEvent]:
+        """``RUN_FINISHED`` with the interrupt ``paused`` stands for; ``addressed`` adds
+        to its metadata who the pause was handed to."""
+        interrupts = [interrupt_of(paused, addressed)]
         return self._close(
             RunFinishedEvent(
                 thread_id=self.run_input.thread_id,
                 run_id=self.run_input.run_id,
-                outcome=RunFinishedInterruptOutcome(interrupts=[interrupt_of(paused)]),
+                outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
             )
         )
 

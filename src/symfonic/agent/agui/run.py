@@ -69,7 +69,10 @@ async def agui_run(
                 yield event
             return
         if isinstance(plan, ShowState):
-            for event in await thread_state(plan.agent, plan.session.session_id, projection):
+            shown = thread_state(
+                plan.agent, plan.session.session_id, projection, principal, plan.note
+            )
+            for event in await shown:
                 yield event
             return
         async with aclosing(_ran(plan, principal, projection, claim_wait)) as events:
@@ -110,7 +113,7 @@ async def _ran(
         except PauseAlreadyAnswered:
             if projection.started:
                 raise
-            for event in await answered_elsewhere(plan.agent, plan.pause, projection):
+            for event in await answered_elsewhere(plan.agent, plan.pause, projection, principal):
                 yield event
             return
         except PauseAlreadyClaimed:

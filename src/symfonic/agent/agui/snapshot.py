@@ -25,6 +25,7 @@ from ag_ui.core import (
     UserMessage,
 )
 
+from symfonic.core.contracts.readdressing import ReaddressKind
 from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import message_of, text_of
@@ -95,6 +96,19 @@ def answered_note(pause: PauseRecord) -> str:
     who = pause.answered_by or "someone else"
     how = _how(pause)
     return f"This was already answered by {who}: {how}. Your answer was not used."
+
+
+def handed_note(pause: PauseRecord) -> str:
+    """Why a person's answer to a pause handed to another audience was not used, in words."""
+    done = pause.readdressed
+    assert done is not None, "only a re-addressed pause is handed over"
+    previous = done.previous or "you"
+    if done.kind is ReaddressKind.ESCALATED:
+        why = f"nobody answered it in time, so it went from {previous} to {done.audience}"
+    else:
+        why = f"{done.by or 'an operator'} handed it from {previous} to {done.audience}"
+        why += f" ({done.reason})" if done.reason else ""
+    return f"This question is no longer yours to answer: {why}. Your answer was not used."
 
 
 def _how(pause: PauseRecord) -> str:

@@ -6,7 +6,9 @@ reloaded while an interrupt waits, would leave the front end unable to go on.
 These runs finish instead, with what is true of the thread now: its messages
 (``MESSAGES_SNAPSHOT``) and, while one stands open, its interrupt again (AG-UI
 1.0 forbids a success outcome while the producer knows an interrupt is open).
-Nothing here claims or answers a pause.
+An interrupt shown again says in its metadata who it was handed to, if it was,
+and whether the run's principal may still answer it. Nothing here claims or
+answers a pause.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import anyio
 from ag_ui.core import BaseEvent
 
 from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.agui.interrupts import addressed_metadata
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.agent.agui.snapshot import answered_note, thread_messages
 from symfonic.core.contracts.errors import PauseAlreadyClaimed
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState, TurnPausedEvent, asked
 
@@ -29,7 +33,7 @@ POLL = 0.1
 
 
 async def closing(
-    agent: SymfonicAgent, session_id: str, projection: RunProjection
+    agent: SymfonicAgent, session_id: str, projection: RunProjection, principal: Principal
 ) -> list[BaseEvent]:
     """The run's end: the thread's open interrupt again if it has one, else success."""
     paused = await agent.store.open_pause(session_id)
@@ -37,21 +41,31 @@ async def closing(
         paused.state is PauseState.CLAIMED or paused.answerable(agent.clock())
     ):
         event = TurnPausedEvent(**asked(paused), pause_token=agent.token_for(paused))
-        return projection.interrupt(event)
+        return projection.interrupt(event, addressed_metadata(paused, principal.may_answer(paused)))
     return projection.succeed()
 
 
 async def thread_state(
-    agent: SymfonicAgent, session_id: str, projection: RunProjection
+    agent: SymfonicAgent,
+    session_id: str,
+    projection: RunProjection,
+    principal: Principal,
+    note: str | None = None,
 ) -> list[BaseEvent]:
-    """``RUN_STARTED``, the thread's messages, and its open interrupt (or success)."""
+    """``RUN_STARTED``, the thread's messages, ``note`` said if any, and its open
+    interrupt (or success)."""
     messages = await thread_messages(agent.store, session_id)
-    opening = projection.start()
-    return [*opening, *projection.snapshot(messages), *await closing(agent, session_id, projection)]
+    said = [] if note is None else projection.say(note)
+    return [
+        *projection.start(),
+        *projection.snapshot(messages),
+        *said,
+        *await closing(agent, session_id, projection, principal),
+    ]
 
 
 async def answered_elsewhere(
-    agent: SymfonicAgent, pause: PauseRecord, projection: RunProjection
+    agent: SymfonicAgent, pause: PauseRecord, projection: RunProjection, principal: Principal
 ) -> list[BaseEvent]:
     """The published outcome of a pause settled with another answer, and who gave it."""
     row = await agent.store.get_pause(pause.pause_id) or pause
@@ -60,7 +74,7 @@ async def answered_elsewhere(
         *projection.start(),
         *projection.snapshot(messages),
         *projection.say(answered_note(row)),
-        *await closing(agent, row.session_id, projection),
+        *await closing(agent, row.session_id, projection, principal),
     ]
 
 

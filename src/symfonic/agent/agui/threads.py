@@ -23,6 +23,9 @@ The interrupt contract is decided here, before anything runs or is claimed:
   resume, which replays the identical answer's outcome without running
   anything and refuses a different one (the run then finishes with the
   published outcome, :mod:`symfonic.agent.agui.state`);
+- an entry answering an interrupt handed since to an audience the principal is
+  not in (an escalation, an operator's reassignment) runs nothing and answers
+  with the thread's state, saying who has the interrupt now;
 - a ``cancelled`` entry for an interrupt that can no longer be answered
   (expired or abandoned) is the protocol's way of moving a thread past it: the
   run acknowledges it and finishes without running anything.
@@ -42,6 +45,7 @@ from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui.interrupts import answer_of
+from symfonic.agent.agui.snapshot import handed_note
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import (
     PauseForbidden,
@@ -107,10 +111,12 @@ class Resume:
 
 @dataclass(frozen=True)
 class ShowState:
-    """Nothing to run: the run answers with the thread's messages and open interrupt."""
+    """Nothing to run: the run answers with the thread's messages and open interrupt,
+    after ``note`` (why an answer was not used) when there is one."""
 
     agent: SymfonicAgent
     session: SessionRecord
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,7 @@ async def thread_session(
 
 async def plan_resume(
     agent: SymfonicAgent, session: SessionRecord, principal: Principal, entries: list[ResumeEntry]
-) -> Resume | Acknowledge:
+) -> Resume | Acknowledge | ShowState:
     store = agent.store
     if len(entries) != 1:
         raise ResumeMismatch(
@@ -219,6 +225,11 @@ async def plan_resume(
         if not principal.may_answer(pause):
             raise PauseForbidden(f"{principal.name} may not answer this interrupt")
         return Acknowledge(pause)
+    handed = pause.readdressed is not None and pause.state is PauseState.PENDING
+    if handed and not principal.may_answer(pause):
+        # Handed to another audience since this front end was shown it: the
+        # interrupt stays open for them, and this run says so.
+        return ShowState(agent, session, handed_note(pause))
     answer = answer_of(pause.kind, entry.status, entry.payload)
     return Resume(agent, resolved, answer, entry)
 
