@@ -24,6 +24,7 @@ KEYS = "alice=alice-secret-key,bob=bob-secret-key"
 HERE = Path(__file__).parent
 AGENTS = ("inbox_agents:payments", "inbox_agents:quick")
 QUICK_TTL = 4
+ESCALATE_AFTER = 2
 PAYMENTS_TTL = 3600
 T = TypeVar("T")
 
@@ -66,17 +67,25 @@ class Inbox:
 
 @contextmanager
 def serving_inbox(
-    store: str, workdir: Path, name: str = "server", keys: str = KEYS
+    store: str,
+    workdir: Path,
+    name: str = "server",
+    keys: str = KEYS,
+    agents: tuple[str, ...] = AGENTS,
+    options: tuple[str, ...] = (),
 ) -> Iterator[Inbox]:
-    """``symfonic serve`` the test agents on ``store``, with Alice's and Bob's keys."""
+    """``symfonic serve`` the test ``agents`` on ``store``, with Alice's and Bob's keys
+    (or ``keys``) and ``symfonic serve``'s ``options``."""
     ledger = workdir / "ledger.jsonl"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
         "INBOX_TEST_LEDGER": str(ledger),
         "INBOX_TEST_QUICK_TTL": str(QUICK_TTL),
+        "INBOX_TEST_ESCALATE_AFTER": str(ESCALATE_AFTER),
     }
-    with serving(store, workdir / f"{name}.log", *AGENTS, keys=keys, env=env) as server:
+    log = workdir / f"{name}.log"
+    with serving(store, log, *agents, *options, keys=keys, env=env) as server:
         yield Inbox(server, ledger)
 
 

@@ -6,7 +6,9 @@ a form with nested fields, ``twice`` pays and then asks a question. Every paymen
 the tool really sends is appended to the file ``INBOX_TEST_LEDGER`` names, so a
 test can count how often it ran. ``payments`` is the default agent;
 ``quick`` is the same agent whose pauses expire after ``INBOX_TEST_QUICK_TTL``
-seconds.
+seconds. ``approvals`` asks its approvals of the scope ``approvers``, and
+``escalating`` too, then escalates each to ``team-leads`` after
+``INBOX_TEST_ESCALATE_AFTER`` seconds unanswered (the approvers keep access).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import BaseModel, Field
 
-from symfonic import SymfonicAgent, interaction
+from symfonic import SymfonicAgent, escalation, interaction, needs_approval
+from symfonic.capabilities.human.toolbox import Approval
 from symfonic.core.messages import text_of
 from symfonic.testing import ScriptedChatModel, call, current_turn, reply
 
@@ -76,13 +79,13 @@ def respond(messages: list[BaseMessage]) -> AIMessage | str:
     return reply(f"Done: {text_of(results[-1])}")
 
 
-def _agent(name: str, ttl: float) -> SymfonicAgent:
+def _agent(name: str, ttl: float, approval: Approval = ("send_payment",)) -> SymfonicAgent:
     return SymfonicAgent(
         name=name,
         model=ScriptedChatModel(respond=respond),
         instructions="Pay people when asked; always ask first.",
         tools=[send_payment],
-        approval={"send_payment"},
+        approval=approval,
         interactions=[SHIPPING],
         pause_ttl=ttl,
     )
@@ -90,3 +93,14 @@ def _agent(name: str, ttl: float) -> SymfonicAgent:
 
 payments = _agent("payments", 3600)
 quick = _agent("quick", float(os.environ.get("INBOX_TEST_QUICK_TTL", "4")))
+approvals = _agent(
+    "approvals", 3600, {"send_payment": needs_approval(audience="approvers")}
+)
+_LEADS = escalation(
+    after=float(os.environ.get("INBOX_TEST_ESCALATE_AFTER", "2")), audience="team-leads"
+)
+escalating = _agent(
+    "escalating",
+    3600,
+    {"send_payment": needs_approval(audience="approvers", escalate=[_LEADS])},
+)

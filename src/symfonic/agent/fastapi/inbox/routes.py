@@ -31,9 +31,11 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
+from symfonic.agent.fastapi.auth import LOCAL
 from symfonic.agent.fastapi.key_brake import TooManyFailedKeys
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.web_sessions import COOKIE_NAME, CSRF_HEADER, SESSION_SECONDS
+from symfonic.core.contracts.principal import Principal
 
 HERE = Path(__file__).parent
 WRONG_KEY_DELAY = 1.0
@@ -110,11 +112,11 @@ class Inbox:
     async def inbox(self, request: Request) -> Response:
         """The page, or the sign-in form to a browser without a session."""
         if self.service.authenticator.open:
-            return self.signed_in_page("local", "")
+            return self.signed_in_page(LOCAL, "")
         session = await self.service.web_session(request)
         if session is None:
             return _page(self.sign_in_form, problem="")
-        return self.signed_in_page(session.principal.name, session.csrf_token)
+        return self.signed_in_page(session.principal, session.csrf_token)
 
     async def sign_in_with_key(self, request: Request) -> Response:
         """A session cookie for the key the form sent, or the form again saying why not."""
@@ -170,7 +172,9 @@ class Inbox:
         response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
         return response
 
-    def signed_in_page(self, principal: str, csrf: str) -> HTMLResponse:
+    def signed_in_page(self, principal: Principal, csrf: str) -> HTMLResponse:
+        """The inbox for ``principal``; an operator's cards offer to reassign (the
+        service decides again on each request: the page only hides what would be 403)."""
         sign_out = (
             ""
             if self.service.authenticator.open
@@ -184,8 +188,9 @@ class Inbox:
         )
         return _page(
             self.page,
-            principal=html.escape(principal),
+            principal=html.escape(principal.name),
             csrf=html.escape(csrf),
+            may_reassign="yes" if principal.is_operator else "no",
             sign_out=sign_out,
             agent_options=agent_options,
         )

@@ -8,19 +8,26 @@
 // page would list it (never by asking for the list again), and a pause that
 // left (claimed, answered, expired, abandoned, superseded) moves to "No longer
 // waiting" with a word saying why, and how it was answered when the answer
-// follows its claim. Where the feed cannot be opened the page asks the listing
-// every few seconds instead. A link to /inbox#<pause_id> (a webhook sends one)
+// follows its claim. A pause escalated or reassigned (pause.escalated,
+// pause.reassigned) arrives for the audience it was handed to, with a line
+// saying from whom and why, and leaves the one that lost it, saying where it
+// went; an operator's cards have a Reassign button. Where the feed cannot be
+// opened the page asks the listing every few seconds instead. A link to /inbox#<pause_id> (a webhook sends one)
 // scrolls to that pause and marks it.
 
-import { answerForm } from "./answer_form.js";
+import { cardFor, countdown, showMoved } from "./card.js";
 import { el } from "./schema_fields.js";
 import { changes, LeftList } from "./left_list.js";
 import { counted, Filters, MAX_PAGE, placeOf, orderKey } from "./listing.js";
-import { answeredWord, decisionOf, leftWord, refusalSentence } from "./words.js";
+import {
+  answeredWord, decisionOf, handedWord, leftWord, reassignRefusal, refusalSentence,
+} from "./words.js";
 
 const POLL_SECONDS = 5;
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const me = document.getElementById("principal").textContent;
+// Whether this principal may hand pauses to another audience (the operator scope).
+const mayReassign = document.querySelector('meta[name="may-reassign"]').content === "yes";
 const listNode = document.getElementById("pauses");
 const done = new LeftList(document.getElementById("done"), document.getElementById("done-section"));
 const statusNode = document.getElementById("status");
@@ -53,71 +60,6 @@ const api = (path, options = {}) => fetch(path, {
 
 function say(text) { statusNode.textContent = text; }
 
-function countdown(expiresAt) {
-  const left = Math.max(0, Math.round((Date.parse(expiresAt) - Date.now()) / 1000));
-  if (left <= 0) return "expired";
-  const d = Math.floor(left / 86400), h = Math.floor((left % 86400) / 3600);
-  const m = Math.floor((left % 3600) / 60), s = left % 60;
-  if (d) return `expires in ${d} d ${h} h`;
-  if (h) return `expires in ${h} h ${m} min`;
-  if (m) return `expires in ${m} min ${s} s`;
-  return `expires in ${s} s`;
-}
-
-function messageText(message) {
-  const content = typeof message.content === "string" ? message.content
-    : (message.content || []).map((part) => (typeof part === "string" ? part : part.text || "")).join("");
-  if (content) return content;
-  if (message.tool_calls && message.tool_calls.length) {
-    return `asks to call ${message.tool_calls.map((c) => c.name).join(", ")}`;
-  }
-  return "";
-}
-
-const ROLES = { human: "Person", user: "Person", ai: "Agent", assistant: "Agent", tool: "Tool", system: "System" };
-
-function context(pause) {
-  const messages = (pause.recent_messages || []).filter((m) => messageText(m));
-  if (!messages.length) return null;
-  return el("details", { class: "context" }, el("summary", { text: `Conversation so far (last ${messages.length})` }),
-    el("ol", {}, ...messages.map((m) => el("li", { class: `role-${m.role}` },
-      el("span", { class: "role", text: `${m.role === "tool" && m.name ? m.name : ROLES[m.role] || m.role}: ` }),
-      el("span", { text: messageText(m) })))));
-}
-
-function callBlock(pause) {
-  if (!pause.tool_name || pause.kind !== "approval") return null;
-  const rows = Object.entries(pause.tool_args || {}).map(([name, value]) =>
-    el("div", {}, el("dt", { text: name }), el("dd", { text: typeof value === "string" ? value : JSON.stringify(value) })));
-  return el("div", { class: "call" }, el("p", {}, "Tool ", el("code", { text: pause.tool_name })),
-    rows.length ? el("dl", {}, ...rows) : el("p", { text: "No arguments." }));
-}
-
-function kindWord(kind) {
-  return { approval: "Approval", input: "Question", form: "Form" }[kind] || kind;
-}
-
-function cardFor(pause) {
-  const heading = el("h3", { id: `q-${pause.pause_id}`, text: pause.query });
-  const clock = el("span", { class: "expires", text: countdown(pause.expires_at) });
-  const outcome = el("div", { class: "outcome", role: "status", "aria-live": "polite" });
-  const card = el("li", { class: "card", "data-pause-id": pause.pause_id, tabindex: "-1" },
-    el("article", { "aria-labelledby": `q-${pause.pause_id}` },
-      el("p", { class: "meta" },
-        el("span", { class: `kind kind-${pause.kind}`, text: kindWord(pause.kind) }),
-        el("span", { class: "agent", text: `agent ${pause.agent}` }),
-        // A delegate's question, answered through its caller's pause: name both.
-        ...(pause.sub_agent
-          ? [el("span", { class: "sub-agent", text: `question from its delegate ${pause.sub_agent}` })]
-          : []),
-        el("span", { class: "asker", text: `asked by ${pause.asked_by || "?"}` }),
-        clock),
-      heading, callBlock(pause), context(pause),
-      answerForm(pause, (answer, status) => answer_(pause, answer, status)),
-      outcome));
-  return { pause, card, clock, outcome };
-}
-
 function updateCount() {
   document.getElementById("count").textContent = `: ${counted(Math.max(total, cards.size))}`;
   const empty = document.getElementById("empty");
@@ -132,7 +74,8 @@ function updateCount() {
 // cannot be answered, or already left.
 function add(pause) {
   if (cards.has(pause.pause_id) || !pause.token || gone.has(pause.pause_id)) return false;
-  const entry = { ...cardFor(pause), key: orderKey(pause) };
+  const entry = { ...cardFor(pause, { me, answer: answer_, reassign: mayReassign && reassign_ }),
+    key: orderKey(pause) };
   const at = placeOf(ordered, entry.key);
   listNode.insertBefore(entry.card, at < ordered.length ? ordered[at].card : null);
   ordered.splice(at, 0, entry);
@@ -304,6 +247,46 @@ async function send(pause, answer, status) {
   return null;
 }
 
+async function reassign_(pause, body) {
+  let response;
+  try {
+    response = await api(`v1/pauses/${encodeURIComponent(pause.pause_id)}/reassign`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify(body),
+    });
+  } catch {
+    return "The reassignment could not be sent: the service did not answer. Check the connection and try again.";
+  }
+  if (!response.ok) return reassignRefusal(response);
+  const view = await response.json();
+  const entry = cards.get(pause.pause_id);
+  if (view.token && entry) {
+    // Still this person's to answer too (kept, or in the new audience): only its line changes.
+    entry.pause = { ...entry.pause, audience: view.audience, readdressed: view.readdressed };
+    showMoved(entry, me);
+  } else if (!view.token) {
+    leave(pause.pause_id, handedWord(view.readdressed, me), [], { own: true, outcome: "handed" });
+  }
+  say("Reassigned.");
+  return null;
+}
+
+// A pause handed to another audience, as the feed tells it: with its token it is
+// this person's to answer (it arrives, or its line changes); without, it left them.
+function readdressed(data) {
+  const entry = cards.get(data.pause_id);
+  if (!data.pause) {
+    leave(data.pause_id, handedWord(data.readdressed, me), [], { outcome: "handed" });
+  } else if (entry) {
+    entry.pause = { ...entry.pause, audience: data.pause.audience, readdressed: data.pause.readdressed };
+    showMoved(entry, me);
+  } else {
+    gone.delete(data.pause_id);  // handed back to this person after it left them
+    created(data.pause);
+  }
+}
+
 function tick() {
   for (const [id, entry] of [...cards]) {
     const text = countdown(entry.pause.expires_at);
@@ -329,6 +312,9 @@ function follow() {
     showPage(JSON.parse(event.data), { first: true });
   });
   feed.addEventListener("pause.created", (event) => created(JSON.parse(event.data).pause));
+  for (const name of ["pause.escalated", "pause.reassigned"]) {
+    feed.addEventListener(name, (event) => readdressed(JSON.parse(event.data)));
+  }
   for (const name of ["claimed", "answered", "expired", "abandoned", "superseded"]) {
     feed.addEventListener(`pause.${name}`, (event) => {
       const data = JSON.parse(event.data);

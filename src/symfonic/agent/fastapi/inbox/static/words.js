@@ -28,16 +28,19 @@ const BY_STATUS = {
   503: BY_CODE.store_unavailable,
 };
 
-export async function refusalSentence(response) {
-  let code = "";
-  let message = "";
+// The service's error code and message; empty when the body is not our JSON.
+async function errorOf(response) {
   try {
     const body = await response.json();
-    code = (body.error && body.error.code) || "";
-    message = (body.error && body.error.message) || "";
+    return { code: (body.error && body.error.code) || "", message: (body.error && body.error.message) || "" };
   } catch {
     // Not our JSON (a proxy's page): the status alone has to do.
+    return { code: "", message: "" };
   }
+}
+
+export async function refusalSentence(response) {
+  const { code, message } = await errorOf(response);
   if (response.status === 422) {
     return `The answer was not accepted: ${message || "it does not fit what was asked"}.`
       .replace(/\.\.$/, ".");
@@ -81,4 +84,49 @@ export function leftWord(event, answeredBy, me, decision) {
     case "superseded": return "superseded by a newer question";
     default: return "no longer waiting";
   }
+}
+
+// A refused reassignment: the same words where they fit, its own where an
+// answer's would mislead (a 403 here is about the operator scope, not the pause).
+const REASSIGN_BY_CODE = {
+  forbidden: "Only an operator may reassign questions.",
+  pause_not_pending: "This question is no longer waiting for an answer, so it cannot be reassigned.",
+};
+
+export async function reassignRefusal(response) {
+  const { code, message } = await errorOf(response);
+  if (response.status === 422) {
+    return `The reassignment was not accepted: ${message || "check the audience and the reason"}.`
+      .replace(/\.\.$/, ".");
+  }
+  return REASSIGN_BY_CODE[code] || BY_CODE[code] || BY_STATUS[response.status]
+    || `The service refused the reassignment (${response.status}${message ? `: ${message}` : ""}).`;
+}
+
+// "1 h", "15 min", "1 h 30 min", "40 s": an escalation step's wait as people say it.
+export function durationWords(seconds) {
+  const whole = Math.round(seconds);
+  const h = Math.floor(whole / 3600), m = Math.floor((whole % 3600) / 60), s = whole % 60;
+  if (!h && !m) return `${s} s`;
+  return [h ? `${h} h` : "", m ? `${m} min` : ""].filter(Boolean).join(" ");
+}
+
+// How a pause came to its audience, on its card: "Escalated from approvers after 1 h",
+// "Reassigned from carol by olga: carol is away". The audience before is null when
+// it was the pause's owner, who asked it.
+export function movedLine(readdressed, askedBy, me) {
+  if (!readdressed) return "";
+  const from = readdressed.previous || whoWord(askedBy, me);
+  if (readdressed.kind === "escalated") {
+    return `Escalated from ${from} after ${durationWords(readdressed.after || 0)}`;
+  }
+  const by = `Reassigned from ${from} by ${whoWord(readdressed.by, me)}`;
+  return readdressed.reason ? `${by}: ${readdressed.reason}` : by;
+}
+
+// Why a pause left this person's list when it was handed to an audience they are not in.
+export function handedWord(readdressed, me) {
+  if (!readdressed) return "handed to someone else";
+  if (readdressed.kind === "escalated") return `escalated to ${readdressed.audience}`;
+  return `reassigned to ${readdressed.audience} by ${whoWord(readdressed.by, me)}`;
 }
