@@ -8,6 +8,8 @@ and so is a pause that is no longer pending.
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import pytest
 
@@ -47,8 +49,9 @@ async def pending_ids(client: httpx.AsyncClient, name: str) -> list[str]:
 
 @pytest.mark.parametrize("keep", [True, False])
 async def test_the_sweeper_escalates_and_the_new_audience_is_told_and_answers(
-    store_url: str, keep: bool
+    store_url: str, keep: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="symfonic.pauses")
     clock = Clock()
     agent = escalating_agent(store_url, clock, keep=keep)
     app = create_app(agent, api_keys=KEYS, sweep_interval=0.05)
@@ -77,6 +80,19 @@ async def test_the_sweeper_escalates_and_the_new_audience_is_told_and_answers(
         assert answered.json()["status"] == "complete"
         row = await pause_row(agent, pause_id)
         assert (row.answered_by, row.escalation_step) == ("tom", 1)
+    # The worker that applied the step says so in the log, once, with its fields.
+    [logged] = [r for r in caplog.records if "escalated" in r.getMessage()]
+    assert logged.getMessage() == (
+        f"pause {pause_id} escalated: nobody answered it 60 s after it was asked, "
+        "so it went from approver to team-leads"
+    )
+    fields = logged.symfonic  # type: ignore[attr-defined]
+    assert (fields["event"], fields["previous"], fields["audience"], fields["step"]) == (
+        "pause.escalated",
+        "approver",
+        "team-leads",
+        1,
+    )
 
 
 async def test_an_operator_reassigns_a_pending_pause_and_no_one_else_may(store_url: str) -> None:
