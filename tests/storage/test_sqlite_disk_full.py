@@ -14,6 +14,7 @@ lease before failing, its pause left ``claimed``.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import subprocess
@@ -189,4 +190,37 @@ async def test_a_claimed_resume_fails_fast_and_its_claim_is_released_once_writes
         await agent.sweep()
         pause = await agent.store.get_pause(paused.pause.pause_id)
         assert pause is not None and pause.state is PauseState.ABANDONED
+    assert _integrity(db) == "ok"
+
+
+async def test_a_failed_checkpoint_is_retried_with_no_write_until_it_succeeds(
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The WAL holds pages the database file must grow to take when the disk
+    fills: the checkpoint fails, says so at WARNING with the reason, and is retried
+    on its own, with no write coming, until space is freed and it empties the WAL."""
+    caplog.set_level(logging.WARNING, logger="symfonic.storage.sqlite")
+    db, ballast = small_disk / "symfonic.db", small_disk / "ballast"
+    wal = small_disk / "symfonic.db-wal"
+    agent = payments(db)
+    async with agent:
+        for _ in range(10):  # pages in the WAL, far fewer commits than a checkpoint waits for
+            assert await cycle(agent) == "complete"
+        assert wal.stat().st_size > 0
+        _fill(ballast, 0)
+        outcome = await cycle(agent)
+        assert "disk holding the database is full" in outcome, outcome
+        failed = [r.getMessage() for r in caplog.records if "checkpoint of" in r.getMessage()]
+        assert failed and all(r.levelno == logging.WARNING for r in caplog.records)
+        assert "failed: the disk holding the database is full" in failed[0], failed
+
+        os.truncate(ballast, max(0, ballast.stat().st_size - FREED))
+        with anyio.fail_after(30):  # the backoff's longest wait is 10 s
+            while True:
+                if wal.stat().st_size == 0:  # emptied, and no write came to do it
+                    break
+                await anyio.sleep(0.1)
+        said = [r.getMessage() for r in caplog.records]
+        assert any("is checkpointed again; writes can resume" in line for line in said), said
+        assert await cycle(agent) == "complete"
     assert _integrity(db) == "ok"
