@@ -1,6 +1,9 @@
 """How long finished sessions are kept, and pruning them batch by batch.
 
-Nothing is deleted unless an operator asks: retention is off by default. When
+Sessions are deleted only if an operator asks: their retention is off by
+default. The kept events of runs are the exception: they exist for a client to
+rejoin a run, so they go ``RUN_EVENTS_TTL`` after the run ends unless the
+operator keeps them longer (:func:`prune_run_events`, every sweep). When
 it is on, the sweeper prunes on every pass and ``symfonic prune`` does it by
 hand; both go through :func:`prune`, one short transaction per batch, so a
 large backlog never holds the store's locks for long. What may be deleted at
@@ -20,8 +23,11 @@ import anyio.lowlevel
 
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.retention import PruneBatch, PruneReport, RetentionStore
+from symfonic.core.contracts.run_events import RunEventLog
 
 PRUNE_BATCH = 100
+# How long the events of a run are kept after it ended (``--run-events-ttl``).
+RUN_EVENTS_TTL = timedelta(hours=1)
 _AGE = re.compile(r"(\d+)([dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
@@ -78,4 +84,18 @@ async def prune(
         if report.sessions < retention.batch:
             return PruneReport(sessions=sessions, messages=messages, pauses=pauses)
         # Let the turns waiting on this worker run between two batches.
+        await anyio.lowlevel.checkpoint()
+
+
+async def prune_run_events(
+    store: RunEventLog, ttl: timedelta, now: datetime, batch: int = PRUNE_BATCH
+) -> int:
+    """Delete the runs (and their events) that ended more than ``ttl`` ago, batch
+    after batch until one comes back short; how many runs."""
+    pruned = 0
+    while True:
+        count = await store.prune_run_events(now - ttl, batch)
+        pruned += count
+        if count < batch:
+            return pruned
         await anyio.lowlevel.checkpoint()

@@ -251,6 +251,7 @@ def _app(
         webhook_settings=served.webhook_settings,
         max_streams_per_principal=args.max_streams_per_principal,
         cors_origins=served.cors_origins,
+        run_events_ttl=args.run_events_ttl,
     )
     if telemetry is not None:
         telemetry.instrument(app)

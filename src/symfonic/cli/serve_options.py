@@ -8,12 +8,15 @@ anything starts. The webhook options are :mod:`symfonic.cli.serve_webhooks`'.
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 
 from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL
+from symfonic.agent.retention import RUN_EVENTS_TTL, parse_age
 from symfonic.agent.service.sweeper import SWEEP_INTERVAL
 from symfonic.cli.connections import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from symfonic.cli.observability import LOG_FORMS
 from symfonic.cli.serve_agents import DEFAULT_AGENT
+from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.storage import DEFAULT_STORE
 
 
@@ -55,6 +58,13 @@ def add_sweep_options(p: argparse.ArgumentParser) -> None:
         metavar="AGE",
         help="delete finished sessions idle for longer than AGE (e.g. 30d) on every sweep "
         "(default: keep everything)",
+    )
+    p.add_argument(
+        "--run-events-ttl",
+        metavar="AGE",
+        type=_age,
+        default=RUN_EVENTS_TTL,
+        help="delete a run's kept events AGE after it ends, on every sweep (default: 1h)",
     )
     p.add_argument(
         "--keep-answered",
@@ -115,6 +125,13 @@ def _positive(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
     return value
+
+
+def _age(text: str) -> timedelta:
+    try:
+        return parse_age(text)
+    except ConfigurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _at_least_one(text: str) -> int:

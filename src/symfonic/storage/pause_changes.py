@@ -21,9 +21,9 @@ most ``WATCH_BATCH`` changes a read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import anyio
 
@@ -61,6 +61,7 @@ RECORDED_AT = Statement(
 )
 
 
+T = TypeVar("T")
 _READDRESSED = {kind.value: kind for kind in ReaddressKind}
 
 
@@ -130,17 +131,34 @@ class PauseChangeRecord(SqlTransactions):
         }
         return [found[position] for position in dict.fromkeys(positions) if position in found]
 
-    async def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
+    async def _changes_between(self, after: int, upto: int) -> tuple[list[PauseChange], int]:
+        params = {"after": after, "upto": upto, "limit": WATCH_BATCH}
+        changes = await self.read_converted(BETWEEN, params, _changes)
+        # A short batch is the last: the changes it lacks lost their pause.
+        return changes, changes[-1].position if len(changes) == WATCH_BATCH else upto
+
+    def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
         """Poll for changes committed after the watch began; see the module's docstring."""
-        seen = await self.pause_change_position()
-        yield []
-        while True:
-            await anyio.sleep(self.POLL_SECONDS)
-            newest = await self.pause_change_position()
-            while seen < newest:
-                params = {"after": seen, "upto": newest, "limit": WATCH_BATCH}
-                changes = await self.read_converted(BETWEEN, params, _changes)
-                # A short batch is the last: the changes it lacks lost their pause.
-                seen = changes[-1].position if len(changes) == WATCH_BATCH else newest
-                if changes:
-                    yield changes
+        return polled(self.pause_change_position, self._changes_between, self.POLL_SECONDS)
+
+
+async def polled(
+    newest: Callable[[], Awaitable[int]],
+    between: Callable[[int, int], Awaitable[tuple[list[T], int]]],
+    every: float,
+) -> AsyncGenerator[list[T], None]:
+    """A watch of a record whose positions commit in order (SQLite's), by polling.
+
+    ``newest`` reads the largest position, every ``every`` seconds; when it
+    moved, ``between(seen, newest)`` reads a batch after ``seen`` and says how
+    far it got. The first batch is empty: the watch is established.
+    """
+    seen = await newest()
+    yield []
+    while True:
+        await anyio.sleep(every)
+        upto = await newest()
+        while seen < upto:
+            batch, seen = await between(seen, upto)
+            if batch:
+                yield batch

@@ -1,4 +1,4 @@
-"""PostgreSQL's watch of pause changes: LISTEN on one connection of its own.
+"""PostgreSQL's watches of pause changes and run events: LISTEN on a connection of its own.
 
 The trigger that records a change also sends ``pg_notify`` with its position
 (migration 0004). PostgreSQL delivers a notification only when its transaction
@@ -13,13 +13,17 @@ The listening connection is outside the pool: it stays open for as long as
 the watch does, and a pool connection must never be held while waiting. If it
 is lost, notifications may have been missed, so the watch raises
 ``StoreUnavailable`` rather than carry on as if nothing happened.
+
+Run events (:mod:`symfonic.storage.run_events`) are watched the same way, on
+their own channel, whose payload is the run's id: an append or end notifies
+at its commit, so a listener learns of every run that has something new.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import AsyncGenerator
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
@@ -28,6 +32,7 @@ from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.pause_changes import PauseChange
 from symfonic.storage.failures import is_unavailable
 from symfonic.storage.pause_changes import PauseChangeRecord
+from symfonic.storage.run_events import RUN_CHANNEL, SqlRunEvents
 
 if TYPE_CHECKING:
     import asyncpg
@@ -39,8 +44,8 @@ LISTEN_CONNECT_TIMEOUT = 10.0
 BATCH = 200
 
 
-class PostgresNotifications(PauseChangeRecord):
-    """A watch of pause changes driven by the trigger's notifications."""
+class PostgresNotifications(PauseChangeRecord, SqlRunEvents):
+    """Watches of pause changes and of run events, driven by notifications."""
 
     # A change's transaction commits within this long of taking its position (a
     # transition's transaction commits milliseconds after its trigger runs).
@@ -48,20 +53,35 @@ class PostgresNotifications(PauseChangeRecord):
     _dsn: str
 
     async def watch_pause_changes(self) -> AsyncGenerator[list[PauseChange], None]:
-        positions, notified = anyio.create_memory_object_stream[int | None](math.inf)
-        connection = await self._listening_connection()
+        async with aclosing(self._notified(CHANNEL, "pause changes")) as notified:
+            async for payloads in notified:
+                yield await self.pause_changes_at([int(p) for p in payloads]) if payloads else []
+
+    async def watch_run_events(self) -> AsyncGenerator[list[str], None]:
+        async with aclosing(self._notified(RUN_CHANNEL, "run events")) as notified:
+            async for payloads in notified:
+                yield list(dict.fromkeys(payloads))
+
+    async def _notified(self, channel: str, what: str) -> AsyncGenerator[list[str], None]:
+        """The payloads notified on ``channel`` from now on, in batches, in commit order.
+
+        The first batch is empty: the listener is established. Raises
+        ``StoreUnavailable`` (naming ``what``) when its connection is lost.
+        """
+        payloads, notified = anyio.create_memory_object_stream[str | None](math.inf)
+        connection = await self._listening_connection(what)
 
         def on_notification(_c: Any, _pid: int, _channel: str, payload: str) -> None:
             with suppress(anyio.ClosedResourceError):
-                positions.send_nowait(int(payload))
+                payloads.send_nowait(payload)
 
         def on_loss(_c: Any) -> None:
             with suppress(anyio.ClosedResourceError):
-                positions.send_nowait(None)
+                payloads.send_nowait(None)
 
         try:
             connection.add_termination_listener(on_loss)
-            await connection.add_listener(CHANNEL, on_notification)
+            await connection.add_listener(channel, on_notification)
             yield []
             while True:
                 batch = [await notified.receive()]
@@ -71,16 +91,16 @@ class PostgresNotifications(PauseChangeRecord):
                     except anyio.WouldBlock:
                         break
                 if None in batch:
-                    raise StoreUnavailable("the connection listening for pause changes was lost")
-                yield await self.pause_changes_at([p for p in batch if p is not None])
+                    raise StoreUnavailable(f"the connection listening for {what} was lost")
+                yield [p for p in batch if p is not None]
         finally:
             connection.remove_termination_listener(on_loss)
             with anyio.CancelScope(shield=True), suppress(Exception):
                 await connection.close(timeout=2)
-            positions.close()
+            payloads.close()
             notified.close()
 
-    async def _listening_connection(self) -> asyncpg.Connection:
+    async def _listening_connection(self, what: str) -> asyncpg.Connection:
         import asyncpg
 
         try:
@@ -90,7 +110,7 @@ class PostgresNotifications(PauseChangeRecord):
         except Exception as error:
             if is_unavailable(error) or isinstance(error, OSError | TimeoutError):
                 raise StoreUnavailable(
-                    f"the store cannot be watched for pause changes: {error}"
+                    f"the store cannot be watched for {what}: {error}"
                 ) from error
             raise
         return connection

@@ -127,6 +127,44 @@ pause_events = sa.Table(
     sa.Index("ix_symfonic_pause_events_at", "at").ddl_if(dialect="postgresql"),
 )
 
+# Runs whose events are kept, and their events (migration 0017): see
+# symfonic.storage.run_events. ``id`` rises across runs: SQLite's watch reads it.
+runs = sa.Table(
+    "symfonic_runs",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
+    sa.Column("principal", sa.String(200), nullable=False),
+    sa.Column("audience", sa.String(200), nullable=True),
+    sa.Column("pause_id", sa.String(64), nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("outcome", sa.JSON, nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("ended_at", Timestamp, nullable=True),
+    sa.Column("lease_until", Timestamp, nullable=False),
+    sa.Column("events", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("dropped", sa.Integer, nullable=False, server_default="0"),
+    sa.Index("ix_symfonic_runs_session", "session_id"),
+    sa.Index("ix_symfonic_runs_ended", "state", "ended_at"),
+)
+
+run_events = sa.Table(
+    "symfonic_run_events",
+    metadata,
+    sa.Column(
+        "id",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        sa.Identity(always=False),
+        primary_key=True,
+    ),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Index("ix_symfonic_run_events_run", "run_id", "seq", unique=True),
+    sqlite_autoincrement=True,
+)
+
 # Which URL wants which webhook event type (migration 0005); never the secret.
 webhook_subscriptions = sa.Table(
     "symfonic_webhook_subscriptions",

@@ -6,7 +6,8 @@ owns it: sessions and first turns (:mod:`symfonic.storage.runs`), a pause's
 transitions (:mod:`symfonic.storage.pause_writes`), reads and listings of
 pauses (:mod:`symfonic.storage.pause_reads`, whose listing queries are
 :mod:`symfonic.storage.pause_listing`'s), the record of pause changes
-(:mod:`symfonic.storage.pause_changes`), the webhook outbox
+(:mod:`symfonic.storage.pause_changes`), runs and their kept events
+(:mod:`symfonic.storage.run_events`), the webhook outbox
 (:mod:`symfonic.storage.webhooks`, :mod:`symfonic.storage.webhook_destinations`)
 retention (:mod:`symfonic.storage.retention`) and the audit trail
 (:mod:`symfonic.storage.audit_log`). :class:`SqlStore` is all of
@@ -33,6 +34,7 @@ from symfonic.storage.pause_reads import SqlPauseListing, SqlPauseReads
 from symfonic.storage.pause_writes import SqlPauseWrites
 from symfonic.storage.readdressing import SqlPauseAddressing
 from symfonic.storage.retention import SqlRetention
+from symfonic.storage.run_events import SqlRunEvents
 from symfonic.storage.runs import SqlRuns, SqlSessions
 from symfonic.storage.webhook_destinations import SqlWebhookDestinations
 from symfonic.storage.webhooks import SqlWebhookDeliveries
@@ -45,6 +47,7 @@ class SqlStore(
     SqlPauseReads,
     SqlPauseListing,
     PauseChangeRecord,
+    SqlRunEvents,
     SqlPauseAddressing,
     SqlWebhookDeliveries,
     SqlWebhookDestinations,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import timedelta
 
 import anyio
 from fastapi import FastAPI
@@ -47,7 +48,7 @@ from symfonic.agent.fastapi.routes_webhooks import webhooks_router
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http import errors
 from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL, StreamShares
-from symfonic.agent.retention import Retention
+from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import PauseFeed
 from symfonic.agent.service.sweeper import SWEEP_INTERVAL, sweep_periodically
@@ -81,6 +82,7 @@ def create_app(
     max_streams_per_principal: int = DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
     key_brake: KeyBrake | None = None,
     cors_origins: Sequence[str] = (),
+    run_events_ttl: timedelta = RUN_EVENTS_TTL,
 ) -> FastAPI:
     """An app serving ``agents`` (the first is the default) on one store.
 
@@ -101,7 +103,8 @@ def create_app(
     every 6 s; :mod:`~symfonic.agent.fastapi.key_brake`). ``cors_origins``: the
     browser origins (``https://app.example``) that may call the API from another
     origin, with a key, never with the inbox's cookie (default: none, same-origin
-    only; :mod:`~symfonic.agent.fastapi.cors`).
+    only; :mod:`~symfonic.agent.fastapi.cors`). ``run_events_ttl``: how long
+    after a run ends its kept events are deleted, on each sweep (docs/runs.md).
     """
     host = _host_of(agents, store)
     service = HttpService(
@@ -109,9 +112,8 @@ def create_app(
     )
     feed = PauseFeed(host)
     dispatcher = WebhookDispatcher(host, webhooks, webhook_settings) if webhooks else None
-    app = _app_with_offline_docs(
-        title, _lifespan(host, feed, dispatcher, sweep_interval, retention)
-    )
+    sweeping = (sweep_interval, retention, run_events_ttl)
+    app = _app_with_offline_docs(title, _lifespan(host, feed, dispatcher, sweeping))
     app.add_middleware(BodyLimit, max_body_size=max_body_size)
     app.state.symfonic = service
     app.state.pause_feed = feed
@@ -148,8 +150,7 @@ def _lifespan(
     host: ServiceHost,
     feed: PauseFeed,
     dispatcher: WebhookDispatcher | None,
-    sweep_interval: float,
-    retention: Retention | None,
+    sweeping: tuple[float, Retention | None, timedelta],
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """The app's lifespan: the store open, and what runs beside the requests.
 
@@ -157,6 +158,7 @@ def _lifespan(
     webhook dispatcher run under one task group; shutdown cancels them, then
     closes the store.
     """
+    sweep_interval, retention, run_events_ttl = sweeping
     expiring_lead = None
     if dispatcher is not None and dispatcher.wants_expiring:
         expiring_lead = dispatcher.settings.expiring_lead
@@ -168,7 +170,12 @@ def _lifespan(
             async with anyio.create_task_group() as tasks:
                 if sweep_interval > 0:
                     tasks.start_soon(
-                        sweep_periodically, host, sweep_interval, retention, expiring_lead
+                        sweep_periodically,
+                        host,
+                        sweep_interval,
+                        retention,
+                        expiring_lead,
+                        run_events_ttl,
                     )
                 await tasks.start(feed.run)
                 if dispatcher is not None:

@@ -12,11 +12,12 @@ store, and so the store's token secret: any worker verifies any token.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 import anyio
 
 from symfonic.agent.agent import SymfonicAgent
-from symfonic.agent.retention import Retention
+from symfonic.agent.retention import Retention, prune_run_events
 from symfonic.core.contracts.errors import (
     ConfigurationError,
     PauseNotFound,
@@ -116,6 +117,12 @@ class ServiceHost:
     async def prune(self, retention: Retention) -> PruneReport:
         """Delete the sessions ``retention`` no longer keeps, on the default agent's clock."""
         return await self.agents[self.default_agent].prune(retention)
+
+    async def prune_run_events(self, ttl: timedelta) -> int:
+        """Delete the runs that ended more than ``ttl`` ago, on the default agent's clock."""
+        agent = self.agents[self.default_agent]
+        await agent.open()
+        return await prune_run_events(self.store, ttl, agent.clock())
 
     def agent(self, name: str | None) -> SymfonicAgent:
         """The agent called ``name`` (default: the first)."""

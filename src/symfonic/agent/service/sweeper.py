@@ -1,7 +1,8 @@
 """The background sweep: first the cleanups this worker's failed turns could not
 write while the store was unable (:mod:`symfonic.storage.owed`), then pending
-pauses past their expiry, claims past their lease, and, with a retention,
-finished sessions idle for longer than it keeps them.
+pauses past their expiry, claims past their lease, the runs whose kept events
+are past their TTL, and, with a retention, finished sessions idle for longer
+than it keeps them.
 
 A worker that dies mid-resume cannot abandon its own claim; its lease simply
 stops being renewed. Some live worker has to notice, and every worker running
@@ -21,10 +22,11 @@ it: the store hands back only the steps this worker's update won.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import anyio
 
-from symfonic.agent.retention import Retention
+from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.readdressing import Readdressed
 from symfonic.core.telemetry import logs
@@ -39,11 +41,13 @@ async def sweep_periodically(
     interval: float = SWEEP_INTERVAL,
     retention: Retention | None = None,
     expiring_lead: float | None = None,
+    run_events_ttl: timedelta = RUN_EVENTS_TTL,
 ) -> None:
     """Sweep now, then every ``interval`` seconds, until cancelled."""
     while True:
         try:
             await _sweep_once(host, retention, expiring_lead)
+            await host.prune_run_events(run_events_ttl)
         except Exception as error:
             logger.warning("the pause sweep failed; retrying in %gs: %s", interval, error)
         await anyio.sleep(interval)

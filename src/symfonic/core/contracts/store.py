@@ -11,6 +11,7 @@ record (an audit chain, a run queue) adds a role rather than members here:
 :class:`PauseListing`        the pauses a principal may answer (:mod:`.pause_listing`)
 :class:`PauseChangeLog`      the record of pause changes (:mod:`.pause_changes`)
 :class:`PauseAddressing`     escalating and reassigning a pause (:mod:`.readdressing`)
+:class:`RunEventLog`         runs and their kept events (:mod:`.run_events`)
 :class:`WebhookOutbox`       deliveries owed, leased and settled (:mod:`.outbox`)
 :class:`RetentionStore`      deleting finished sessions (:mod:`.retention`)
 :class:`AuditLog`            the hash-chained audit trail (:mod:`.audit`)
@@ -48,6 +49,7 @@ from symfonic.core.contracts.pauses import (
 )
 from symfonic.core.contracts.readdressing import PauseAddressing, Reassignment
 from symfonic.core.contracts.retention import PruneBatch, PruneReport, RetentionStore
+from symfonic.core.contracts.run_events import NewRun, RunEvent, RunEventLog, RunRecord
 from symfonic.core.contracts.sessions import (
     RunRequest,
     RunStart,
@@ -64,6 +66,7 @@ __all__ = [
     "ClaimedPause",
     "LeasedDelivery",
     "NewPause",
+    "NewRun",
     "PauseAddressing",
     "PauseChange",
     "PauseChangeLog",
@@ -78,6 +81,9 @@ __all__ = [
     "Reassignment",
     "ResumePublish",
     "RetentionStore",
+    "RunEvent",
+    "RunEventLog",
+    "RunRecord",
     "RunRequest",
     "RunStart",
     "RunStore",
@@ -97,6 +103,7 @@ class Store(
     PauseListing,
     PauseChangeLog,
     PauseAddressing,
+    RunEventLog,
     WebhookOutbox,
     RetentionStore,
     AuditLog,

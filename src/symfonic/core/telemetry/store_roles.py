@@ -1,10 +1,11 @@
 """The store port's plain operations, traced: a ``symfonic.store.<operation>`` span each.
 
 These are the operations whose span has nothing to say beyond its name and
-whether the store answered: reads, the run marker, the record of changes, the
-webhook outbox, retention, the audit trail. Each is written out, role by role, so the wrapper
-is the port's exact shape; the operations that change a pause, which have the
-lifecycle's own span names and logs, are :class:`~symfonic.core.telemetry.store.TracedStore`'s.
+whether the store answered: reads, the run marker, the record of changes, runs
+and their kept events, the webhook outbox, retention, the audit trail. Each is
+written out, role by role, so the wrapper is the port's exact shape; the
+operations that change a pause, which have the lifecycle's own span names and
+logs, are :class:`~symfonic.core.telemetry.store.TracedStore`'s.
 
 Transactions outside any trace (the sweeper's, a background count) get no
 span: they would each start a trace of their own every few seconds. A store out
@@ -28,8 +29,10 @@ from symfonic.core.contracts.pause_changes import PauseChange
 from symfonic.core.contracts.pause_listing import PauseQuery, PendingCount
 from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
 from symfonic.core.contracts.retention import PruneBatch, PruneReport
+from symfonic.core.contracts.run_events import NewRun, RunEvent, RunRecord, RunState
 from symfonic.core.contracts.sessions import RunRequest, RunStart, SessionRecord
 from symfonic.core.contracts.store import Store
+from symfonic.core.contracts.types import Event
 from symfonic.core.contracts.webhooks import (
     DeliveryLease,
     DeliveryQuery,
@@ -134,6 +137,35 @@ class TracedRoles:
         # Untraced: a watch lasts as long as the feed has subscribers, and a span
         # open that long would say nothing about any one transaction.
         return self._store.watch_pause_changes()
+
+    # runs and their kept events
+    async def begin_run_log(self, run: NewRun) -> None:
+        await _traced("begin_run_log", self._store.begin_run_log(run))
+
+    async def renew_run_log(self, run_id: str, lease_until: datetime) -> bool:
+        return await _traced("renew_run_log", self._store.renew_run_log(run_id, lease_until))
+
+    async def append_run_events(self, run_id: str, events: Sequence[Event]) -> int:
+        return await _traced("append_run_events", self._store.append_run_events(run_id, events))
+
+    async def end_run_log(
+        self, run_id: str, state: RunState, outcome: dict[str, Any] | None, at: datetime
+    ) -> bool:
+        return await _traced("end_run_log", self._store.end_run_log(run_id, state, outcome, at))
+
+    async def run_record(self, run_id: str) -> RunRecord | None:
+        return await _traced("run_record", self._store.run_record(run_id))
+
+    async def run_events_after(self, run_id: str, position: int, *, limit: int) -> list[RunEvent]:
+        reading = self._store.run_events_after(run_id, position, limit=limit)
+        return await _traced("run_events_after", reading)
+
+    def watch_run_events(self) -> AsyncGenerator[list[str], None]:
+        # Untraced, as the watch of pause changes is.
+        return self._store.watch_run_events()
+
+    async def prune_run_events(self, ended_before: datetime, batch: int) -> int:
+        return await _traced("prune_run_events", self._store.prune_run_events(ended_before, batch))
 
     # the webhook outbox
     async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:

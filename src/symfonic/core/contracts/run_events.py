@@ -1,0 +1,144 @@
+"""The events of runs, kept in the store: the role a rejoining stream reads.
+
+A run (a first turn or a resume, attached or in the background) may have its
+events kept, so that a client on any worker can replay them from the start or
+from the last one it saw, then follow the run live. Each run has one row with
+its state and outcome, and its events in order, numbered from 1: an event's
+number is its SSE ``id``, the ``Last-Event-ID`` a reconnecting client sends.
+
+Only the worker running a run appends to it, so its numbers never race. What
+one run keeps is bounded (:data:`RUN_EVENT_LIMIT` rows): past it, the events
+that are not its last are counted and dropped, never the terminal one. Text
+deltas are merged before they are kept (:func:`coalesced`), so a long answer
+costs a few rows, not one per token. The events of a run that ended are
+deleted some time after it ended (:meth:`RunEventLog.prune_run_events`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from symfonic.core.contracts.types import STREAM_EVENTS, Event, TextDeltaEvent
+
+# Rows one run keeps at most, its terminal event included.
+RUN_EVENT_LIMIT = 1000
+
+EVENT_TYPES: dict[str, type[Event]] = {kind.type: kind for kind in STREAM_EVENTS}
+
+
+class RunState(enum.StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run whose events are to be kept, as its worker starts it.
+
+    ``principal`` owns the session; ``audience`` and ``pause_id`` are set for a
+    resume (who may answer the pause it answered). ``lease_until``: the worker
+    renews it while it runs; a run left ``running`` past it was lost with its
+    worker, and reads as ``failed``.
+    """
+
+    run_id: str
+    session_id: str
+    principal: str
+    created_at: datetime
+    lease_until: datetime
+    audience: str | None = None
+    pause_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as the store keeps it; :meth:`state_at` is what it reads as."""
+
+    run_id: str
+    session_id: str
+    principal: str
+    audience: str | None
+    pause_id: str | None
+    state: RunState
+    outcome: dict[str, Any] | None
+    created_at: datetime
+    ended_at: datetime | None
+    lease_until: datetime
+    events: int
+    dropped: int
+
+    def state_at(self, now: datetime) -> RunState:
+        """``failed`` for a run whose worker stopped renewing it; else as recorded."""
+        if self.state is RunState.RUNNING and self.lease_until < now:
+            return RunState.FAILED
+        return self.state
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One kept event of a run, at its number (1, 2, ...)."""
+
+    position: int
+    event: Event
+
+
+def coalesced(events: Sequence[Event]) -> list[Event]:
+    """``events`` with each run of adjacent text deltas merged into one."""
+    merged: list[Event] = []
+    for event in events:
+        previous = merged[-1] if merged else None
+        if isinstance(event, TextDeltaEvent) and isinstance(previous, TextDeltaEvent):
+            merged[-1] = TextDeltaEvent(text=previous.text + event.text)
+        else:
+            merged.append(event)
+    return merged
+
+
+class RunEventLog(Protocol):
+    """Runs and their events: begun, appended, ended, replayed, watched and pruned."""
+
+    async def begin_run_log(self, run: NewRun) -> None:
+        """Record ``run`` as ``running`` with no events yet."""
+        ...
+
+    async def renew_run_log(self, run_id: str, lease_until: datetime) -> bool:
+        """Extend a running run's lease; ``False`` if it is not running."""
+        ...
+
+    async def append_run_events(self, run_id: str, events: Sequence[Event]) -> int:
+        """Keep ``events`` after the run's last, coalesced and within the bound, in
+        one transaction; how many rows were written. Wakes the run's watchers."""
+        ...
+
+    async def end_run_log(
+        self, run_id: str, state: RunState, outcome: dict[str, Any] | None, at: datetime
+    ) -> bool:
+        """Move a running run to ``state`` with its outcome; ``False`` if it had ended."""
+        ...
+
+    async def run_record(self, run_id: str) -> RunRecord | None: ...
+
+    async def run_events_after(self, run_id: str, position: int, *, limit: int) -> list[RunEvent]:
+        """Up to ``limit`` kept events numbered after ``position``, oldest first."""
+        ...
+
+    def watch_run_events(self) -> AsyncGenerator[list[str], None]:
+        """The ids of runs with events committed from now on, in batches, until closed.
+
+        The first batch is empty: the watch is established. A run may be named
+        again with nothing new; none is missed. Raises ``StoreUnavailable``
+        when the watch is lost; close it with ``aclose``.
+        """
+        ...
+
+    async def prune_run_events(self, ended_before: datetime, batch: int) -> int:
+        """Delete the events of up to ``batch`` runs that ended before ``ended_before``;
+        how many runs lost their events. One transaction."""
+        ...

@@ -1,0 +1,226 @@
+"""Runs and their kept events, in SQL both databases accept.
+
+A run's row (``symfonic_runs``) holds its state, outcome and lease, and the
+count of events it kept and dropped; its events (``symfonic_run_events``) are
+numbered from 1 in the run. Only the run's own worker appends, and each append
+is one transaction that first updates the run's row (which on PostgreSQL locks
+it), then numbers the events after the count it read there, so two appends of
+one run can never take the same numbers. An append keeps at most
+:data:`~symfonic.core.contracts.run_events.RUN_EVENT_LIMIT` rows per run, one
+always left for the terminal event, and counts what it drops.
+
+Watching: every event row has an ``id`` that rises across runs and is never
+reused. Without notifications (SQLite) a watch reads the largest id every
+``POLL_SECONDS`` and, when it moved, which runs the new rows belong to, through
+the same poller as the record of pause changes
+(:func:`symfonic.storage.pause_changes.polled`). On PostgreSQL each append and
+each end also sends ``pg_notify`` with the run's id, delivered at commit, and
+the watch listens (:mod:`symfonic.storage.pg_notifications`).
+
+Retention deletes a run's row and events once it has ended (or its lease
+lapsed) for longer than the TTL, a batch of runs per transaction, off the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+from symfonic.core.contracts.run_events import (
+    EVENT_TYPES,
+    RUN_EVENT_LIMIT,
+    NewRun,
+    RunEvent,
+    RunRecord,
+    RunState,
+    coalesced,
+)
+from symfonic.core.contracts.types import TERMINAL_EVENTS, Event
+from symfonic.storage.pause_changes import polled
+from symfonic.storage.rows import aware
+from symfonic.storage.statements import Dialect, Row, Statement, first, json_text, json_value
+from symfonic.storage.transactions import Connection, SqlTransactions
+
+# The channel appends and ends notify on, with the run's id (PostgreSQL).
+RUN_CHANNEL = "symfonic_run_events"
+
+BEGIN = Statement(
+    "INSERT INTO symfonic_runs (run_id, session_id, principal, audience, pause_id, state,"
+    " created_at, lease_until, events, dropped) VALUES (:run_id, :session_id, :principal,"
+    " :audience, :pause_id, 'running', :created_at, :lease_until, 0, 0)"
+)
+RENEW = Statement(
+    "UPDATE symfonic_runs SET lease_until = :lease_until"
+    " WHERE run_id = :run_id AND state = 'running'"
+)
+# A no-op update: it locks the run's row on PostgreSQL and reads its counts.
+COUNTS = Statement(
+    "UPDATE symfonic_runs SET events = events WHERE run_id = :run_id AND state = 'running'"
+    " RETURNING events, dropped"
+)
+INSERT_EVENT = Statement(
+    "INSERT INTO symfonic_run_events (run_id, seq, type, data) VALUES (:run_id, :seq, :type, :data)"
+)
+SET_COUNTS = Statement(
+    "UPDATE symfonic_runs SET events = :events, dropped = :dropped WHERE run_id = :run_id"
+)
+END = Statement(
+    "UPDATE symfonic_runs SET state = :state, outcome = :outcome, ended_at = :at"
+    " WHERE run_id = :run_id AND state = 'running'"
+)
+NOTIFY = Statement(f"SELECT pg_notify('{RUN_CHANNEL}', :run_id) AS notified")
+RECORD = Statement(
+    "SELECT run_id, session_id, principal, audience, pause_id, state, outcome, created_at,"
+    " ended_at, lease_until, events, dropped FROM symfonic_runs WHERE run_id = :run_id"
+)
+AFTER = Statement(
+    "SELECT seq, type, data FROM symfonic_run_events WHERE run_id = :run_id AND seq > :after"
+    " ORDER BY seq LIMIT :limit"
+)
+NEWEST = Statement("SELECT max(id) AS newest FROM symfonic_run_events")
+RUNS_BETWEEN = Statement(
+    "SELECT DISTINCT run_id FROM symfonic_run_events WHERE id > :after AND id <= :upto"
+)
+DUE = Statement(
+    "SELECT run_id FROM symfonic_runs WHERE (state <> 'running' AND ended_at < :before)"
+    " OR (state = 'running' AND lease_until < :before) ORDER BY created_at LIMIT :batch"
+)
+
+
+def record_of(row: Row) -> RunRecord:
+    created, lease = aware(row["created_at"]), aware(row["lease_until"])
+    assert created is not None and lease is not None
+    return RunRecord(
+        run_id=str(row["run_id"]),
+        session_id=str(row["session_id"]),
+        principal=str(row["principal"]),
+        audience=row["audience"],
+        pause_id=row["pause_id"],
+        state=RunState(row["state"]),
+        outcome=json_value(row["outcome"]),
+        created_at=created,
+        ended_at=aware(row["ended_at"]),
+        lease_until=lease,
+        events=int(row["events"]),
+        dropped=int(row["dropped"]),
+    )
+
+
+def event_of(row: Row) -> RunEvent:
+    kind = EVENT_TYPES[str(row["type"])]
+    return RunEvent(position=int(row["seq"]), event=kind.model_validate_json(row["data"]))
+
+
+def kept(events: Sequence[Event], stored: int) -> list[Event]:
+    """The (coalesced) events of an append that fit in the run's bound, after ``stored`` rows.
+
+    The last row is the terminal event's: anything else stops one short of it.
+    """
+    room = RUN_EVENT_LIMIT - stored
+    keep: list[Event] = []
+    for event in events:
+        terminal = isinstance(event, TERMINAL_EVENTS)
+        if room - len(keep) > (0 if terminal else 1):
+            keep.append(event)
+    return keep
+
+
+class SqlRunEvents(SqlTransactions):
+    """The port's :class:`~symfonic.core.contracts.run_events.RunEventLog`, in SQL."""
+
+    POLL_SECONDS: ClassVar[float] = 0.2
+
+    async def begin_run_log(self, run: NewRun) -> None:
+        params = {
+            "run_id": run.run_id,
+            "session_id": run.session_id,
+            "principal": run.principal,
+            "audience": run.audience,
+            "pause_id": run.pause_id,
+            "created_at": run.created_at,
+            "lease_until": run.lease_until,
+        }
+        await self.write_count(BEGIN, params)
+
+    async def renew_run_log(self, run_id: str, lease_until: datetime) -> bool:
+        return await self.write_count(RENEW, {"run_id": run_id, "lease_until": lease_until}) == 1
+
+    async def append_run_events(self, run_id: str, events: Sequence[Event]) -> int:
+        async def append(connection: Connection) -> int:
+            counts = first(await connection.rows(COUNTS, {"run_id": run_id}))
+            if counts is None:
+                return 0  # not running: its worker lost it, or it ended
+            stored, dropped = int(counts["events"]), int(counts["dropped"])
+            merged = coalesced(events)
+            keep = kept(merged, stored)
+            rows = [
+                {"run_id": run_id, "seq": stored + n, "type": e.type, "data": e.model_dump_json()}
+                for n, e in enumerate(keep, start=1)
+            ]
+            if rows:
+                await connection.each(INSERT_EVENT, rows)
+            skipped = len(merged) - len(keep)
+            await connection.count(
+                SET_COUNTS,
+                {"run_id": run_id, "events": stored + len(keep), "dropped": dropped + skipped},
+            )
+            await self._notify(connection, run_id)
+            return len(keep)
+
+        return await self.transaction(append)
+
+    async def end_run_log(
+        self, run_id: str, state: RunState, outcome: dict[str, Any] | None, at: datetime
+    ) -> bool:
+        params = {"run_id": run_id, "state": state.value, "outcome": json_text(outcome), "at": at}
+
+        async def end(connection: Connection) -> bool:
+            ended = await connection.count(END, params) == 1
+            if ended:
+                await self._notify(connection, run_id)
+            return ended
+
+        return await self.transaction(end)
+
+    async def _notify(self, connection: Connection, run_id: str) -> None:
+        if self.dialect is Dialect.POSTGRESQL:
+            await connection.rows(NOTIFY, {"run_id": run_id})
+
+    async def run_record(self, run_id: str) -> RunRecord | None:
+        row = first(await self.read_rows(RECORD, {"run_id": run_id}))
+        return None if row is None else record_of(row)
+
+    async def run_events_after(self, run_id: str, position: int, *, limit: int) -> list[RunEvent]:
+        params = {"run_id": run_id, "after": position, "limit": limit}
+        return await self.read_converted(AFTER, params, lambda rows: [event_of(r) for r in rows])
+
+    async def _newest_run_event(self) -> int:
+        row = first(await self.read_rows(NEWEST, {}))
+        return 0 if row is None or row["newest"] is None else int(row["newest"])
+
+    async def _runs_between(self, after: int, upto: int) -> tuple[list[str], int]:
+        rows = await self.read_rows(RUNS_BETWEEN, {"after": after, "upto": upto})
+        return [str(row["run_id"]) for row in rows], upto
+
+    def watch_run_events(self) -> AsyncGenerator[list[str], None]:
+        """Poll the largest event id; see the module's docstring."""
+        return polled(self._newest_run_event, self._runs_between, self.POLL_SECONDS)
+
+    async def prune_run_events(self, ended_before: datetime, batch: int) -> int:
+        async def prune(connection: Connection) -> int:
+            due = await connection.rows(DUE, {"before": ended_before, "batch": batch})
+            run_ids = [str(row["run_id"]) for row in due]
+            if not run_ids:
+                return 0
+            names = {f"r{index}": run_id for index, run_id in enumerate(run_ids)}
+            listed = ", ".join(f":{name}" for name in names)
+            await connection.count(
+                Statement(f"DELETE FROM symfonic_run_events WHERE run_id IN ({listed})"), names
+            )
+            await connection.count(
+                Statement(f"DELETE FROM symfonic_runs WHERE run_id IN ({listed})"), names
+            )
+            return len(run_ids)
+
+        return await self.background_transaction(prune)
