@@ -20,12 +20,14 @@ import anyio
 import asyncpg
 import pytest
 
+from bulk_pauses import bulk_pauses
 from symfonic.core.contracts.audit import AuditEntry, AuditRecord, verify_log
 from symfonic.core.contracts.errors import RevisionConflict
 from symfonic.core.contracts.store import ResumePublish, Store
 from symfonic.core.contracts.types import InteractionKind, PauseState
-from symfonic.storage import open_store
+from symfonic.storage import open_store, pause_writes
 from symfonic.storage.sql_store import SqlStore
+from symfonic.storage.statements import Dialect
 from test_store_pauses import HOUR, T0, TURN, claim_of, claimed, new_session, paused
 
 pytestmark = pytest.mark.anyio
@@ -157,6 +159,23 @@ async def test_two_workers_appending_at_once_keep_one_chain(store: Any, other: S
     assert [r.sequence for r in trail] == list(range(1, 41))
     assert len({r.prev_hash for r in trail}) == 40
     assert await verify_log(other) == (40, None)
+
+
+async def test_a_sweep_expiring_500_pauses_in_one_statement_chains_500_records(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pause_writes, "SWEEP_BATCH", 500)
+    made = await bulk_pauses(store, [f"pay {n}?" for n in range(500)], start=T0)
+    assert (await store.sweep(T0 + timedelta(days=2))).expired == 500
+    trail = await records(store)
+    expired = trail[500:]
+    assert [r.sequence for r in expired] == list(range(501, 1001))
+    assert {r.event for r in expired} == {"expired"}
+    assert {r.pause_id for r in expired} == {p.pause_id for p in made}
+    if store.dialect is Dialect.POSTGRESQL:  # a statement's records, in the order asked
+        assert [r.pause_id for r in expired] == [p.pause_id for p in made]
+    assert [r.prev_hash for r in expired] == [r.hash for r in trail[499:999]]
+    assert await verify_log(store) == (1000, None)
 
 
 async def test_verify_names_an_edited_record(store: Any, store_url: str) -> None:

@@ -1,0 +1,106 @@
+"""A chain written before the audit triggers changed still verifies after, as one chain.
+
+The store at migration 0016 writes its records with the row triggers of
+migration 0015; opening it at head replaces them (on PostgreSQL, with statement
+triggers) and the records written after continue the same chain: one sequence,
+each ``prev_hash`` the hash before it, every hash recomputed by ``verify``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+from symfonic.core.contracts.audit import verify_log
+from symfonic.storage import migrate, open_store
+from symfonic.storage.audit_log import register_audit_hash
+from test_store_pauses import T0, claimed, new_session, paused
+
+pytestmark = pytest.mark.anyio
+
+
+def _written_at_0016(connection: sa.Connection) -> None:
+    """Three pauses asked, two answered in one statement, by the old triggers."""
+    config = Config()
+    config.set_main_option("script_location", migrate.SCRIPT_LOCATION)
+    config.attributes["connection"] = connection
+    command.upgrade(config, "0016")
+    tables = sa.MetaData()
+    tables.reflect(connection)
+    sessions, pauses = tables.tables["symfonic_sessions"], tables.tables["symfonic_pauses"]
+    connection.execute(
+        sessions.insert().values(
+            session_id="s1", principal="ann", agent="assistant", revision=0,
+            message_count=0, metadata={}, created_at=T0, active_at=T0,
+        )
+    )
+    for n in range(3):
+        connection.execute(
+            pauses.insert().values(
+                pause_id=f"p{n}", session_id="s1", principal="ann", agent="assistant",
+                kind="input", query="which colour?", response_schema={"type": "string"},
+                tool_call_id=f"call_{n}", interrupt_id=f"int_{n}", base_revision=0,
+                state="pending", created_at=T0, expires_at=T0 + timedelta(hours=1),
+            )
+        )
+    connection.execute(
+        pauses.update()
+        .where(pauses.c.pause_id.in_(["p0", "p1"]))
+        .values(state="claimed", claim_id="c", answered_by="bob", answer="blue",
+                answer_status="resolved", answered_at=T0)
+    )
+
+
+async def _old_store(store_url: str) -> None:
+    if store_url.startswith("sqlite"):
+        engine = sa.create_engine(store_url.replace("sqlite:", "sqlite+pysqlite:", 1))
+        sa.event.listen(engine, "connect", lambda connection, _: register_audit_hash(connection))
+
+        def run() -> None:
+            with engine.begin() as connection:
+                _written_at_0016(connection)
+
+        try:
+            await anyio.to_thread.run_sync(run)
+        finally:
+            engine.dispose()
+        return
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine_ = create_async_engine(store_url.replace("postgresql://", "postgresql+asyncpg://"))
+    try:
+        async with engine_.begin() as connection:
+            await connection.run_sync(_written_at_0016)
+    finally:
+        await engine_.dispose()
+
+
+async def test_records_written_before_and_after_the_upgrade_verify_as_one_chain(
+    store_url: str,
+) -> None:
+    await _old_store(store_url)
+    async with open_store(store_url) as store:  # opening upgrades the schema to head
+        before: Any = await store.audit_records(after=0, limit=100)
+        assert [(r.event, r.pause_id) for r in before] == [
+            ("asked", "p0"), ("asked", "p1"), ("asked", "p2"),
+            ("answered", "p0"), ("answered", "p1"),
+        ]
+        session_id = await new_session(store)
+        await claimed(store, session_id)
+        await paused(store, session_id, expires_at=T0 + timedelta(minutes=1))
+        # p2 and the new pause expire in one statement; the new claim's lease lapses.
+        report = await store.sweep(T0 + timedelta(hours=2))
+        assert (report.expired, report.abandoned) == (2, 1)
+        trail = await store.audit_records(after=0, limit=100)
+        assert [r.sequence for r in trail] == list(range(1, 12))
+        assert trail[5].prev_hash == before[-1].hash
+        assert [r.event for r in trail[5:]] == [
+            "asked", "answered", "asked", "expired", "expired", "abandoned",
+        ]
+        assert await verify_log(store) == (11, None)
