@@ -36,6 +36,9 @@ QUESTION = {
     "expires_at": datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC),
     "sub_agent": None,
     "args_digest": "ab" * 32,
+    "approvals_required": 2,
+    "approvals": (),
+    "allow_requester": False,
 }
 TOKEN = "secret-token-value"
 
@@ -60,7 +63,8 @@ def test_the_paused_frame_sends_the_question_and_its_token() -> None:
     event = TurnPausedEvent(**QUESTION, pause_token=TOKEN)
     assert set(event.model_dump(mode="json")) == {
         "pause_id", "pause_token", "interrupt_id", "tool_call_id", "kind", "query",
-        "response_schema", "expires_at", "sub_agent", "args_digest",
+        "response_schema", "expires_at", "sub_agent", "args_digest", "approvals_required",
+        "approvals", "allow_requester",
     }
     assert event.model_dump(mode="json")["expires_at"] == "2030-01-02T03:04:05Z"
 
@@ -79,6 +83,9 @@ def test_a_paused_turn_outcome_sends_the_question_and_its_token() -> None:
         "expires_at": "2030-01-02T03:04:05Z",
         "sub_agent": None,
         "args_digest": "ab" * 32,
+        "approvals_required": 2,
+        "approvals": [],
+        "allow_requester": False,
     }
 
 
@@ -87,7 +94,7 @@ def test_a_listed_pause_shows_the_question_and_the_row_but_never_the_answer() ->
     assert {
         "pause_id", "session_id", "agent", "kind", "query", "response_schema", "tool_call_id",
         "interrupt_id", "audience", "state", "expires_at", "answered_by", "answered_at", "token",
-        "sub_agent", "args_digest",
+        "sub_agent", "args_digest", "approvals_required", "approvals", "allow_requester",
     } <= set(view)
     assert view["token"] == TOKEN and view["state"] == "pending" and view["agent"] == "assistant"
     # What the row holds for the runtime alone stays off the wire.

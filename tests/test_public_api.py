@@ -19,10 +19,12 @@ from symfonic import ConfigurationError, Limits, SymfonicAgent
 from symfonic.testing import ScriptedChatModel, reply
 
 PUBLIC = {
+    "AlreadyApproved",
     "BudgetRefused",
     "ConfigurationError",
     "InvalidAnswer",
     "Limits",
+    "OwnRequest",
     "PauseAbandoned",
     "PauseAlreadyAnswered",
     "PauseAlreadyClaimed",

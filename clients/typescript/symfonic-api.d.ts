@@ -283,6 +283,19 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * ApprovalVote
+         * @description One principal's approval of a pause that needs several: who gave it, and when.
+         */
+        ApprovalVote: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Principal */
+            principal: string;
+        };
+        /**
          * AssistantMessage
          * @description A message from the agent. Content is optional because a turn may consist
          *     only of tool calls.
@@ -765,6 +778,21 @@ export interface components {
         };
         /** PauseOutcome */
         PauseOutcome: {
+            /**
+             * Allow Requester
+             * @default true
+             */
+            allow_requester?: boolean;
+            /**
+             * Approvals
+             * @default []
+             */
+            approvals?: components["schemas"]["ApprovalVote"][];
+            /**
+             * Approvals Required
+             * @default 1
+             */
+            approvals_required?: number;
             /** Args Digest */
             args_digest?: string | null;
             /**
@@ -822,10 +850,25 @@ export interface components {
         PauseView: {
             /** Agent */
             agent: string;
+            /**
+             * Allow Requester
+             * @default true
+             */
+            allow_requester?: boolean;
             /** Answered At */
             answered_at?: string | null;
             /** Answered By */
             answered_by?: string | null;
+            /**
+             * Approvals
+             * @default []
+             */
+            approvals?: components["schemas"]["ApprovalVote"][];
+            /**
+             * Approvals Required
+             * @default 1
+             */
+            approvals_required?: number;
             /** Args Digest */
             args_digest?: string | null;
             /**
@@ -1294,6 +1337,21 @@ export interface components {
         /** TurnPausedEvent */
         TurnPausedEvent: {
             /**
+             * Allow Requester
+             * @default true
+             */
+            allow_requester?: boolean;
+            /**
+             * Approvals
+             * @default []
+             */
+            approvals?: components["schemas"]["ApprovalVote"][];
+            /**
+             * Approvals Required
+             * @default 1
+             */
+            approvals_required?: number;
+            /**
              * Args Digest
              * @default null
              */
@@ -1517,7 +1575,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1590,7 +1648,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1673,7 +1731,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1965,7 +2023,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2021,6 +2079,15 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
+            /** @description An approval of a pause that needs several approvers (`approvals_required`), counted while more are needed: nothing ran, the pause stays pending with its token, and `pause.approvals` says who approved so far. Always JSON, even to a request for a stream. The approval that completes the quorum runs the turn on, as a 200. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnOutcome"];
+                };
+            };
             /** @description The body could not be read as JSON (`bad_request`; the message says where it broke). */
             400: {
                 headers: {
@@ -2041,7 +2108,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description This principal may not answer this pause. */
+            /** @description This principal may not answer this pause (`forbidden`), or asked for the call and may not approve its own request (`own_request`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2059,7 +2126,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); the session is busy or paused; or `base_revision` does not match. */
+            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); this principal's approval of a pause that needs several is already counted (`already_approved`); the session is busy or paused; or `base_revision` does not match. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2095,7 +2162,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2197,7 +2264,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2271,7 +2338,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2359,7 +2426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); the session is busy or paused; or `base_revision` does not match. */
+            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); this principal's approval of a pause that needs several is already counted (`already_approved`); the session is busy or paused; or `base_revision` does not match. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2386,7 +2453,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2465,7 +2532,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2547,7 +2614,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2618,7 +2685,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, or an answer that fails the pause's `response_schema` (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;

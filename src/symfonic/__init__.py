@@ -6,9 +6,11 @@ from symfonic.capabilities.human.approval_rules import needs_approval
 from symfonic.capabilities.human.escalation import escalation
 from symfonic.capabilities.human.interactions import interaction
 from symfonic.core.contracts.errors import (
+    AlreadyApproved,
     BudgetRefused,
     ConfigurationError,
     InvalidAnswer,
+    OwnRequest,
     PauseAbandoned,
     PauseAlreadyAnswered,
     PauseAlreadyClaimed,
@@ -29,10 +31,12 @@ from symfonic.kernel.limits import Limits
 from symfonic.turns.budget import Quota
 
 __all__ = [
+    "AlreadyApproved",
     "BudgetRefused",
     "ConfigurationError",
     "InvalidAnswer",
     "Limits",
+    "OwnRequest",
     "PauseAbandoned",
     "PauseAlreadyAnswered",
     "PauseAlreadyClaimed",

@@ -31,7 +31,14 @@ from symfonic.client.calls import (
     auth_headers,
 )
 from symfonic.client.errors import ApiError, error_of
-from symfonic.client.events import FeedEvent, event_of, feed_event_of, result_of
+from symfonic.client.events import (
+    ACCEPTED,
+    FeedEvent,
+    approval_recorded,
+    event_of,
+    feed_event_of,
+    result_of,
+)
 from symfonic.client.feed import FEED_PATH, FEED_TIMEOUT, Reconnect, feed_params
 from symfonic.client.models import (
     Delivery,
@@ -162,6 +169,11 @@ class AsyncSymfonicClient:
             if response.status_code >= 400:
                 await response.aread()
                 raise error_of(response)
+            if response.status_code == ACCEPTED:
+                # An approval counted toward a quorum: no turn ran, the body is its outcome.
+                await response.aread()
+                yield approval_recorded(response.json())
+                return
             reader = FrameReader()
             async for line in response.aiter_lines():
                 frame = reader.feed(line)

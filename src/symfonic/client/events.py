@@ -21,12 +21,14 @@ from symfonic.client.models import ApiModel, Pause, PausePage, Readdressed
 from symfonic.client.sse import Frame
 from symfonic.core.contracts.types import (
     STREAM_EVENTS,
+    ApprovalRecordedEvent,
     Event,
     PauseInfo,
     PauseState,
     TurnError,
     TurnPausedEvent,
     TurnResult,
+    asked,
 )
 
 _EVENT_TYPES: dict[str, type[Event]] = {kind.type: kind for kind in STREAM_EVENTS}
@@ -43,6 +45,21 @@ def event_of(frame: Frame) -> Event | None:
     if kind is TurnPausedEvent:
         data["pause_token"] = data.get("token", data.get("pause_token"))
     return kind.model_validate(data)
+
+
+# The status of an approval counted toward a pause that needs several approvers.
+ACCEPTED = 202
+
+
+def approval_recorded(body: dict[str, Any]) -> ApprovalRecordedEvent:
+    """A 202 outcome (an approval counted, the pause still waiting) as the stream's last event."""
+    pause = _PAUSE_INFO.validate_python(body["pause"])
+    return ApprovalRecordedEvent(
+        **asked(pause),
+        pause_token=pause.token,
+        session_id=body["session_id"],
+        base_revision=body["revision"],
+    )
 
 
 def result_of(body: dict[str, Any]) -> TurnResult:

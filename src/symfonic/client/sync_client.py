@@ -32,7 +32,14 @@ from symfonic.client.calls import (
     auth_headers,
 )
 from symfonic.client.errors import ApiError, error_of
-from symfonic.client.events import FeedEvent, event_of, feed_event_of, result_of
+from symfonic.client.events import (
+    ACCEPTED,
+    FeedEvent,
+    approval_recorded,
+    event_of,
+    feed_event_of,
+    result_of,
+)
 from symfonic.client.feed import FEED_PATH, FEED_TIMEOUT, Reconnect, feed_params
 from symfonic.client.models import (
     Delivery,
@@ -161,6 +168,11 @@ class SymfonicClient:
             if response.status_code >= 400:
                 response.read()
                 raise error_of(response)
+            if response.status_code == ACCEPTED:
+                # An approval counted toward a quorum: no turn ran, the body is its outcome.
+                response.read()
+                yield approval_recorded(response.json())
+                return
             reader = FrameReader()
             for line in response.iter_lines():
                 frame = reader.feed(line)

@@ -62,13 +62,14 @@ _COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
     " checkpoint_format, checkpoint, parent_session_id, delegated_pause_id, sub_agent,"
-    " args_digest, escalations, escalate_at"
+    " args_digest, escalations, escalate_at, approvals_required, allow_requester"
 )
 _VALUES = (
     ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
     " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
     " :supersedes, :checkpoint_format, :checkpoint, :parent_session_id, :delegated_pause_id,"
-    " :sub_agent, :args_digest, :escalations, :escalate_at"
+    " :sub_agent, :args_digest, :escalations, :escalate_at, :approvals_required,"
+    " :allow_requester"
 )
 INSERT_PAUSE = Statement(f"INSERT INTO symfonic_pauses ({_COLUMNS}) VALUES ({_VALUES})")
 # SQLite: the run's marker cleared with END_RUN (row count 1: the run held it), then
@@ -227,6 +228,8 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
         "args_digest": pause.args_digest,
         "escalations": json_text(escalations_json(pause.escalations)),
         "escalate_at": first_step_at(pause),
+        "approvals_required": pause.approvals_required,
+        "allow_requester": pause.allow_requester,
     }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
 from symfonic.core.contracts.readdressing import Readdressing, ReaddressKind
 from symfonic.core.contracts.sessions import SessionRecord
-from symfonic.core.contracts.types import Escalation, InteractionKind, PauseState
+from symfonic.core.contracts.types import ApprovalVote, Escalation, InteractionKind, PauseState
 from symfonic.storage.statements import Row, json_value
 
 PAUSE_COLUMNS = (
@@ -22,7 +22,8 @@ PAUSE_COLUMNS = (
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
     " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome,"
     " parent_session_id, delegated_pause_id, sub_agent, args_digest, edited_args_digest,"
-    " escalations, escalation_step, kept_audiences, readdressed"
+    " escalations, escalation_step, kept_audiences, readdressed, approvals_required,"
+    " allow_requester, approvals"
 )
 SESSION_COLUMNS = "session_id, principal, agent, revision, metadata, created_at, run_id, run_lease"
 # A pause row's checkpoint, with what it shares with the pause.
@@ -77,7 +78,18 @@ def pause_of(row: Row) -> PauseRecord:
         escalation_step=int(row["escalation_step"] or 0),
         kept_audiences=tuple(json_value(row["kept_audiences"]) or ()),
         readdressed=readdressing_of(json_value(row["readdressed"])),
+        approvals_required=int(row["approvals_required"] or 1),
+        allow_requester=bool(row["allow_requester"]),
+        approvals=approvals_of(json_value(row["approvals"])),
     )
+
+
+def approvals_json(votes: tuple[ApprovalVote, ...]) -> list[dict[str, str]]:
+    return [{"principal": v.principal, "at": v.at.isoformat()} for v in votes]
+
+
+def approvals_of(value: list[dict[str, str]] | None) -> tuple[ApprovalVote, ...]:
+    return tuple(ApprovalVote(v["principal"], _required(v["at"])) for v in value or ())
 
 
 def escalations_json(chain: tuple[Escalation, ...]) -> list[dict[str, Any]] | None:

@@ -89,6 +89,10 @@ pauses = sa.Table(
     sa.Column("escalate_at", Timestamp, nullable=True),
     sa.Column("kept_audiences", sa.JSON, nullable=True),
     sa.Column("readdressed", sa.JSON, nullable=True),
+    # The quorum (migration 0019): see symfonic.storage.approval_votes.
+    sa.Column("approvals_required", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("allow_requester", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("approvals", sa.JSON, nullable=True),
     # Each hot read's own index (migration 0010): see docs/storage.md, Indexes.
     sa.Index("ix_symfonic_pauses_session_state", "session_id", "state", "expires_at"),
     sa.Index("ix_symfonic_pauses_due", "state", "expires_at"),
@@ -106,6 +110,16 @@ pause_audiences = sa.Table(
     sa.Column("audience", sa.String(200), primary_key=True),
     sa.Column("pause_id", sa.String(64), primary_key=True),
     sa.Index("ix_symfonic_pause_audiences_pause", "pause_id"),
+)
+
+# One row per approval of a pause that needs several; the key counts a principal once.
+pause_approvals = sa.Table(
+    "symfonic_pause_approvals",
+    metadata,
+    sa.Column("pause_id", sa.String(64), primary_key=True),
+    sa.Column("principal", sa.String(200), primary_key=True),
+    sa.Column("at", Timestamp, nullable=False),
+    sa.Column("args_digest", sa.String(64), nullable=True),
 )
 
 # One row per pause created and per change of its state, written by triggers

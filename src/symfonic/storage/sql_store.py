@@ -28,6 +28,7 @@ level would turn those losers into serialisation failures instead of a clean
 
 from __future__ import annotations
 
+from symfonic.storage.approval_votes import SqlApprovalVotes
 from symfonic.storage.audit_log import SqlAuditLog
 from symfonic.storage.pause_changes import PauseChangeRecord
 from symfonic.storage.pause_reads import SqlPauseListing, SqlPauseReads
@@ -53,5 +54,6 @@ class SqlStore(
     SqlWebhookDestinations,
     SqlRetention,
     SqlAuditLog,
+    SqlApprovalVotes,
 ):
     """A ``Store`` in SQL, every role at once; adapters supply how transactions run."""

@@ -29,6 +29,7 @@ from symfonic.core.contracts.store import Claim, PauseRecord, Store
 from symfonic.core.contracts.types import Answer, AnswerStatus
 from symfonic.turns.budget import IssuerScope
 from symfonic.turns.lease import ClaimLease
+from symfonic.turns.quorum import already_approved, is_vote
 from symfonic.turns.resumed_turn import ResumedTurn, admit_turn
 from symfonic.turns.runtime import TurnRuntime
 
@@ -48,6 +49,28 @@ async def take_claim(store: Store, claim: Claim, *, session_id: str) -> ClaimedT
         raise
 
 
+async def take_vote(
+    store: Store, claim: Claim, pause: PauseRecord
+) -> ClaimedTurn | PauseRecord | None:
+    """Count one approval toward the pause's quorum: the turn its claim won when it was
+    the last one needed, else the pause as the vote left it; ``None``: no longer pending.
+
+    A vote whose reply was lost is treated as :func:`take_claim` treats a claim's.
+    """
+    try:
+        voted = await TurnCheckpointStore(store).vote(claim)
+    except StoreUnavailable:
+        with anyio.CancelScope(shield=True), suppress(StoreUnavailable):
+            await store.abandon_claim(pause.session_id, claim.claim_id)
+        raise
+    if voted is None or isinstance(voted, ClaimedTurn):
+        return voted
+    if voted.already is not None:
+        raise already_approved(pause, voted.already)
+    assert voted.counted is not None
+    return voted.counted
+
+
 async def claim(
     agent: TurnRuntime,
     pause: PauseRecord,
@@ -56,10 +79,13 @@ async def claim(
     status: AnswerStatus,
     now: datetime,
     edited_args_digest: str | None = None,
-) -> ResumedTurn | None:
+) -> ResumedTurn | PauseRecord | None:
     """Admit the turn, then claim the pause; the turn won, or ``None``: the claim lost.
 
-    ``edited_args_digest``: an edit's digest of the call it runs, written with the claim.
+    An approval of a pause that needs several is a vote (:mod:`~symfonic.turns.quorum`):
+    it claims only when it is the last one needed, and otherwise hands back the
+    pause as the vote left it, still pending. ``edited_args_digest``: an edit's
+    digest of the call it runs, written with the claim.
     """
     scope = IssuerScope(pause.principal, pause.agent)
     admitted = admit_turn(agent, scope, budgeted=True)
@@ -77,7 +103,13 @@ async def claim(
         lease.until(),
         edited_args_digest,
     )
-    claimed = await take_claim(agent.store, request, session_id=pause.session_id)
+    if is_vote(pause, answer, status):
+        voted = await take_vote(agent.store, request, pause)
+        if voted is None or isinstance(voted, PauseRecord):
+            return voted
+        claimed: ClaimedTurn | None = voted
+    else:
+        claimed = await take_claim(agent.store, request, session_id=pause.session_id)
     if claimed is None:
         return None
     return ResumedTurn.won(

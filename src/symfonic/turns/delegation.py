@@ -176,6 +176,8 @@ def delegated_interaction(
         # What the person approves is the delegate's gated call, not the task given to it.
         args_digest=asked.args_digest,
         escalate=asked.escalate,
+        approvals_required=asked.approvals_required,
+        allow_requester=asked.allow_requester,
     )
 
 

@@ -15,6 +15,7 @@ from symfonic.core.contracts.errors import (
     UnusableFinal,
 )
 from symfonic.core.contracts.types import (
+    ApprovalRecordedEvent,
     ErrorEvent,
     Event,
     PauseInfo,
@@ -68,7 +69,8 @@ async def collect(stream: AsyncGenerator[Event, None]) -> TurnResult:
     async with aclosing(stream) as turn:
         async for event in turn:
             events.append(event)
-            if isinstance(event, TurnStartedEvent):
+            # An approval counted toward a quorum ends a resume that started no turn.
+            if isinstance(event, TurnStartedEvent | ApprovalRecordedEvent):
                 session_id, revision = event.session_id, event.base_revision
     final = events[-1] if events else None
     if isinstance(final, ResponseCompleteEvent):

@@ -4,7 +4,8 @@ Everything that can refuse a resume is decided here, before the claim, so a
 refused request never spends the token: a delegate's own pause (answered only
 through the pause that stands for it), a principal who may not answer, a pause
 no longer pending and unexpired, an approval given to another question, an
-answer that fails the schema. A pause already settled with this very answer is
+answer that fails the schema, an approval the pause's quorum cannot count
+(:mod:`~symfonic.turns.quorum`). A pause already settled with this very answer is
 no refusal: the request is a retry (a lost reply, a second tab) and gets the
 outcome the first one produced (:mod:`symfonic.turns.replay`).
 
@@ -32,6 +33,7 @@ from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import Answer, AnswerStatus, Event, PauseState
 from symfonic.turns.asked_digest import same_question
+from symfonic.turns.quorum import refuse_approval
 from symfonic.turns.replay import replay
 from symfonic.turns.runtime import TurnRuntime
 
@@ -106,6 +108,7 @@ async def refuse_or_replay(
     if args_digest is not None:
         same_question(pause, args_digest)
     validate_answer(pause.response_schema, answer, status, pause.kind)
+    refuse_approval(pause, answer, principal, status)
     return None
 
 

@@ -41,6 +41,7 @@ from symfonic.turns.asked_digest import edited_digest
 from symfonic.turns.claim import claim
 from symfonic.turns.delegated_resume import continue_through_delegate
 from symfonic.turns.outcomes import error_event
+from symfonic.turns.quorum import recorded
 from symfonic.turns.refusals import refuse_or_replay, refuse_or_replay_lost
 from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resumed_turn import ResumedTurn
@@ -69,7 +70,12 @@ async def resume_turn(
     turn: ResumedTurn | None = None
     if replayed is None:
         edited = await edited_digest(agent.store, pause, answer, status)
-        turn = await claim(agent, pause, answer, principal, status, now, edited)
+        won = await claim(agent, pause, answer, principal, status, now, edited)
+        if isinstance(won, PauseRecord):
+            # An approval counted toward a quorum that still waits: nothing runs.
+            yield recorded(won, resolved.token)
+            return
+        turn = won
         if turn is None:
             # Lost the race: an identical answer the winner settled is a replay.
             replayed = await refuse_or_replay_lost(agent, pause, answer, status)

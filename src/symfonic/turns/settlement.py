@@ -107,6 +107,8 @@ class Settlement:
             expires_at=datetime.fromtimestamp(now.timestamp() + self.pause_ttl, UTC),
             sub_agent=pending.sub_agent,
             args_digest=pending.args_digest,
+            approvals_required=pending.approvals_required,
+            allow_requester=pending.allow_requester,
         )
 
     async def record_pause(

@@ -21,7 +21,7 @@ from symfonic.agent.fastapi.sse import TurnEventStream
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.types import Event
+from symfonic.core.contracts.types import ApprovalRecordedEvent, Event
 from symfonic.turns.outcomes import collect
 
 
@@ -37,17 +37,27 @@ async def respond(
     shares: StreamShares,
     principal: Principal,
 ) -> Response:
-    """Start the turn, then answer with its SSE stream or its JSON outcome."""
-    if not wants_json(request):
+    """Start the turn, then answer with its SSE stream or its JSON outcome.
+
+    An approval counted toward a pause that needs several started no turn: it
+    is answered 202 with the outcome as JSON (the pause, where its vote stands),
+    whichever the client asked for, since there is no stream to send.
+    """
+    if wants_json(request):
+        turn = await StartedTurn.start(events)
+    else:
         slot = shares.acquire(principal, request.scope, idle=False)
         try:
-            return TurnEventStream(await StartedTurn.start(events), slot=slot)
+            turn = await StartedTurn.start(events)
+            if not isinstance(turn.first, ApprovalRecordedEvent):
+                return TurnEventStream(turn, slot=slot)
         except BaseException:
             slot.release()
             raise
-    turn = await StartedTurn.start(events)
+        slot.release()
     # The JSON variant runs the turn to its end even if the client goes away:
     # its outcome is then recorded, and an identical resume replays it.
     async with aclosing(turn):
         result = await collect(turn.__aiter__())
-    return JSONResponse(TurnOutcome.of(result).model_dump(mode="json"))
+    status = 202 if isinstance(turn.first, ApprovalRecordedEvent) else 200
+    return JSONResponse(TurnOutcome.of(result).model_dump(mode="json"), status_code=status)

@@ -4,6 +4,8 @@ The token is the capability: it travels in the body only (never a URL), names
 one pause, and routes the request to that pause's agent on whichever worker
 receives it. Everything that can refuse the answer is checked before the claim,
 so a refused request leaves the pause ``pending`` and the token unspent.
+A pause that needs several approvers takes one approval per principal with the
+same token: each is counted (202) until the last, which runs the turn on.
 """
 
 from typing import Annotated
@@ -13,7 +15,7 @@ from starlette.responses import Response
 
 from symfonic.agent.fastapi.negotiate import respond
 from symfonic.agent.fastapi.openapi import turn_responses
-from symfonic.agent.fastapi.schemas import ResumeRequest
+from symfonic.agent.fastapi.schemas import ResumeRequest, TurnOutcome
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
@@ -34,6 +36,14 @@ def resume_router(service: HttpService) -> APIRouter:
                 "`Accept: application/json`. An identical repeat of a resume that already "
                 "completed returns its outcome again without running anything."
             ),
+            202: {
+                "model": TurnOutcome,
+                "description": "An approval of a pause that needs several approvers "
+                "(`approvals_required`), counted while more are needed: nothing ran, the "
+                "pause stays pending with its token, and `pause.approvals` says who approved "
+                "so far. Always JSON, even to a request for a stream. The approval that "
+                "completes the quorum runs the turn on, as a 200.",
+            },
             **documented(400, 401, 403, 404, 409, 410, 413, 415, 422, 429, 503),
         },
         summary="Answer a pause and run its turn on",

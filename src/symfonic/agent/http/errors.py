@@ -138,17 +138,19 @@ def install(app: FastAPI) -> None:
 _WHEN = {
     400: "The body could not be read as JSON (`bad_request`; the message says where it broke).",
     401: "Missing or unknown API key.",
-    403: "This principal may not answer this pause.",
+    403: "This principal may not answer this pause (`forbidden`), or asked for the call "
+    "and may not approve its own request (`own_request`).",
     404: "Unknown session or agent, or a token that does not verify or names no pause.",
     409: "The pause is being answered (`already_claimed`) or was already answered with "
     "another answer (`already_answered`); the answer's `args_digest` is not the pause's "
-    "(`stale_question`, the token is not spent); the session is busy or paused; or "
+    "(`stale_question`, the token is not spent); this principal's approval of a pause that "
+    "needs several is already counted (`already_approved`); the session is busy or paused; or "
     "`base_revision` does not match.",
     410: "The pause expired or was abandoned.",
     413: "The body is larger than the service accepts.",
     415: "The body was sent without `Content-Type: application/json` (`unsupported_media_type`).",
-    422: "Malformed body, or an answer that fails the pause's `response_schema` "
-    "(the token is not spent).",
+    422: "Malformed body, an answer that fails the pause's `response_schema`, or an edit of "
+    "a call that needs several approvals (the token is not spent).",
     429: "Budget refused before the claim (the token is not spent; `budget_refused`), the "
     "caller holds as many streams as one principal may (`too_many_streams`), or too many "
     "wrong keys came from this address or for this key (`too_many_failed_keys`); see "

@@ -54,6 +54,8 @@ class Approver:
     audience: str | None
     query: str
     escalate: tuple[Escalation, ...] = ()
+    approvers: int = 1
+    allow_requester: bool = True
 
 
 def default_question(tool: str) -> str:
@@ -133,9 +135,13 @@ class ApprovalRule:
         audience: str | Decides[str | None] | None = None,
         description: str | Decides[str] | None = None,
         escalate: Iterable[Escalation] | None = None,
+        approvers: int = 1,
+        allow_requester: bool | None = None,
     ) -> None:
         self._when = None if when is None else _Rule(when)
         self._escalate = escalation_chain(escalate)
+        self._approvers = _configured_approvers(approvers, audience)
+        self._allow_requester = approvers == 1 if allow_requester is None else allow_requester
         if description is None or isinstance(description, str):
             self._description: str | _Rule[str] | None = _configured_text(description)
         else:
@@ -171,13 +177,19 @@ class ApprovalRule:
                 audience = _scope(await self._audience(args, principal), tool)
             else:
                 audience = self._audience
+            if audience is None and self._approvers > 1:
+                raise RuleFailed(
+                    f"the approval rule for {tool} needs {self._approvers} approvers and chose "
+                    "the session's owner, who is one person; choose a scope instead"
+                )
         except RuleFailed:
             raise
         except Exception as error:  # the rule is the developer's code: any error is its own
             raise RuleFailed(
                 f"the approval rule for {tool} failed on this call ({_described(error)})"
             ) from error
-        return Approver(audience, await self._question(tool, args, principal), self._escalate)
+        question = await self._question(tool, args, principal)
+        return Approver(audience, question, self._escalate, self._approvers, self._allow_requester)
 
     async def _question(self, tool: str, args: CallArgs, principal: Principal) -> str:
         """The description's question for this call, or the default one when it fails."""
@@ -210,6 +222,19 @@ def _configured_text(description: str | None) -> str | None:
     return description
 
 
+def _configured_approvers(approvers: int, audience: object) -> int:
+    if isinstance(approvers, bool) or not isinstance(approvers, int) or approvers < 1:
+        raise ConfigurationError(
+            f"approvers= is how many distinct people must approve, 1 or more, not {approvers!r}"
+        )
+    if approvers > 1 and audience is None:
+        raise ConfigurationError(
+            f"approvers={approvers} needs an audience scope that many people hold; without "
+            "one, only the session's owner may approve"
+        )
+    return approvers
+
+
 def _configured_scope(audience: str | None) -> str | None:
     if audience == "":
         raise ConfigurationError("an approval audience is a scope name, or None for the owner")
@@ -230,6 +255,8 @@ def needs_approval(
     audience: str | Decides[str | None] | None = None,
     description: str | Decides[str] | None = None,
     escalate: Iterable[Escalation] | None = None,
+    approvers: int = 1,
+    allow_requester: bool | None = None,
 ) -> ApprovalRule:
     """Approval that depends on the call: ``approval={"send_payment": needs_approval(...)}``.
 
@@ -245,5 +272,19 @@ def needs_approval(
     answers, the same after a resume. ``escalate`` is a chain of
     :func:`~symfonic.capabilities.human.escalation.escalation` steps that
     re-address the pause while nobody answers it.
+
+    ``approvers``: how many distinct principals of the audience must approve
+    before the call runs (four eyes: ``approvers=2``). Each approval is
+    recorded and the pause stays pending until the last one, which runs the
+    call; one reject rejects it. ``allow_requester``: whether the principal
+    whose message started the turn may approve its own request; by default
+    only when one approval is enough.
     """
-    return ApprovalRule(when, audience=audience, description=description, escalate=escalate)
+    return ApprovalRule(
+        when,
+        audience=audience,
+        description=description,
+        escalate=escalate,
+        approvers=approvers,
+        allow_requester=allow_requester,
+    )

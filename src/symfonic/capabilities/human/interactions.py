@@ -139,6 +139,9 @@ def approval_pending(
     audience: str | None,
     query: str,
     escalate: tuple[Escalation, ...] = (),
+    *,
+    approvals_required: int = 1,
+    allow_requester: bool = True,
 ) -> PendingInteraction:
     """The pause of a gated call: ``query`` is its question, already worded by its rule."""
     return PendingInteraction(
@@ -151,4 +154,6 @@ def approval_pending(
         audience=audience,
         args_digest=args_digest(tool_name, args),
         escalate=escalate,
+        approvals_required=approvals_required,
+        allow_requester=allow_requester,
     )

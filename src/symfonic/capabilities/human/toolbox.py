@@ -104,4 +104,6 @@ class ToolBox:
             approver.audience,
             approver.query,
             approver.escalate,
+            approvals_required=approver.approvers,
+            allow_requester=approver.allow_requester,
         )

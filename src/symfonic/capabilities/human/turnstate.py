@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import InteractionConfigurationError
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import CheckpointRecord, Claim, Store
+from symfonic.core.contracts.store import CheckpointRecord, Claim, Store, VoteOutcome
 from symfonic.core.contracts.types import (
     Answer,
     AnswerStatus,
@@ -168,6 +168,15 @@ class TurnCheckpointStore:
         if claimed is None:
             return None
         return ClaimedTurn(self._turn_of(claimed.checkpoint), claimed.history)
+
+    async def vote(self, claim: Claim) -> VoteOutcome | ClaimedTurn | None:
+        """One approval toward a quorum: the store's outcome when it did not claim, or
+        the turn its claim won, read in the vote's transaction; ``None`` when the
+        pause is no longer pending and unexpired."""
+        voted = await self._store.vote_pause(claim)
+        if voted is None or voted.claimed is None:
+            return voted
+        return ClaimedTurn(self._turn_of(voted.claimed.checkpoint), voted.claimed.history)
 
     @staticmethod
     def _turn_of(record: CheckpointRecord | None) -> TurnCheckpoint | None:

@@ -13,10 +13,12 @@
         ├── SessionNotFound            404
         ├── PauseNotFound              404  token that does not verify or names no pause
         ├── PauseForbidden             403
+        │   └── OwnRequest             403  the requester approving its own request
         ├── InvalidAnswer              422  answer fails the pause's response_schema
         ├── PauseAlreadyClaimed        409  being answered right now
         │   └── PauseAlreadyAnswered   409  superseded or published, with another answer
         ├── StaleQuestion              409  the answer's args_digest is not the pause's
+        ├── AlreadyApproved            409  this principal's approval is already counted
         ├── PauseNotPending            409  a reassignment of a pause no longer pending
         ├── RevisionConflict           409
         ├── SessionBusy                409  a turn is running
@@ -109,6 +111,14 @@ class PauseForbidden(RequestError):
     status = 403
 
 
+class OwnRequest(PauseForbidden):
+    """The principal whose turn paused approving its own request, where the pause's
+    rule says someone else must (``allow_requester=False``). Refused before
+    anything is recorded; the token stays usable by the others."""
+
+    code = "own_request"
+
+
 class InvalidAnswer(RequestError):
     code = "invalid_answer"
     status = 422
@@ -130,6 +140,14 @@ class StaleQuestion(RequestError):
     differs. Refused before the claim, so the token stays usable."""
 
     code = "stale_question"
+    status = 409
+
+
+class AlreadyApproved(RequestError):
+    """A second approval of a pause that needs several, by a principal already
+    counted: one person's approval counts once. Nothing is recorded."""
+
+    code = "already_approved"
     status = 409
 
 

@@ -15,6 +15,7 @@ record (an audit chain, a run queue) adds a role rather than members here:
 :class:`WebhookOutbox`       deliveries owed, leased and settled (:mod:`.outbox`)
 :class:`RetentionStore`      deleting finished sessions (:mod:`.retention`)
 :class:`AuditLog`            the hash-chained audit trail (:mod:`.audit`)
+:class:`ApprovalVotes`       approvals of a pause that needs several (:mod:`.approvals`)
 ===========================  ==================================================
 
 Every method that changes state is one transaction in the adapter, and every
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from symfonic.core.contracts.approvals import ApprovalVotes, VoteOutcome
 from symfonic.core.contracts.audit import AuditLog
 from symfonic.core.contracts.outbox import LeasedDelivery, WebhookOutbox
 from symfonic.core.contracts.pause_changes import PauseChange, PauseChangeLog
@@ -60,6 +62,7 @@ from symfonic.core.contracts.sessions import (
 )
 
 __all__ = [
+    "ApprovalVotes",
     "AuditLog",
     "CheckpointRecord",
     "Claim",
@@ -92,6 +95,7 @@ __all__ = [
     "Store",
     "SweepReport",
     "TurnPublish",
+    "VoteOutcome",
     "WebhookOutbox",
 ]
 
@@ -107,6 +111,7 @@ class Store(
     WebhookOutbox,
     RetentionStore,
     AuditLog,
+    ApprovalVotes,
     Protocol,
 ):
     """Every role at once, and the lifecycle: the port every adapter implements.

@@ -90,6 +90,14 @@ class ToolResultEvent(Event):
     status: ToolStatus
 
 
+@dataclass(frozen=True)
+class ApprovalVote:
+    """One principal's approval of a pause that needs several: who gave it, and when."""
+
+    principal: str
+    at: datetime
+
+
 @dataclass(frozen=True, kw_only=True)
 class PauseQuestion:
     """What a pause asks, of which call, and until when: the one declaration of a pause's shape.
@@ -119,6 +127,14 @@ class PauseQuestion:
     pause (listing, feed, webhooks) reads the row alone, and the checkpoint that
     holds the arguments is gone once the pause is answered. ``None`` for other
     kinds."""
+    approvals_required: int = 1
+    """How many distinct principals must approve before the gated call runs; 1 for
+    every pause that one answer settles. Fixed when the pause is asked."""
+    approvals: tuple[ApprovalVote, ...] = ()
+    """The approvals given so far, oldest first, while fewer than required: where
+    the vote stands. The approval that completes the quorum claims the pause."""
+    allow_requester: bool = True
+    """Whether the principal whose turn paused may approve its own request."""
 
 
 _QUESTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PauseQuestion))
@@ -136,6 +152,15 @@ def asked(pause: PauseQuestion) -> dict[str, Any]:
 class TurnPausedEvent(Event, PauseQuestion):  # type: ignore[misc]
     type: ClassVar[str] = "turn.paused"
     pause_token: str = Field(repr=False)
+
+
+# An approval counted toward a pause that needs several, which still waits for
+# more: nothing ran, and the turn is still paused at the same pause, whose token
+# the others answer with. It ends a resume's stream in place of a turn.
+class ApprovalRecordedEvent(TurnPausedEvent):  # type: ignore[misc]
+    type: ClassVar[str] = "approval.recorded"
+    session_id: str
+    base_revision: int
 
 
 class ResponseCompleteEvent(Event):
@@ -199,6 +224,10 @@ class PendingInteraction:
     tool needs to go on with the call once answered, kept in the checkpoint."""
     escalate: tuple[Escalation, ...] = ()
     """The steps that re-address the pause while nobody answers it."""
+    approvals_required: int = 1
+    """For an approval: how many distinct principals must approve (:func:`needs_approval`)."""
+    allow_requester: bool = True
+    """For an approval: whether the principal whose turn paused may approve it."""
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ FAILED: Final = "failed"
 REFUSED: Final = "refused"
 WON: Final = "won"
 LOST: Final = "lost"
+# A quorum approval counted, the pause still waiting for more: neither won nor lost.
+VOTED: Final = "voted"
 REPLAY: Final = "replay"
 
 # Metrics -------------------------------------------------------------------

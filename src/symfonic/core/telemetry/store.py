@@ -30,6 +30,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from symfonic.core.contracts.approvals import VoteOutcome
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.pauses import (
     CheckpointRecord,
@@ -112,6 +113,16 @@ class TracedStore(TracedRoles):
                 return None
             _won(span, claim, claimed.checkpoint)
             return claimed
+
+    async def vote_pause(self, claim: Claim) -> VoteOutcome | None:
+        with transaction_span(names.CLAIM, "vote_pause", _claim_attributes(claim)) as span:
+            voted = await counting(self._store.vote_pause(claim), "vote_pause")
+            if voted is not None and voted.claimed is not None:
+                _won(span, claim, voted.claimed.checkpoint)
+            else:
+                counted = voted is not None and voted.counted is not None
+                span.set_attribute(names.CLAIM_RESULT, names.VOTED if counted else names.LOST)
+            return voted
 
     async def publish_resume(self, publish: ResumePublish) -> int:
         session_id = publish.session_id

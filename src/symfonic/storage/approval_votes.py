@@ -1,0 +1,143 @@
+"""Counting the approvals of a pause that needs several, in SQL: one transaction per vote.
+
+A vote first takes the pause row, pending and unexpired: on PostgreSQL with
+``FOR UPDATE``, which holds the row until the vote commits, so a second vote on
+the pause waits and then reads the row (and the votes) the first one
+committed; on SQLite the database's write lock already serialises writers.
+That lock is what makes the count exact: two last approvals arriving at once
+on two workers are counted one after the other, and only the second sees the
+quorum complete. A vote that read its count without the lock could see one
+vote too few on both workers, and the pause would wait for ever.
+
+The vote itself is a row of ``symfonic_pause_approvals`` keyed by
+``(pause_id, principal)``; its insert does nothing for a principal who voted
+already, and the earlier vote is handed back instead. The votes so far are
+written onto the pause row (``approvals``) so every view of the pause reads
+them from the row alone, and each vote is an ``approved`` audit record in the
+same transaction. The vote that completes the quorum also claims the pause, by
+the same conditional statement as any claim, and reads the checkpoint and the
+history the claimed turn continues.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from symfonic.core.contracts.approvals import VoteOutcome
+from symfonic.core.contracts.audit import AuditEntry
+from symfonic.core.contracts.pauses import Claim, ClaimedPause, PauseRecord
+from symfonic.core.contracts.types import ApprovalVote
+from symfonic.storage.audit_log import append
+from symfonic.storage.history import read_history
+from symfonic.storage.pause_writes import CLAIM
+from symfonic.storage.rows import PAUSE_COLUMNS, approvals_json, aware, checkpoint_of, pause_of
+from symfonic.storage.statements import Dialect, Row, Statement, first, json_text
+from symfonic.storage.transactions import Connection, SqlTransactions
+
+_PENDING = (
+    f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses"
+    " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :at"
+)
+TAKE_PAUSE = {
+    Dialect.SQLITE: Statement(_PENDING),
+    Dialect.POSTGRESQL: Statement(f"{_PENDING} FOR UPDATE"),
+}
+CAST_VOTE = Statement(
+    "INSERT INTO symfonic_pause_approvals (pause_id, principal, at, args_digest)"
+    " VALUES (:pause_id, :principal, :at, :args_digest)"
+    " ON CONFLICT (pause_id, principal) DO NOTHING"
+)
+EARLIER_VOTE = Statement(
+    "SELECT principal, at FROM symfonic_pause_approvals"
+    " WHERE pause_id = :pause_id AND principal = :principal"
+)
+VOTES = Statement(
+    "SELECT principal, at FROM symfonic_pause_approvals WHERE pause_id = :pause_id"
+    " ORDER BY at, principal"
+)
+SET_APPROVALS = Statement(
+    "UPDATE symfonic_pauses SET approvals = :approvals WHERE pause_id = :pause_id"
+)
+
+
+def _vote_of(row: Row) -> ApprovalVote:
+    at = aware(row["at"])
+    assert at is not None
+    return ApprovalVote(row["principal"], at)
+
+
+def _claim_params(claim: Claim) -> dict[str, Any]:
+    return {
+        "pause_id": claim.pause_id,
+        "claim_id": claim.claim_id,
+        "lease_until": claim.lease_until,
+        "principal": claim.principal,
+        "at": claim.at,
+        "answer": json_text(claim.answer),
+        "status": claim.status,
+        "edited_args_digest": claim.edited_args_digest,
+    }
+
+
+def _audited(pause: PauseRecord, principal: str) -> AuditEntry:
+    return AuditEntry(
+        event="approved",
+        session_id=pause.session_id,
+        agent=pause.agent,
+        pause_id=pause.pause_id,
+        principal=principal,
+        decision="approve",
+        args_digest=pause.args_digest,
+        parent_session_id=pause.parent_session_id,
+    )
+
+
+async def _claim(connection: Connection, dialect: Dialect, claim: Claim) -> ClaimedPause | None:
+    """The quorum's claim, inside the vote's transaction: the statement any claim runs."""
+    row = first(await connection.rows(CLAIM[Dialect.SQLITE], _claim_params(claim)))
+    if row is None:
+        return None
+    history = await read_history(connection, dialect, row["session_id"], row["base_revision"])
+    return ClaimedPause(checkpoint_of(row), history)
+
+
+async def vote(connection: Connection, dialect: Dialect, claim: Claim) -> VoteOutcome | None:
+    """One approval, in the caller's transaction; see the module's docstring."""
+    taken = first(
+        await connection.rows(TAKE_PAUSE[dialect], {"pause_id": claim.pause_id, "at": claim.at})
+    )
+    if taken is None:
+        return None
+    pause = pause_of(taken)
+    cast = {
+        "pause_id": claim.pause_id,
+        "principal": claim.principal,
+        "at": claim.at,
+        "args_digest": pause.args_digest,
+    }
+    if await connection.count(CAST_VOTE, cast) == 0:
+        (earlier,) = await connection.rows(EARLIER_VOTE, cast)
+        return VoteOutcome(already=_vote_of(earlier))
+    votes = tuple(_vote_of(row) for row in await connection.rows(VOTES, cast))
+    await connection.count(
+        SET_APPROVALS, {"pause_id": claim.pause_id, "approvals": json_text(approvals_json(votes))}
+    )
+    await append(connection, _audited(pause, claim.principal))
+    if len(votes) < pause.approvals_required:
+        return VoteOutcome(counted=replace(pause, approvals=votes))
+    claimed = await _claim(connection, dialect, claim)
+    # The row is held since it was read pending and unexpired: the claim cannot miss.
+    return None if claimed is None else VoteOutcome(claimed=claimed)
+
+
+class SqlApprovalVotes(SqlTransactions):
+    """The port's :class:`~symfonic.core.contracts.approvals.ApprovalVotes`, in SQL."""
+
+    async def vote_pause(self, claim: Claim) -> VoteOutcome | None:
+        dialect = self.dialect
+
+        async def cast(connection: Connection) -> VoteOutcome | None:
+            return await vote(connection, dialect, claim)
+
+        return await self.transaction(cast)

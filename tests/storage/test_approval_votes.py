@@ -1,0 +1,145 @@
+"""Approvals of a pause that needs several, counted in the store, on SQLite and PostgreSQL.
+
+Each vote is one transaction: counted while fewer than needed, the pause still
+pending; the one that completes the quorum claims the pause in it; a principal
+is counted once; a pause no longer pending takes no vote. Two workers' last
+approvals arriving at once are counted one after the other, so exactly one of
+them claims. Every vote is an ``approved`` audit record.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+
+import anyio
+import pytest
+
+from symfonic.core.contracts.audit import verify_log
+from symfonic.core.contracts.store import Claim, PauseRecord, Store, VoteOutcome
+from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.storage import open_store
+from test_store_pauses import HOUR, T0, new_session, paused
+
+pytestmark = pytest.mark.anyio
+
+APPROVE = {"decision": "approve"}
+VOTED_AT = T0 + timedelta(minutes=1)
+
+
+@pytest.fixture
+async def other(store_url: str, store: Store) -> AsyncIterator[Store]:
+    """A second worker's store on the same database (its own pool)."""
+    async with open_store(store_url) as opened:
+        yield opened
+
+
+async def needing(store: Store, approvers: int) -> PauseRecord:
+    session_id = await new_session(store)
+    return await paused(
+        store,
+        session_id,
+        kind=InteractionKind.APPROVAL,
+        audience="approvers",
+        approvals_required=approvers,
+        allow_requester=False,
+        args_digest="ab" * 32,
+    )
+
+
+def vote_of(pause: PauseRecord, principal: str, at: datetime = VOTED_AT) -> Claim:
+    return Claim(pause.pause_id, uuid.uuid4().hex, principal, APPROVE, "resolved", at, at + HOUR)
+
+
+async def current(store: Store, pause_id: str) -> PauseRecord:
+    pause = await store.get_pause(pause_id)
+    assert pause is not None
+    return pause
+
+
+async def test_the_first_of_two_approvals_is_counted_and_the_second_claims(store: Store) -> None:
+    pause = await needing(store, 2)
+    assert (pause.approvals_required, pause.allow_requester) == (2, False)
+
+    first = await store.vote_pause(vote_of(pause, "carol"))
+    assert first is not None and first.counted is not None and first.claimed is None
+    assert [v.principal for v in first.counted.approvals] == ["carol"]
+    row = await current(store, pause.pause_id)
+    assert row.state is PauseState.PENDING
+    assert [(v.principal, v.at) for v in row.approvals] == [("carol", VOTED_AT)]
+    assert (row.approvals_required, row.allow_requester) == (2, False)
+
+    last = vote_of(pause, "dave", VOTED_AT + timedelta(seconds=5))
+    second = await store.vote_pause(last)
+    assert second is not None and second.claimed is not None and second.counted is None
+    assert second.claimed.checkpoint is not None
+    row = await current(store, pause.pause_id)
+    assert (row.state, row.answered_by, row.claim_id) == (PauseState.CLAIMED, "dave", last.claim_id)
+    assert [v.principal for v in row.approvals] == ["carol", "dave"]
+
+
+async def test_a_principal_is_counted_once(store: Store) -> None:
+    pause = await needing(store, 2)
+    await store.vote_pause(vote_of(pause, "carol"))
+    again = await store.vote_pause(vote_of(pause, "carol", VOTED_AT + timedelta(seconds=9)))
+    assert again == VoteOutcome(already=(await current(store, pause.pause_id)).approvals[0])
+    assert again.already is not None and again.already.at == VOTED_AT
+    row = await current(store, pause.pause_id)
+    assert row.state is PauseState.PENDING and len(row.approvals) == 1
+
+
+async def test_a_pause_no_longer_pending_or_past_its_expiry_takes_no_vote(store: Store) -> None:
+    pause = await needing(store, 2)
+    assert await store.vote_pause(vote_of(pause, "carol", T0 + HOUR)) is None
+    assert (await current(store, pause.pause_id)).approvals == ()
+    await store.vote_pause(vote_of(pause, "carol"))
+    # Too few approvals when it expires: it expires as any pause does.
+    await store.sweep(T0 + 2 * HOUR)
+    row = await current(store, pause.pause_id)
+    assert row.state is PauseState.EXPIRED and [v.principal for v in row.approvals] == ["carol"]
+    assert await store.vote_pause(vote_of(pause, "dave")) is None
+
+
+async def test_the_last_two_approvals_racing_on_two_workers_claim_once(
+    store: Store, other: Store
+) -> None:
+    for _ in range(5):
+        pause = await needing(store, 3)
+        await store.vote_pause(vote_of(pause, "carol"))
+        outcomes: list[VoteOutcome | None] = []
+
+        async def approve(
+            worker: Store,
+            principal: str,
+            pause: PauseRecord = pause,
+            outcomes: list[VoteOutcome | None] = outcomes,
+        ) -> None:
+            outcomes.append(await worker.vote_pause(vote_of(pause, principal)))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(approve, store, "dave")
+            group.start_soon(approve, other, "erin")
+
+        claims = [o for o in outcomes if o is not None and o.claimed is not None]
+        counted = [o for o in outcomes if o is not None and o.counted is not None]
+        assert (len(claims), len(counted)) == (1, 1)
+        row = await current(store, pause.pause_id)
+        assert row.state is PauseState.CLAIMED and len(row.approvals) == 3
+
+
+async def test_every_vote_is_an_audit_record_in_the_chain(store: Store) -> None:
+    pause = await needing(store, 2)
+    await store.vote_pause(vote_of(pause, "carol"))
+    await store.vote_pause(vote_of(pause, "dave"))
+    records = [r for r in await store.audit_records(limit=100) if r.pause_id == pause.pause_id]
+    said = [(r.event, r.principal, r.decision) for r in records]
+    assert said == [
+        ("asked", "ann", None),
+        ("approved", "carol", "approve"),
+        ("approved", "dave", "approve"),
+        ("answered", "dave", "approve"),
+    ]
+    assert all(r.args_digest == "ab" * 32 for r in records)
+    checked, broken = await verify_log(store)
+    assert broken is None and checked >= len(records)
