@@ -5,20 +5,17 @@ request says nothing about the pause); a pause this service does not host, or
 a delegate's own pause, is not found (404); one that is no longer pending and
 unexpired is refused (409 ``pause_not_pending``). The store applies it in one
 transaction with its change on the feed and its webhooks
-(:mod:`symfonic.storage.readdressing`); it is logged here, in words.
+(:mod:`symfonic.storage.readdressing`), and the agent's store logs it as
+``pause.reassigned`` (:mod:`symfonic.core.telemetry.logged_store`).
 """
 
 from __future__ import annotations
-
-import logging
 
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import PauseForbidden, PauseNotFound, PauseNotPending
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.readdressing import Reassignment
 from symfonic.core.contracts.store import PauseRecord
-
-logger = logging.getLogger("symfonic.pauses")
 
 
 async def reassign(
@@ -38,21 +35,13 @@ async def reassign(
     pause = await host.store.get_pause(pause_id)
     if pause is None or pause.agent not in host.agents or pause.parent_session_id is not None:
         raise PauseNotFound(f"there is no pause {pause_id}")
-    asked = Reassignment(
-        pause_id, audience, principal.name, reason, host.agent(pause.agent).clock(), keep_previous
-    )
-    if await host.store.reassign_pause(asked) is None:
+    agent = host.agent(pause.agent)
+    asked = Reassignment(pause_id, audience, principal.name, reason, agent.clock(), keep_previous)
+    # Through the pause's agent's store, which logs and traces it, as its other changes.
+    if await agent.store.reassign_pause(asked) is None:
         raise PauseNotPending(
             f"pause {pause_id} is no longer waiting for an answer, so it cannot be reassigned"
         )
-    logger.info(
-        "pause %s reassigned from %s to %s by %s: %s",
-        pause_id,
-        pause.audience or f"its owner {pause.principal}",
-        audience,
-        principal.name,
-        reason,
-    )
     reassigned = await host.store.get_pause(pause_id)
     assert reassigned is not None  # a pending pause is never deleted
     return reassigned

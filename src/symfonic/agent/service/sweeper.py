@@ -14,9 +14,9 @@ When a webhook wants ``pause.expiring``, each pass first owes it for the pending
 pauses near their expiry, then expires the ones past it; the insert that owes
 it is keyed by the pause, so every worker's pass may try and one succeeds.
 
-Each escalation step a pass applied is one ``pause.escalated`` line on the
-``symfonic.pauses`` logger, with its fields, written by the worker that applied
-it: the store hands back only the steps this worker's update won.
+Each escalation step a pass applied, and each pause it expired, is a line on
+the ``symfonic.pauses`` logger, written by the agent's store
+(:mod:`symfonic.core.telemetry.logged_store`) for the worker whose update won it.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ import anyio
 
 from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
-from symfonic.core.contracts.readdressing import Readdressed
-from symfonic.core.telemetry import logs
 
 logger = logging.getLogger("symfonic.http")
 
@@ -57,8 +55,6 @@ async def _sweep_once(
     host: ServiceHost, retention: Retention | None, expiring_lead: float | None
 ) -> None:
     report = await host.sweep(expiring_lead)
-    for moved in report.escalations:
-        _log_escalated(moved)
     if report.runs_ended:
         logger.info(
             "cleared %d run markers of turns that ended while the store could not write",
@@ -78,18 +74,3 @@ async def _sweep_once(
             pruned.messages,
             pruned.pauses,
         )
-
-
-def _log_escalated(moved: Readdressed) -> None:
-    after = moved.done.after or 0
-    logs.pause_changed(
-        "escalated",
-        f"nobody answered it {after:g} s after it was asked, so it went from "
-        f"{moved.previous} to {moved.done.audience}",
-        pause_id=moved.pause_id,
-        session_id=moved.session_id,
-        agent=moved.agent,
-        previous=moved.previous,
-        audience=moved.done.audience,
-        step=moved.step,
-    )

@@ -4,8 +4,10 @@
 nothing of telemetry. Every call is a span (``symfonic.store.<operation>``);
 the calls that change a pause have the lifecycle's own names
 (``symfonic.pause``, ``symfonic.claim``, ``symfonic.publish``,
-``symfonic.abandon``), log the change, and count what the metrics count; the
-other operations are plain spans (:mod:`symfonic.core.telemetry.store_roles`).
+``symfonic.abandon``) and count what the metrics count; the other operations
+are plain spans (:mod:`symfonic.core.telemetry.store_roles`). It wraps the
+logging store (:mod:`symfonic.core.telemetry.logged_store`), which writes the
+pause log lines with or without an SDK, inside these spans.
 Transactions outside any trace (the sweeper's, a background count) get no span;
 an escalation step or a reassignment they apply gets its own
 (:mod:`symfonic.core.telemetry.readdressing`).
@@ -45,7 +47,8 @@ from symfonic.core.contracts.readdressing import Readdressed, Reassignment
 from symfonic.core.contracts.sessions import TurnPublish
 from symfonic.core.contracts.store import Store
 from symfonic.core.contracts.webhooks import FailedTurn
-from symfonic.core.telemetry import instruments, logs, names
+from symfonic.core.telemetry import instruments, names
+from symfonic.core.telemetry.logged_store import LoggedStore
 from symfonic.core.telemetry.readdressing import record_readdressed
 from symfonic.core.telemetry.store_roles import TracedRoles, counting, in_span, transaction_span
 from symfonic.core.telemetry.turns import current_resume
@@ -54,9 +57,14 @@ TELEMETRY_KEY: Final = "telemetry"
 _PROPAGATOR: Final = TraceContextTextMapPropagator()
 
 
-def traced(store: Store) -> Store:
-    """``store`` with every transaction traced; a store already traced is returned as is."""
-    return store if isinstance(store, TracedStore) else TracedStore(store)
+def observed(store: Store, *, recording: bool) -> Store:
+    """``store`` with its pause log lines, and every transaction traced when an SDK is
+    ``recording``. A store an agent already opened this way (a server's agents share
+    one) is returned as is, so no line or span is written twice."""
+    if isinstance(store, (LoggedStore, TracedStore)):
+        return store
+    logged = LoggedStore(store)
+    return TracedStore(logged) if recording else logged
 
 
 def paused_turn_link(body: Mapping[str, Any]) -> SpanContext | None:
@@ -73,14 +81,14 @@ class TracedStore(TracedRoles):
     """The :class:`~symfonic.core.contracts.store.Store` port with spans around it.
 
     The operations that change a pause are here, under the lifecycle's span
-    names, with their logs and counts; every other operation is a plain span
+    names, with their counts; every other operation is a plain span
     (:class:`~symfonic.core.telemetry.store_roles.TracedRoles`).
     """
 
     # The operations that change a pause -----------------------------------
 
     async def record_pause(self, new: NewPause) -> None:
-        pause, checkpoint, supersedes = new.pause, new.checkpoint, new.supersedes
+        pause, checkpoint = new.pause, new.checkpoint
         carrier: dict[str, str] = {}
         _PROPAGATOR.inject(carrier)  # the turn's context: the pause span is not open yet
         kept = {**carrier, "paused_at": pause.created_at.isoformat(), "agent": pause.agent}
@@ -91,17 +99,6 @@ class TracedStore(TracedRoles):
             "record_pause",
             self._store.record_pause(replace(new, checkpoint=replace(checkpoint, body=body))),
             attributes,
-        )
-        logs.pause_changed(
-            "pending",
-            "the turn stopped to ask a person"
-            + ("" if supersedes is None else " again, superseding the pause it resumed"),
-            pause_id=pause.pause_id,
-            session_id=pause.session_id,
-            agent=pause.agent,
-            kind=pause.kind.value,
-            owner=pause.principal,
-            audience=pause.audience,
         )
 
     async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
@@ -127,20 +124,12 @@ class TracedStore(TracedRoles):
     async def publish_resume(self, publish: ResumePublish) -> int:
         session_id = publish.session_id
         pause_id = _resumed_pause()
-        revision = await in_span(
+        return await in_span(
             names.PUBLISH,
             "publish_resume",
             self._store.publish_resume(publish),
             _known({names.SESSION_ID: session_id, names.PAUSE_ID: pause_id}),
         )
-        logs.pause_changed(
-            "published",
-            "the resumed turn finished and was published",
-            pause_id=pause_id,
-            session_id=session_id,
-            revision=revision,
-        )
-        return revision
 
     async def publish_turn(self, publish: TurnPublish) -> int:
         return await in_span(
@@ -154,36 +143,20 @@ class TracedStore(TracedRoles):
         self, session_id: str, claim_id: str, failure: FailedTurn | None = None
     ) -> bool:
         pause_id = _resumed_pause()
-        abandoned = await in_span(
+        return await in_span(
             names.ABANDON,
             "abandon_claim",
             self._store.abandon_claim(session_id, claim_id, failure),
             _known({names.SESSION_ID: session_id, names.PAUSE_ID: pause_id}),
         )
-        if abandoned:
-            logs.pause_changed(
-                "abandoned",
-                "its resumed turn published nothing (it failed, or its client went away)",
-                pause_id=pause_id,
-                session_id=session_id,
-            )
-        return abandoned
 
     async def abandon_pending(self, session_id: str) -> int:
-        count = await in_span(
+        return await in_span(
             names.ABANDON,
             "abandon_pending",
             self._store.abandon_pending(session_id),
             {names.SESSION_ID: session_id},
         )
-        if count:
-            logs.pause_changed(
-                "abandoned",
-                "a new turn was started on the session with on_pending_pause=abandon",
-                session_id=session_id,
-                count=count,
-            )
-        return count
 
     async def sweep(self, now: datetime) -> SweepReport:
         report = await in_span(names.STORE_PREFIX + "sweep", "sweep", self._store.sweep(now))
@@ -192,16 +165,8 @@ class TracedStore(TracedRoles):
             instruments.SWEEPER_ACTIONS.add(report.escalated, {names.SWEEP_ACTION: "escalated"})
         if report.expired:
             instruments.SWEEPER_ACTIONS.add(report.expired, {names.SWEEP_ACTION: "expired"})
-            logs.pause_changed(
-                "expired", "nobody answered before the pause's expiry", count=report.expired
-            )
         if report.abandoned:
             instruments.SWEEPER_ACTIONS.add(report.abandoned, {names.SWEEP_ACTION: "abandoned"})
-            logs.pause_changed(
-                "abandoned",
-                "the worker resuming it stopped renewing its claim",
-                count=report.abandoned,
-            )
         return report
 
     async def escalate_due(self, now: datetime) -> list[Readdressed]:
@@ -283,10 +248,3 @@ def _won(span: Span, claim: Claim, checkpoint: CheckpointRecord | None) -> None:
         waited = (claim.at - datetime.fromisoformat(str(kept["paused_at"]))).total_seconds()
         labels = {names.AGENT: str(kept.get("agent", "")), names.INTERACTION_KIND: kind or ""}
         instruments.TIME_TO_ANSWER.record(max(waited, 0.0), labels)
-    logs.pause_changed(
-        "claimed",
-        "an answer was accepted; the turn runs on",
-        pause_id=claim.pause_id,
-        principal=claim.principal,
-        session_id=None if checkpoint is None else checkpoint.session_id,
-    )
