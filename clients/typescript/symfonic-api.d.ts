@@ -374,9 +374,14 @@ export interface components {
             edited_args_digest: string | null;
             /**
              * Event
-             * @description asked, answered, published, superseded, expired, abandoned
+             * @description asked, answered, published, superseded, expired, abandoned, escalated, reassigned
              */
             event: string;
+            /**
+             * From Audience
+             * @description escalated, reassigned: who could answer before (`principal:NAME`: its owner); hashed only when set
+             */
+            from_audience?: string | null;
             /**
              * Hash
              * @description SHA-256 of the record's RFC 8785 JSON, prev_hash included
@@ -390,7 +395,7 @@ export interface components {
             prev_hash: string;
             /**
              * Principal
-             * @description who did it; none for the sweeper's expiry
+             * @description who did it; none for the sweeper's expiry or escalation; a reassignment's operator
              */
             principal: string | null;
             /** Reason */
@@ -399,6 +404,11 @@ export interface components {
             sequence: number;
             /** Session Id */
             session_id: string | null;
+            /**
+             * To Audience
+             * @description escalated, reassigned: who answers now; hashed only when set
+             */
+            to_audience?: string | null;
         };
         /**
          * CircuitState

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import pytest
+import rfc8785
 
+from bulk_pauses import bulk_pauses
 from symfonic.cli.main import main
 from symfonic.core.contracts.audit import AuditEntry
+from symfonic.core.contracts.readdressing import Reassignment
 from symfonic.storage import open_store
 
 
@@ -69,3 +74,38 @@ def test_prune_keeps_the_audit_unless_asked(url: str, capsys: pytest.CaptureFixt
     assert "deleted 2 audit records" in capsys.readouterr().out
     assert main(["audit", "verify", "--store", url]) == 0
     assert "holds: 1 records verified" in capsys.readouterr().out
+
+
+def test_export_shows_a_reassignment_and_each_line_without_its_hash_is_what_was_hashed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'reassigned.db'}"
+
+    async def reassign() -> str:
+        async with open_store(url) as store:
+            now = datetime.now(UTC)
+            (pause,) = await bulk_pauses(store, ["pay bob?"], start=now, audience="approver")
+            asked = Reassignment(pause.pause_id, "finance", "olga", "carol is away", now)
+            assert await store.reassign_pause(asked)
+            return pause.pause_id
+
+    pause_id = anyio.run(reassign)
+    assert main(["audit", "export", "--store", url]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(line["event"], line["pause_id"]) for line in lines] == [
+        ("asked", pause_id),
+        ("reassigned", pause_id),
+    ]
+    moved = lines[1]
+    assert (moved["principal"], moved["from_audience"], moved["to_audience"]) == (
+        "olga",
+        "approver",
+        "finance",
+    )
+    assert moved["reason"] == "carol is away"
+    # Unset, the new fields are neither hashed nor exported: older records verify as before.
+    assert "from_audience" not in lines[0] and "to_audience" not in lines[0]
+    for line in lines:
+        hashed = {name: value for name, value in line.items() if name != "hash"}
+        assert hashlib.sha256(rfc8785.dumps(hashed)).hexdigest() == line["hash"]
+    assert main(["audit", "verify", "--store", url]) == 0

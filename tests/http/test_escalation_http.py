@@ -30,7 +30,10 @@ from symfonic.core.contracts.types import PauseState
 
 pytestmark = pytest.mark.anyio
 
-KEYS = "alice=key-alice,carol=key-carol:approver,tom=key-tom:team-leads,olga=key-olga:operator"
+KEYS = (
+    "alice=key-alice,carol=key-carol:approver,tom=key-tom:team-leads,olga=key-olga:operator,"
+    "ida=key-ida:auditor"
+)
 
 
 def escalating_agent(store_url: str, clock: Clock, *, keep: bool = True) -> SymfonicAgent:
@@ -144,3 +147,11 @@ async def test_an_operator_reassigns_a_pending_pause_and_no_one_else_may(store_u
         assert late.json()["error"]["code"] == "pause_not_pending"
         row = await pause_row(agent, paused["pause_id"])
         assert row.state is PauseState.PUBLISHED
+        # The auditor reads who handed it over, from whom to whom, and why; once.
+        trail = await client.get("/v1/audit", headers=auth("ida"))
+    records = [r for r in trail.json()["records"] if r["pause_id"] == paused["pause_id"]]
+    moved = [r for r in records if r["event"] == "reassigned"]
+    assert [(r["principal"], r["from_audience"], r["to_audience"], r["reason"]) for r in moved] == [
+        ("olga", "approver", "team-leads", "carol is away")
+    ]
+    assert [r["event"] for r in records] == ["asked", "reassigned", "answered", "published"]

@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from symfonic.capabilities.human.escalation import escalation
+from symfonic.core.contracts.audit import verify_log
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.readdressing import ReaddressKind, Reassignment
 from symfonic.core.contracts.store import PauseQuery, PauseRecord, Store
@@ -191,3 +192,47 @@ async def test_a_reassignment_hands_over_a_pending_pause_and_only_a_pending_one(
     assert not await store.reassign_pause(late)
     unknown = Reassignment(uuid.uuid4().hex, "cfo", "olga", "no such pause", at)
     assert not await store.reassign_pause(unknown)
+
+
+async def audited(store: Store, pause_id: str) -> list[tuple[object, ...]]:
+    """The pause's audit records: event, from and to whom, by whom, why."""
+    trail = await store.audit_records(after=0, limit=1000)
+    return [
+        (r.event, r.from_audience, r.to_audience, r.principal, r.reason)
+        for r in trail
+        if r.pause_id == pause_id
+    ]
+
+
+async def test_each_escalation_step_and_reassignment_is_one_audit_record(
+    store: Store, other: Store
+) -> None:
+    pause = await escalating(store, LEADS, escalation(after=120, audience="cfo"))
+    async with anyio.create_task_group() as group:
+        for worker in (store, other):
+            group.start_soon(worker.sweep, T0 + timedelta(seconds=61))
+    at = T0 + timedelta(seconds=90)
+    assert await store.reassign_pause(Reassignment(pause.pause_id, "finance", "olga", "away", at))
+    late = Reassignment(pause.pause_id, "cfo", "olga", "too late", T0 + 2 * HOUR)
+    await store.sweep(T0 + 2 * HOUR)
+    assert not await store.reassign_pause(late)
+
+    assert await audited(store, pause.pause_id) == [
+        ("asked", None, None, "ann", None),
+        ("escalated", "approvers", "team-leads", None, "nobody answered within 60 s"),
+        ("reassigned", "team-leads", "finance", "olga", "away"),
+        ("expired", None, None, None, "nobody answered before it expired"),
+    ]
+    assert (await verify_log(store))[1] is None
+
+
+async def test_a_pause_escalated_from_its_owner_names_the_owner(store: Store) -> None:
+    session_id = await new_session(store)
+    pause = await paused(store, session_id, escalations=(LEADS,))
+    await store.sweep(T0 + timedelta(minutes=2))
+    assert (await audited(store, pause.pause_id))[1][:3] == (
+        "escalated",
+        "principal:ann",
+        "team-leads",
+    )
+    assert (await verify_log(store))[1] is None

@@ -92,8 +92,13 @@ def _shape(connection: sa.Connection) -> tuple[bool, list[str], list[str]]:
 TRIGGERS = ["symfonic_pause_change_webhooks", "symfonic_pause_changed", "symfonic_pause_created"]
 # Migration 0014's, which keep the count of pending pauses; a downgrade to 0007 drops them.
 TALLY_TRIGGERS = ["symfonic_tally_changed", "symfonic_tally_created", "symfonic_tally_deleted"]
-# Migration 0015's, which write the audit trail; a downgrade to 0007 drops them too.
-AUDIT_TRIGGERS = ["symfonic_audit_append", "symfonic_audit_asked", "symfonic_audit_changed"]
+# Migrations 0015's and 0020's, which write the audit trail; a downgrade to 0007 drops them too.
+AUDIT_TRIGGERS = [
+    "symfonic_audit_append",
+    "symfonic_audit_asked",
+    "symfonic_audit_changed",
+    "symfonic_audit_readdressed",
+]
 
 
 async def test_on_sqlite_the_table_is_lean_and_a_downgrade_restores_it(sqlite_url: str) -> None:

@@ -4,7 +4,8 @@
 words, the first record that was changed or removed; it exits 1 then, so a
 scheduled check can alert on it. ``export`` writes the records stamped at or
 after ``--since`` as JSON lines, oldest first, each with its ``prev_hash`` and
-``hash`` so anyone can recompute the chain from the export alone.
+``hash`` so anyone can recompute the chain from the export alone: a line
+without its ``hash`` is exactly what was hashed.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -95,7 +95,7 @@ async def _export(url: str, since: str | None, out: TextIO) -> None:
         while True:
             batch = await store.audit_records(after=after, limit=PAGE, since=since)
             for record in batch:
-                out.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+                out.write(json.dumps(record.exported(), ensure_ascii=False) + "\n")
             if len(batch) < PAGE:
                 return
             after = batch[-1].sequence

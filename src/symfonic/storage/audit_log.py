@@ -27,7 +27,7 @@ from dataclasses import asdict, fields
 
 import rfc8785
 
-from symfonic.core.contracts.audit import AuditAnchor, AuditEntry, AuditRecord
+from symfonic.core.contracts.audit import AuditAnchor, AuditEntry, AuditRecord, hashed_fields
 from symfonic.storage.statements import Row, Statement, first
 from symfonic.storage.transactions import Connection, SqlTransactions
 
@@ -61,7 +61,7 @@ DELETE_THROUGH = Statement("DELETE FROM symfonic_audit WHERE sequence <= :sequen
 
 
 def _hash_record(record_json: str) -> str:
-    return hashlib.sha256(rfc8785.dumps(json.loads(record_json))).hexdigest()
+    return hashlib.sha256(rfc8785.dumps(hashed_fields(json.loads(record_json)))).hexdigest()
 
 
 def register_audit_hash(connection: sqlite3.Connection) -> None:

@@ -41,11 +41,17 @@ class AuditRecordView(BaseModel):
 
     sequence: int
     at: str = Field(description="when, in UTC, ISO 8601 to the millisecond")
-    event: str = Field(description="asked, answered, published, superseded, expired, abandoned")
+    event: str = Field(
+        description="asked, answered, published, superseded, expired, abandoned, escalated, "
+        "reassigned"
+    )
     session_id: str | None
     agent: str | None
     pause_id: str | None
-    principal: str | None = Field(description="who did it; none for the sweeper's expiry")
+    principal: str | None = Field(
+        description="who did it; none for the sweeper's expiry or escalation; a reassignment's "
+        "operator"
+    )
     decision: str | None
     reason: str | None
     args_digest: str | None
@@ -53,6 +59,14 @@ class AuditRecordView(BaseModel):
     parent_session_id: str | None
     prev_hash: str
     hash: str = Field(description="SHA-256 of the record's RFC 8785 JSON, prev_hash included")
+    from_audience: str | None = Field(
+        default=None,
+        description="escalated, reassigned: who could answer before (`principal:NAME`: its "
+        "owner); hashed only when set",
+    )
+    to_audience: str | None = Field(
+        default=None, description="escalated, reassigned: who answers now; hashed only when set"
+    )
 
 
 class AuditPage(BaseModel):

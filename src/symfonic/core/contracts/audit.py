@@ -17,11 +17,23 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import rfc8785
 
 GENESIS = "0" * 64
+# Hashed only where set (a re-addressing's), so records written before they
+# existed keep their hashes.
+OPTIONAL_FIELDS = frozenset({"from_audience", "to_audience"})
+
+
+def hashed_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """The fields a record's hash covers: all but ``hash``, an unset optional one left out."""
+    return {
+        name: value
+        for name, value in record.items()
+        if name != "hash" and not (value is None and name in OPTIONAL_FIELDS)
+    }
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,9 @@ class AuditEntry:
     args_digest: str | None = None
     edited_args_digest: str | None = None
     parent_session_id: str | None = None
+    # A re-addressing's: the audience before (``principal:NAME``: its owner) and after.
+    from_audience: str | None = None
+    to_audience: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,12 +73,16 @@ class AuditRecord:
     parent_session_id: str | None
     prev_hash: str
     hash: str
+    from_audience: str | None = None
+    to_audience: str | None = None
 
     def computed_hash(self) -> str:
         """The hash this record's fields give, to compare with the one it holds."""
-        fields = asdict(self)
-        del fields["hash"]
-        return hashlib.sha256(rfc8785.dumps(fields)).hexdigest()
+        return hashlib.sha256(rfc8785.dumps(hashed_fields(asdict(self)))).hexdigest()
+
+    def exported(self) -> dict[str, Any]:
+        """The record as exported: exactly the fields hashed, and ``hash``."""
+        return {**hashed_fields(asdict(self)), "hash": self.hash}
 
 
 @dataclass(frozen=True)
