@@ -19,10 +19,13 @@ from symfonic.capabilities.human.escalation import escalation
 from symfonic.core.contracts.audit import verify_log
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.readdressing import ReaddressKind, Reassignment
+from symfonic.core.contracts.retention import PruneBatch
 from symfonic.core.contracts.store import PauseQuery, PauseRecord, Store
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.contracts.webhooks import DeliveryQuery, WebhookEventType
 from symfonic.storage import open_store
+from symfonic.storage.sql_store import SqlStore
+from symfonic.storage.statements import Statement
 from test_store_pauses import HOUR, T0, new_session, paused
 
 pytestmark = pytest.mark.anyio
@@ -236,3 +239,27 @@ async def test_a_pause_escalated_from_its_owner_names_the_owner(store: Store) ->
         "team-leads",
     )
     assert (await verify_log(store))[1] is None
+
+
+KEPT = Statement("SELECT count(*) AS kept FROM symfonic_pause_audiences WHERE pause_id = :pause_id")
+
+
+@pytest.mark.parametrize("keep_answered", [False, True])
+async def test_pruning_a_session_deletes_the_audiences_its_pauses_kept(
+    store: Store, keep_answered: bool
+) -> None:
+    assert isinstance(store, SqlStore)
+    keeping = escalation(after=60, audience="team-leads", keep_previous=True)
+    pause = await escalating(store, keeping)
+    await store.sweep(T0 + timedelta(minutes=2))
+    await store.sweep(T0 + 2 * HOUR)  # it expires, so its session is finished
+
+    async def kept() -> int:
+        (row,) = await store.read_rows(KEPT, {"pause_id": pause.pause_id})
+        return int(row["kept"])
+
+    assert await kept() == 1
+    month = T0 + timedelta(days=31)
+    report = await store.prune(PruneBatch(month - timedelta(days=1), month, 10, keep_answered))
+    assert (report.sessions, report.pauses) == (1, 1)
+    assert await kept() == 0

@@ -28,6 +28,9 @@ same unit; failed and pending ones stay, for an operator to see and resend.
 
 ``keep_answered`` keeps the audit: the rows of pauses a person answered (who,
 when, what) stay, without their checkpoints, after their session has gone.
+Either way the audiences that kept access to the session's re-addressed pauses
+(``symfonic_pause_audiences``) go with the session: only a pending pause's are
+ever read.
 """
 
 from __future__ import annotations
@@ -52,6 +55,12 @@ DELETE_SESSIONS = Statement(
 )
 _CHILDREN = {
     "messages": "DELETE FROM symfonic_messages WHERE session_id IN ({ids})",
+    # Who kept access to a re-addressed pause: only a pending pause's rows are read,
+    # and none of a pruned session's pauses is pending, kept or not.
+    "kept audiences": (
+        "DELETE FROM symfonic_pause_audiences WHERE pause_id IN"
+        " (SELECT pause_id FROM symfonic_pauses WHERE session_id IN ({ids}))"
+    ),
     "pauses": "DELETE FROM symfonic_pauses WHERE session_id IN ({ids})",
     "unanswered pauses": (
         "DELETE FROM symfonic_pauses WHERE session_id IN ({ids}) AND answered_at IS NULL"
@@ -132,6 +141,7 @@ class SqlRetention(SqlTransactions):
             if not sessions:
                 return PruneReport(sessions=0, messages=0, pauses=0)
             messages = await connection.count(*_of_sessions("messages", sessions))
+            await connection.count(*_of_sessions("kept audiences", sessions))
             if batch.keep_answered:
                 pauses = await connection.count(*_of_sessions("unanswered pauses", sessions))
                 await connection.count(*_of_sessions("checkpoints", sessions))
