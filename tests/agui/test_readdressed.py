@@ -151,8 +151,10 @@ async def test_an_escalated_interrupt_names_the_step_and_keeps_its_owner_by_defa
 ) -> None:
     svc = escalated
     thread, _, interrupt = await svc.paused("escalating")
-    fresh = interrupt.metadata or {}
-    assert "readdressed" not in fresh["symfonic"]  # asked of its owner: nothing moved
+    fresh = (interrupt.metadata or {})["symfonic"]
+    # Asked of its owner, who may answer it: nothing moved yet.
+    assert (fresh["audience"], fresh["answerable"]) == (None, True)
+    assert "readdressed" not in fresh
 
     svc.clock.now += timedelta(seconds=3601)
     assert (await svc.host.sweep()).escalated == 1
@@ -172,3 +174,40 @@ async def test_an_escalated_interrupt_names_the_step_and_keeps_its_owner_by_defa
     answered = await svc.resume(thread, resolved(interrupt, {"approved": True}))
     assert said(answered) == "Paid."
     assert svc.sent == [(5, "bob")]
+
+
+def addressed_to(audience: str) -> SymfonicAgent:
+    def send_payment(amount: int, to: str) -> str:
+        """Send money to someone."""
+        return f"sent {amount} to {to}"
+
+    model = ScriptedChatModel.from_script(
+        [call("send_payment", {"amount": 5, "to": "bob"}), reply("Paid.")]
+    )
+    rule = needs_approval(audience=audience)
+    return SymfonicAgent(
+        name="addressed", model=model, tools=[send_payment], approval={"send_payment": rule}
+    )
+
+
+async def test_the_first_interrupt_names_its_audience_and_whether_the_owner_may_answer(
+    store_url: str,
+) -> None:
+    host = ServiceHost([addressed_to("finance")], store=store_url)
+    await host.open()
+    client = AguiClient(agui_app(host))
+    try:
+        events = await client.run(run_body("t-finance", "pay bob 5"))
+        reloaded = await client.run(run_body("t-finance"))
+    finally:
+        await client.aclose()
+        await host.aclose()
+
+    # Alice asked, but the approval is finance's: her front end knows from the start.
+    first = shown_interrupt(events)
+    assert first.metadata is not None
+    symfonic = first.metadata["symfonic"]
+    assert (symfonic["audience"], symfonic["answerable"]) == ("finance", False)
+    assert "readdressed" not in symfonic
+    again = shown_interrupt(reloaded)
+    assert again.id == first.id and again.metadata == first.metadata

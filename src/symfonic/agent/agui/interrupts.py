@@ -117,12 +117,14 @@ def _metadata(event: TurnPausedEvent) -> dict[str, Any]:
 
 
 def addressed_metadata(pause: PauseRecord, may_answer: bool) -> dict[str, Any]:
-    """What an interrupt's metadata says of a pause handed to another audience: its
-    audience now, the latest hand-over, and whether the run's principal may answer
-    it (``may_answer``). Nothing for a pause still with the audience it was asked of."""
+    """Who an interrupt's pause is addressed to now, in its metadata from the first
+    interrupt on: its ``audience`` (``None``: the thread's owner), whether the run's
+    principal may answer it (``answerable``: ``may_answer``), and, once it was handed
+    to another audience, the latest hand-over (``readdressed``)."""
+    addressed: dict[str, Any] = {"audience": pause.audience, "answerable": may_answer}
     done = pause.readdressed
     if done is None:
-        return {}
+        return addressed
     moved: dict[str, Any] = {
         "kind": done.kind.value,
         "from": done.previous,
@@ -135,7 +137,7 @@ def addressed_metadata(pause: PauseRecord, may_answer: bool) -> dict[str, Any]:
         moved["by"] = done.by
     if done.reason is not None:
         moved["reason"] = done.reason
-    return {"audience": pause.audience, "readdressed": moved, "answerable": may_answer}
+    return {**addressed, "readdressed": moved}
 
 
 def answer_of(kind: InteractionKind, status: AnswerStatus, payload: Answer) -> Answer:

@@ -23,9 +23,16 @@ from contextlib import aclosing
 
 from ag_ui.core import BaseEvent, RunAgentInput
 
+from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.agent.agui.snapshot import thread_messages
-from symfonic.agent.agui.state import CLAIM_WAIT, answered_elsewhere, claim_settled, thread_state
+from symfonic.agent.agui.state import (
+    CLAIM_WAIT,
+    answered_elsewhere,
+    claim_settled,
+    interrupted,
+    thread_state,
+)
 from symfonic.agent.agui.threads import Acknowledge, NewTurn, Resume, ShowState, plan_run
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import (
@@ -36,7 +43,12 @@ from symfonic.core.contracts.errors import (
     StoreUnavailable,
 )
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.types import ResponseCompleteEvent, ToolResultEvent, TurnPausedEvent
+from symfonic.core.contracts.types import (
+    Event,
+    ResponseCompleteEvent,
+    ToolResultEvent,
+    TurnPausedEvent,
+)
 from symfonic.turns.outcomes import error_event
 
 INTERRUPTS_PENDING = "interrupts_pending"
@@ -99,7 +111,7 @@ async def _ran(
     if isinstance(plan, NewTurn):
         async with aclosing(plan.events(principal)) as events:
             async for symfonic_event in events:
-                for event in projection.project(symfonic_event):
+                for event in await _projected(plan.agent, symfonic_event, projection, principal):
                     yield event
         return
     projection.answered_tool_call_id = plan.pause.tool_call_id
@@ -147,5 +159,14 @@ async def _resumed(
                 messages = await thread_messages(plan.agent.store, plan.pause.session_id)
                 for event in projection.snapshot(messages):
                     yield event
-            for event in projection.project(symfonic_event):
+            for event in await _projected(plan.agent, symfonic_event, projection, principal):
                 yield event
+
+
+async def _projected(
+    agent: SymfonicAgent, symfonic_event: Event, projection: RunProjection, principal: Principal
+) -> list[BaseEvent]:
+    """One symfonic event as AG-UI events; an interrupt names its pause's audience."""
+    if isinstance(symfonic_event, TurnPausedEvent) and not projection.closed:
+        return await interrupted(agent, symfonic_event, projection, principal)
+    return projection.project(symfonic_event)

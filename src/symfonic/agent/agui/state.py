@@ -6,8 +6,9 @@ reloaded while an interrupt waits, would leave the front end unable to go on.
 These runs finish instead, with what is true of the thread now: its messages
 (``MESSAGES_SNAPSHOT``) and, while one stands open, its interrupt again (AG-UI
 1.0 forbids a success outcome while the producer knows an interrupt is open).
-An interrupt shown again says in its metadata who it was handed to, if it was,
-and whether the run's principal may still answer it. Nothing here claims or
+Every interrupt, the first a turn pauses at as well as one shown again, says in
+its metadata who its pause is addressed to now, whether the run's principal may
+answer it, and who it was handed to, if it was. Nothing here claims or
 answers a pause.
 """
 
@@ -30,6 +31,17 @@ from symfonic.core.contracts.types import PauseState, TurnPausedEvent, asked
 CLAIM_WAIT = 30.0
 """Seconds a resume waits for another request's claim on its interrupt to settle."""
 POLL = 0.1
+
+
+async def interrupted(
+    agent: SymfonicAgent, paused: TurnPausedEvent, projection: RunProjection, principal: Principal
+) -> list[BaseEvent]:
+    """``RUN_FINISHED`` with the interrupt a turn just paused at, its metadata saying
+    who the pause is addressed to and whether ``principal`` may answer it: read from
+    the pause's row, which the turn wrote before it said it paused."""
+    row = await agent.store.get_pause(paused.pause_id)
+    addressed = None if row is None else addressed_metadata(row, principal.may_answer(row))
+    return projection.interrupt(paused, addressed)
 
 
 async def closing(
