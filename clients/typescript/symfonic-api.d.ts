@@ -146,6 +146,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run: its state, outcome and session */
+        get: operations["get_run_v1_runs__run_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{run_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Follow a run's events, from any worker */
+        get: operations["run_events_v1_runs__run_id__events_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -1078,6 +1112,12 @@ export interface components {
              */
             args_digest?: string | null;
             /**
+             * Background
+             * @description Run in the background: every refusal is decided first, then the answer is 202 with the run's id and events URL, and the turn runs on whether or not anyone listens (docs/runs.md).
+             * @default false
+             */
+            background?: boolean;
+            /**
              * Status
              * @description `cancelled`: the person dismissed the question without answering. `declined`: they refused it outright; an MCP server's question hears `decline` (and `cancel` for `cancelled`), every other pause reads both as no answer.
              * @default resolved
@@ -1121,6 +1161,63 @@ export interface components {
             tools?: components["schemas"]["Tool"][] | null;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * RunOutcome
+         * @description How a run ended; a pause's token is never here (its events carry it to who may
+         *     answer, as does `GET /v1/sessions/{id}`).
+         */
+        RunOutcome: {
+            /** Answer */
+            answer?: string | null;
+            error?: components["schemas"]["ErrorDetail"] | null;
+            /** Pause Id */
+            pause_id?: string | null;
+            /** Revision */
+            revision: number;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "complete" | "paused" | "failed";
+        };
+        /**
+         * RunStarted
+         * @description A turn or resume accepted to run in the background (202).
+         */
+        RunStarted: {
+            /**
+             * Events Url
+             * @description Its events as SSE, from the start or from `Last-Event-ID`, on any worker.
+             */
+            events_url: string;
+            /**
+             * Run Id
+             * @description The run's id, as in its `turn.started` event.
+             */
+            run_id: string;
+        };
+        /** RunView */
+        RunView: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Ended At */
+            ended_at?: string | null;
+            /** @description Once it has ended, how (none for a run its worker lost). */
+            outcome?: components["schemas"]["RunOutcome"] | null;
+            /** Run Id */
+            run_id: string;
+            /** Session Id */
+            session_id: string;
+            /**
+             * State
+             * @description `failed` also for a run whose worker stopped before it ended.
+             * @enum {string}
+             */
+            state: "running" | "paused" | "complete" | "failed" | "cancelled";
         };
         /** SessionCreated */
         SessionCreated: {
@@ -1403,6 +1500,12 @@ export interface components {
         };
         /** TurnRequest */
         TurnRequest: {
+            /**
+             * Background
+             * @description Run in the background: every refusal is decided first, then the answer is 202 with the run's id and events URL, and the turn runs on whether or not anyone listens (docs/runs.md).
+             * @default false
+             */
+            background?: boolean;
             /**
              * Base Revision
              * @description Refuse the turn (409) unless the session is at this revision.
@@ -2089,13 +2192,13 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
-            /** @description An approval of a pause that needs several approvers (`approvals_required`), counted while more are needed: nothing ran, the pause stays pending with its token, and `pause.approvals` says who approved so far. Always JSON, even to a request for a stream. The approval that completes the quorum runs the turn on, as a 200. */
+            /** @description With `"background": true`: the run's id and events URL (`RunStarted`); the claim was won and the turn runs on whether or not anyone listens. Or an approval of a pause that needs several approvers (`approvals_required`), counted while more are needed (`TurnOutcome`): nothing ran, the pause stays pending with its token, and `pause.approvals` says who approved so far. Always JSON, even to a request for a stream. The approval that completes the quorum runs the turn on, as a 200 (or a background run). */
             202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TurnOutcome"];
+                    "application/json": components["schemas"]["RunStarted"] | components["schemas"]["TurnOutcome"];
                 };
             };
             /** @description The body could not be read as JSON (`bad_request`; the message says where it broke). */
@@ -2165,6 +2268,158 @@ export interface operations {
             };
             /** @description The body was sent without `Content-Type: application/json` (`unsupported_media_type`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The store is unreachable and nothing was claimed (`store_unavailable`); see `Retry-After`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_run_v1_runs__run_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run's id. */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description Missing or unknown API key. */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unknown session or agent, or a token that does not verify or names no pause. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The store is unreachable and nothing was claimed (`store_unavailable`); see `Retry-After`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    run_events_v1_runs__run_id__events_get: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The last `id:` received. */
+                "last-event-id"?: string | null;
+            };
+            path: {
+                /** @description The run's id. */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run's events as SSE, the same frames as the turn's own stream, each `id:` its number in the run: from the first, or after `Last-Event-ID`, then live until the run ends. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "text/event-stream": unknown;
+                };
+            };
+            /** @description Missing or unknown API key. */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unknown session or agent, or a token that does not verify or names no pause. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2405,6 +2660,15 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["TurnOutcome"];
                     "text/event-stream": unknown;
+                };
+            };
+            /** @description With `"background": true`: the run's id and events URL; it runs on whether or not anyone listens. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunStarted"];
                 };
             };
             /** @description The body could not be read as JSON (`bad_request`; the message says where it broke). */

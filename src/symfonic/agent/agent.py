@@ -23,6 +23,7 @@ from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any
 
+from anyio.abc import TaskGroup
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
@@ -40,6 +41,7 @@ from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.kernel.model_calls import BoundModel, bind_tools, streams_natively
 from symfonic.kernel.tools import ToolLike, tool_connections
+from symfonic.turns.background import RunHandle, RunOwner, start_run
 from symfonic.turns.budget import Quota
 from symfonic.turns.delegation import (
     DEFAULT_DELEGATION_DEPTH,
@@ -48,7 +50,7 @@ from symfonic.turns.delegation import (
     check_delegates,
 )
 from symfonic.turns.outcomes import collect
-from symfonic.turns.resolve import ResolvedPause
+from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resume import resume_turn
 from symfonic.turns.start import OnPendingPause, first_turn, owned_session
 
@@ -303,6 +305,47 @@ class SymfonicAgent(SessionsAndPauses):
         who = Principal.of(principal)
         resumed = resume_turn(self, token, answer, who, status, args_digest=args_digest)
         return await collect(self._traced_resume(resumed, who, answer))
+
+    async def start(
+        self,
+        message: str,
+        session_id: str | None = None,
+        principal: Principal | str = "local",
+        *,
+        tasks: TaskGroup,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> RunHandle:
+        """Start a turn that runs in ``tasks`` whether or not anyone listens
+        (docs/runs.md); refusals raise here, before it runs."""
+        turn = self.stream(
+            message,
+            session_id,
+            principal,
+            base_revision=base_revision,
+            on_pending_pause=on_pending_pause,
+        )
+        return await start_run(self, turn, tasks)
+
+    async def start_resume(
+        self,
+        token: str | ResolvedPause,
+        answer: Answer,
+        principal: Principal | str = "local",
+        *,
+        tasks: TaskGroup,
+        status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
+    ) -> RunHandle:
+        """Answer a pause and run its turn on in ``tasks``; refusals and the claim
+        are decided here, before this returns."""
+        await self.open()
+        if isinstance(token, str):
+            token = await resolve(self.settlement, token, self.clock())
+        pause = token.pause
+        turn = self.resume_stream(token, answer, principal, status=status, args_digest=args_digest)
+        owner = RunOwner(pause.principal, pause.audience, pause.pause_id)
+        return await start_run(self, turn, tasks, owner)
 
     def _traced(
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None

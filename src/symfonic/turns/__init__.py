@@ -17,6 +17,9 @@ A resume, in the order :mod:`~symfonic.turns.resume` runs its steps:
 - :mod:`~symfonic.turns.resumed_turn`: the won claim's turn and its settlement (publish,
   second pause, abandon), for a root's claim and a delegate's alike.
 
+Either, started in the background: :mod:`~symfonic.turns.background` (the turn driven by
+a task whether or not anyone listens, its events kept in the store).
+
 Beneath them: :mod:`~symfonic.turns.settlement` (the writes a turn ends in, each one
 transaction), :mod:`~symfonic.turns.lease` (a claim kept alive, and how long its writes
 may wait), :mod:`~symfonic.turns.budget`, :mod:`~symfonic.turns.recent_pauses`,

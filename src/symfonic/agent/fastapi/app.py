@@ -2,10 +2,11 @@
 
 ``create_app(agents)`` returns an app that serves the agents by name on one
 shared store. Its lifespan opens the store and runs the pause sweeper, the
-live pause feed's watch and, with webhooks, their dispatcher under one task
-group, and closes them on shutdown.
+live pause feed's watch, the background runs and, with webhooks, their
+dispatcher under one task group, and closes them on shutdown.
 Mounted inside another app, whose lifespan Starlette does not run for a mount,
-the store opens on the first request and the live feed answers 503; run both
+the store opens on the first request and the live feed and background runs
+answer 503; run both
 there by passing ``lifespan=sub.router.lifespan_context`` to the outer app (or
 call ``agent.sweep()`` from your own scheduler).
 
@@ -43,6 +44,7 @@ from symfonic.agent.fastapi.routes_audit import audit_router
 from symfonic.agent.fastapi.routes_pause_feed import pause_feed_router
 from symfonic.agent.fastapi.routes_pauses import pauses_router
 from symfonic.agent.fastapi.routes_resume import resume_router
+from symfonic.agent.fastapi.routes_runs import runs_router
 from symfonic.agent.fastapi.routes_sessions import sessions_router
 from symfonic.agent.fastapi.routes_webhooks import webhooks_router
 from symfonic.agent.fastapi.service import HttpService
@@ -51,6 +53,7 @@ from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
 from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import PauseFeed
+from symfonic.agent.service.runs import BackgroundRuns
 from symfonic.agent.service.sweeper import SWEEP_INTERVAL, sweep_periodically
 from symfonic.agent.service.webhook_dispatch import WebhookDispatcher
 from symfonic.agent.service.webhooks import Webhook, WebhookSettings
@@ -113,7 +116,8 @@ def create_app(
     feed = PauseFeed(host)
     dispatcher = WebhookDispatcher(host, webhooks, webhook_settings) if webhooks else None
     sweeping = (sweep_interval, retention, run_events_ttl)
-    app = _app_with_offline_docs(title, _lifespan(host, feed, dispatcher, sweeping))
+    lifespan = _lifespan(host, (feed, service.runs), dispatcher, sweeping)
+    app = _app_with_offline_docs(title, lifespan)
     app.add_middleware(BodyLimit, max_body_size=max_body_size)
     app.state.symfonic = service
     app.state.pause_feed = feed
@@ -148,17 +152,18 @@ def _authenticator(api_keys: str | Authenticator | None) -> Authenticator:
 
 def _lifespan(
     host: ServiceHost,
-    feed: PauseFeed,
+    watches: tuple[PauseFeed, BackgroundRuns],
     dispatcher: WebhookDispatcher | None,
     sweeping: tuple[float, Retention | None, timedelta],
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """The app's lifespan: the store open, and what runs beside the requests.
 
-    The sweeper (unless ``sweep_interval`` is 0), the live feed's watch and the
-    webhook dispatcher run under one task group; shutdown cancels them, then
-    closes the store.
+    The sweeper (unless ``sweep_interval`` is 0), the live feed's watch, the
+    background runs (:class:`BackgroundRuns`) and the webhook dispatcher run
+    under one task group; shutdown cancels them, then closes the store.
     """
     sweep_interval, retention, run_events_ttl = sweeping
+    feed, runs = watches
     expiring_lead = None
     if dispatcher is not None and dispatcher.wants_expiring:
         expiring_lead = dispatcher.settings.expiring_lead
@@ -178,6 +183,7 @@ def _lifespan(
                         run_events_ttl,
                     )
                 await tasks.start(feed.run)
+                await tasks.start(runs.run)
                 if dispatcher is not None:
                     await tasks.start(dispatcher.run)
                 yield
@@ -208,6 +214,7 @@ def _include_routes(app: FastAPI, service: HttpService, feed: PauseFeed) -> None
     """The native API's routes and AG-UI's, all authenticating through ``service``."""
     app.include_router(sessions_router(service))
     app.include_router(resume_router(service))
+    app.include_router(runs_router(service))
     app.include_router(pause_feed_router(service, feed))
     app.include_router(pauses_router(service))
     app.include_router(webhooks_router(service))

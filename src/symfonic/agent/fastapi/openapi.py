@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from symfonic.agent.fastapi.feed_schemas import PauseChangeEvent, PauseSnapshot
+from symfonic.agent.fastapi.run_schemas import RunStarted
 from symfonic.agent.fastapi.schemas import TurnOutcome
 from symfonic.agent.http.errors import documented
 from symfonic.core.contracts.types import STREAM_EVENTS, TurnPausedEvent
@@ -54,6 +55,47 @@ def turn_responses(description: str) -> dict[int | str, dict[str, Any]]:
     return {
         200: {
             "model": TurnOutcome,
+            "description": description,
+            "content": {
+                "text/event-stream": {
+                    "itemSchema": {"oneOf": [_frame(event) for event in STREAM_EVENTS]},
+                }
+            },
+        }
+    }
+
+
+def run_started_response() -> dict[int | str, dict[str, Any]]:
+    """The 202 of a turn sent with ``"background": true``."""
+    return {
+        202: {
+            "model": RunStarted,
+            "description": 'With `"background": true`: the run\'s id and events URL; it runs '
+            "on whether or not anyone listens.",
+        }
+    }
+
+
+def resume_accepted_response() -> dict[int | str, dict[str, Any]]:
+    """The 202s of a resume: a run started in the background, or an approval counted."""
+    return {
+        202: {
+            "model": RunStarted | TurnOutcome,
+            "description": 'With `"background": true`: the run\'s id and events URL '
+            "(`RunStarted`); the claim was won and the turn runs on whether or not anyone "
+            "listens. Or an approval of a pause that needs several approvers "
+            "(`approvals_required`), counted while more are needed (`TurnOutcome`): nothing "
+            "ran, the pause stays pending with its token, and `pause.approvals` says who "
+            "approved so far. Always JSON, even to a request for a stream. The approval "
+            "that completes the quorum runs the turn on, as a 200 (or a background run).",
+        }
+    }
+
+
+def run_events_response(description: str) -> dict[int | str, dict[str, Any]]:
+    """The 200 of a run's events: the same frames as a turn's stream, numbered in the run."""
+    return {
+        200: {
             "description": description,
             "content": {
                 "text/event-stream": {

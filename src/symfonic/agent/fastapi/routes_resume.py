@@ -6,15 +6,18 @@ receives it. Everything that can refuse the answer is checked before the claim,
 so a refused request leaves the pause ``pending`` and the token unspent.
 A pause that needs several approvers takes one approval per principal with the
 same token: each is counted (202) until the last, which runs the turn on.
+With ``"background": true`` the claim too is decided before the 202 that names
+the run, and the turn runs on whether or not the client stays.
 """
 
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from symfonic.agent.fastapi.negotiate import respond
-from symfonic.agent.fastapi.openapi import turn_responses
+from symfonic.agent.fastapi.openapi import resume_accepted_response, turn_responses
+from symfonic.agent.fastapi.run_schemas import RunStarted
 from symfonic.agent.fastapi.schemas import ResumeRequest, TurnOutcome
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
@@ -36,14 +39,7 @@ def resume_router(service: HttpService) -> APIRouter:
                 "`Accept: application/json`. An identical repeat of a resume that already "
                 "completed returns its outcome again without running anything."
             ),
-            202: {
-                "model": TurnOutcome,
-                "description": "An approval of a pause that needs several approvers "
-                "(`approvals_required`), counted while more are needed: nothing ran, the "
-                "pause stays pending with its token, and `pause.approvals` says who approved "
-                "so far. Always JSON, even to a request for a stream. The approval that "
-                "completes the quorum runs the turn on, as a 200.",
-            },
+            **resume_accepted_response(),
             **documented(400, 401, 403, 404, 409, 410, 413, 415, 422, 429, 503),
         },
         summary="Answer a pause and run its turn on",
@@ -52,6 +48,19 @@ def resume_router(service: HttpService) -> APIRouter:
         body: ResumeRequest, request: Request, principal: Caller, host: Host
     ) -> Response:
         agent, resolved = await host.resolve(body.token)
+        if body.background:
+            started = await agent.start_resume(
+                resolved,
+                body.answer,
+                principal,
+                tasks=service.runs.tasks,
+                status=body.status,
+                args_digest=body.args_digest,
+            )
+            if started.run_id is None:  # an approval counted toward a quorum: nothing ran
+                outcome = TurnOutcome.of(await started.join()).model_dump(mode="json")
+                return JSONResponse(outcome, status_code=202)
+            return JSONResponse(RunStarted.of(started.run_id).model_dump(), status_code=202)
         events = agent.resume_stream(
             resolved, body.answer, principal, status=body.status, args_digest=body.args_digest
         )

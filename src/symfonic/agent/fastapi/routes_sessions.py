@@ -3,18 +3,21 @@
 A session belongs to the principal that created it; to anyone else it does not
 exist (404, the same answer as for an id nobody created). A turn is refused
 before its stream starts -- busy, paused, stale ``base_revision``, budget -- so
-a refusal is a JSON error and a 200 is always a turn that ran.
+a refusal is a JSON error and a 200 is always a turn that ran. With
+``"background": true`` the same refusals come first, then a 202 names the run
+(:mod:`symfonic.agent.fastapi.routes_runs`), which goes on without the request.
 """
 
 from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.negotiate import respond
-from symfonic.agent.fastapi.openapi import turn_responses
+from symfonic.agent.fastapi.openapi import run_started_response, turn_responses
+from symfonic.agent.fastapi.run_schemas import RunStarted
 from symfonic.agent.fastapi.schemas import (
     SESSION_ID_PATTERN,
     CreateSession,
@@ -41,6 +44,7 @@ TURN_RESPONSES = {
         "`Accept: application/json`. The stream ends with exactly one of "
         "`turn.paused`, `response.complete` or `error`."
     ),
+    **run_started_response(),
     **documented(400, 401, 404, 409, 413, 415, 422, 429, 503),
 }
 
@@ -88,6 +92,8 @@ def sessions_router(service: HttpService) -> APIRouter:
         session_id: SessionId, body: TurnRequest, request: Request, principal: Caller, host: Host
     ) -> Response:
         agent = await host.agent_of_session(session_id)
+        if body.background:
+            return await background_turn(agent, session_id, body, principal, service)
         events = agent.stream(
             body.message,
             session_id,
@@ -98,6 +104,26 @@ def sessions_router(service: HttpService) -> APIRouter:
         return await respond(request, events, service.shares, principal)
 
     return router
+
+
+async def background_turn(
+    agent: SymfonicAgent,
+    session_id: str,
+    body: TurnRequest,
+    principal: Principal,
+    service: HttpService,
+) -> Response:
+    """Start the turn in this worker's background runs; 202 once nothing can refuse it."""
+    started = await agent.start(
+        body.message,
+        session_id,
+        principal,
+        tasks=service.runs.tasks,
+        base_revision=body.base_revision,
+        on_pending_pause=body.on_pending_pause,
+    )
+    assert started.run_id is not None  # only an approval starts no run
+    return JSONResponse(RunStarted.of(started.run_id).model_dump(), status_code=202)
 
 
 def session_view(

@@ -126,6 +126,12 @@ class TurnRequest(_Body):
         default="reject",
         description="With a pending pause: refuse the turn (409), or abandon the pause and run.",
     )
+    background: bool = Field(
+        default=False,
+        description="Run in the background: every refusal is decided first, then the answer "
+        "is 202 with the run's id and events URL, and the turn runs on whether or not "
+        "anyone listens (docs/runs.md).",
+    )
 
 
 # An answer is required unless the person cancelled or declined; said in the schema
@@ -159,6 +165,12 @@ class ResumeRequest(_Body):
         description="The approval's `args_digest` as the person was shown it. One that is "
         "not the pause's is refused with 409 `stale_question` before anything is claimed; "
         "the token stays usable.",
+    )
+    background: bool = Field(
+        default=False,
+        description="Run in the background: every refusal is decided first, then the answer "
+        "is 202 with the run's id and events URL, and the turn runs on whether or not "
+        "anyone listens (docs/runs.md).",
     )
 
     @model_validator(mode="after")

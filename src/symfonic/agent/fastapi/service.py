@@ -37,6 +37,7 @@ from symfonic.agent.fastapi.web_sessions import (
 )
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.runs import BackgroundRuns
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
 
@@ -71,8 +72,10 @@ class HttpService:
         authenticator: Authenticator,
         shares: StreamShares | None = None,
         brake: KeyBrake | None = None,
+        runs: BackgroundRuns | None = None,
     ) -> None:
         self.host = host
+        self.runs = runs if runs is not None else BackgroundRuns(host)
         self.authenticator = authenticator
         self.shares = shares if shares is not None else StreamShares()
         self.brake = brake if brake is not None else KeyBrake()

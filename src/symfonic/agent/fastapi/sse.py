@@ -12,6 +12,9 @@ A stream holds a place in its principal's share of streams
 (:mod:`symfonic.agent.http.stream_shares`) from before its turn starts until it
 ends, however it ends.
 
+A run's kept events (:class:`RunEventStream`) go out the same way: closing
+that stream stops following the run, never the run itself.
+
 How the disconnect is watched (the ASGI ``receive`` channel, for the whole
 stream, whatever ASGI version the server reports) is
 :mod:`symfonic.agent.http.streaming`.
@@ -31,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 from symfonic.agent.http.stream_shares import StreamSlot
 from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
 from symfonic.agent.service.started import StartedTurn
+from symfonic.core.contracts.run_events import RunEvent
 from symfonic.core.contracts.types import ErrorEvent, Event, TurnPausedEvent
 
 logger = logging.getLogger("symfonic.http")
@@ -120,3 +124,22 @@ class TurnEventStream(FrameStream):
             logger.error("a turn's stream failed after it started", exc_info=error)
             failed = ErrorEvent(code="internal", message="the turn failed; see the server log")
             yield encode(seq + 1, failed)
+
+
+class RunEventStream(FrameStream):
+    """A run's kept events as SSE, each with its number in the run as ``id``: what a
+    client sends back as ``Last-Event-ID`` to go on after it."""
+
+    def __init__(
+        self,
+        events: AsyncGenerator[RunEvent, None],
+        *,
+        slot: StreamSlot | None = None,
+        ping_interval: float = PING_INTERVAL,
+    ) -> None:
+        super().__init__(events, slot=slot, ping_interval=ping_interval)
+        self._events = events
+
+    async def _frames(self) -> AsyncGenerator[bytes, None]:
+        async for kept in self._events:
+            yield encode(kept.position, kept.event)

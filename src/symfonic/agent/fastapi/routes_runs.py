@@ -1,0 +1,74 @@
+"""``/v1/runs``: a run's state, and its events as SSE from any worker.
+
+A run is visible to its session's owner and, for a resume, to whoever may
+answer the pause it answered; to anyone else it does not exist (404, the same
+answer as for an id nobody made). Its events are replayed from the start, or
+after the ``Last-Event-ID`` a reconnecting client sends, then followed live
+until the run ends (:mod:`symfonic.agent.service.runs`). Closing the stream
+stops following; the run goes on.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Path, Request
+from starlette.responses import Response
+
+from symfonic.agent.fastapi.openapi import run_events_response
+from symfonic.agent.fastapi.run_schemas import RUN_ID_PATTERN, RunView
+from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.sse import RunEventStream
+from symfonic.agent.http.errors import documented
+from symfonic.agent.service.host import ServiceHost
+from symfonic.core.contracts.principal import Principal
+
+RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN, description="The run's id.")]
+
+
+def runs_router(service: HttpService) -> APIRouter:
+    router = APIRouter(prefix="/v1/runs", tags=["runs"], route_class=service.route_class)
+    Caller = Annotated[Principal, Depends(service.principal)]
+    Host = Annotated[ServiceHost, Depends(service.ready)]
+
+    @router.get(
+        "/{run_id}",
+        response_model=RunView,
+        responses=documented(401, 404, 422, 503),
+        summary="A run: its state, outcome and session",
+    )
+    async def get_run(run_id: RunId, principal: Caller, host: Host) -> RunView:
+        record = await service.runs.visible_run(run_id, principal)
+        return RunView.of(record, service.runs.state_of(record))
+
+    @router.get(
+        "/{run_id}/events",
+        response_model=None,
+        responses={
+            **run_events_response(
+                "The run's events as SSE, the same frames as the turn's own stream, each "
+                "`id:` its number in the run: from the first, or after `Last-Event-ID`, "
+                "then live until the run ends."
+            ),
+            **documented(401, 404, 422, 429, 503),
+        },
+        summary="Follow a run's events, from any worker",
+    )
+    async def run_events(
+        run_id: RunId,
+        request: Request,
+        principal: Caller,
+        host: Host,
+        last_event_id: Annotated[str | None, Header(description="The last `id:` received.")] = None,
+    ) -> Response:
+        after = _position(last_event_id)
+        record = await service.runs.visible_run(run_id, principal)
+        slot = service.shares.acquire(principal, request.scope, idle=False)
+        return RunEventStream(service.runs.follow(record, principal, after), slot=slot)
+
+    return router
+
+
+def _position(last_event_id: str | None) -> int:
+    """The number a reconnecting client names; anything else replays from the start."""
+    if last_event_id is None or not last_event_id.strip().isdigit():
+        return 0
+    return int(last_event_id.strip())

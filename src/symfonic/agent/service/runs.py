@@ -1,0 +1,198 @@
+"""This worker's background runs, and following any worker's run from its kept events.
+
+:class:`BackgroundRuns` owns the task group background runs run in: its
+:meth:`~BackgroundRuns.run` is started by the app's lifespan, so a run lives
+as long as the worker serves, never longer, and shutting down closes each
+run's turn (which abandons a claim that published nothing). Without that
+lifespan (an app mounted in another) a background request is a 503.
+
+Following a run reads its kept events from the store (any worker's run), then
+waits for more. One watch of the store per worker
+(:meth:`~symfonic.core.contracts.run_events.RunEventLog.watch_run_events`),
+kept while anyone follows, wakes the followers of the runs it names; a
+follower also looks again every ``RECHECK_SECONDS`` whatever the watch says,
+so a lost watch costs latency, never an event, and a run whose worker died
+(its lease lapsed) is seen to have ended. A run that ended without a terminal
+event kept ends its stream with an ``error`` event saying so.
+
+Who may see a run: its session's owner, and for a resume whoever may answer
+the pause it answered; to anyone else it does not exist (404). A paused turn's
+token was not kept; it is minted again for a follower who may answer the
+pause while it is still answerable.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+
+import anyio
+import anyio.abc
+
+from symfonic.agent.service.host import ServiceHost
+from symfonic.core.contracts.errors import RequestError, StoreUnavailable
+from symfonic.core.contracts.principal import WILDCARD, Principal
+from symfonic.core.contracts.run_events import RunEvent, RunRecord, RunState
+from symfonic.core.contracts.types import TERMINAL_EVENTS, ErrorEvent, TurnPausedEvent
+
+logger = logging.getLogger("symfonic.http")
+
+RECHECK_SECONDS = 1.0
+RETRY_DELAY = 1.0
+READ_BATCH = 200
+
+
+class RunNotFound(RequestError):
+    code = "run_not_found"
+    status = 404
+
+
+class RunsUnavailable(RequestError):
+    """No task group runs background runs here (an app whose lifespan did not run)."""
+
+    code = "runs_unavailable"
+    status = 503
+
+
+class _Follower:
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.nudged = anyio.Event()
+
+
+class BackgroundRuns:
+    """The task group of this worker's background runs, and the followers of runs."""
+
+    def __init__(self, host: ServiceHost) -> None:
+        self._host = host
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._followers: set[_Follower] = set()
+        self._wanted = anyio.Event()
+        self._watching: anyio.CancelScope | None = None
+
+    def __repr__(self) -> str:
+        return f"BackgroundRuns({len(self._followers)} followers)"
+
+    @property
+    def tasks(self) -> anyio.abc.TaskGroup:
+        """Where a background run's task goes; 503 when nothing runs them here."""
+        if self._tasks is None:
+            raise RunsUnavailable("background runs are not available on this worker")
+        return self._tasks
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hold the runs' task group and watch the store for followers, until cancelled."""
+        try:
+            async with anyio.create_task_group() as tasks:
+                self._tasks = tasks
+                task_status.started()
+                await self._watch_while_followed()
+        finally:
+            self._tasks = None
+
+    async def _watch_while_followed(self) -> None:
+        while True:
+            if not self._followers:
+                self._wanted = anyio.Event()
+                await self._wanted.wait()
+            try:
+                with anyio.CancelScope() as self._watching:
+                    async with aclosing(self._host.store.watch_run_events()) as watch:
+                        async for run_ids in watch:
+                            self._wake(set(run_ids))
+            except StoreUnavailable as error:
+                logger.warning(
+                    "the watch of run events was lost; again in %gs: %s", RETRY_DELAY, error
+                )
+                await anyio.sleep(RETRY_DELAY)
+            finally:
+                self._watching = None
+
+    def _wake(self, run_ids: set[str]) -> None:
+        for follower in self._followers:
+            if follower.run_id in run_ids:
+                follower.nudged.set()
+
+    # reading runs -------------------------------------------------------------
+
+    async def visible_run(self, run_id: str, principal: Principal) -> RunRecord:
+        """The run, if ``principal`` may see it; 404 otherwise."""
+        record = await self._host.store.run_record(run_id)
+        if record is None or not await self._sees(principal, record):
+            raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+        return record
+
+    async def _sees(self, principal: Principal, record: RunRecord) -> bool:
+        if WILDCARD in principal.scopes or record.principal == principal.name:
+            return True
+        if record.pause_id is None:
+            return False
+        pause = await self._host.store.get_pause(record.pause_id)
+        return pause is not None and principal.may_answer(pause)
+
+    def state_of(self, record: RunRecord) -> RunState:
+        """The run's state now, on the default agent's clock."""
+        return record.state_at(self._host.agents[self._host.default_agent].clock())
+
+    async def follow(
+        self, record: RunRecord, principal: Principal, after: int = 0
+    ) -> AsyncGenerator[RunEvent, None]:
+        """The run's kept events after ``after``, then the new ones, until its end."""
+        follower = _Follower(record.run_id)
+        self._followers.add(follower)
+        self._wanted.set()
+        try:
+            async with aclosing(self._events(follower, principal, after)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self._followers.discard(follower)
+            if not self._followers and self._watching is not None:
+                self._watching.cancel()
+
+    async def _events(
+        self, follower: _Follower, principal: Principal, after: int
+    ) -> AsyncGenerator[RunEvent, None]:
+        store, run_id = self._host.store, follower.run_id
+        while True:
+            follower.nudged = anyio.Event()  # before the read: a later append sets it
+            events = await store.run_events_after(run_id, after, limit=READ_BATCH)
+            for kept in events:
+                yield await self._for(principal, kept)
+                after = kept.position
+                if isinstance(kept.event, TERMINAL_EVENTS):
+                    return
+            if len(events) == READ_BATCH:
+                continue
+            record = await store.run_record(run_id)
+            if record is None or self.state_of(record) is not RunState.RUNNING:
+                if not await store.run_events_after(run_id, after, limit=1):
+                    yield RunEvent(after + 1, _ENDED_WITHOUT_OUTCOME)
+                    return
+                continue  # its last events committed between the two reads
+            with anyio.move_on_after(RECHECK_SECONDS):
+                await follower.nudged.wait()
+
+    async def _for(self, principal: Principal, kept: RunEvent) -> RunEvent:
+        """The event as this follower sees it: a pause's token only for who may answer."""
+        event = kept.event
+        if not isinstance(event, TurnPausedEvent):
+            return kept
+        pause = await self._host.store.get_pause(event.pause_id)
+        agent = None if pause is None else self._host.agents.get(pause.agent)
+        if pause is None or agent is None or not principal.may_answer(pause):
+            return kept
+        if not pause.answerable(agent.clock()):
+            return kept
+        return RunEvent(
+            kept.position, event.model_copy(update={"pause_token": agent.token_for(pause)})
+        )
+
+
+_ENDED_WITHOUT_OUTCOME = ErrorEvent(
+    code="run_failed",
+    message="the run ended without an outcome: the worker running it stopped",
+)

@@ -1,0 +1,270 @@
+"""A run in the background: a started turn driven to its end by a task, its events kept.
+
+The turn is started where it is asked for: its first event is pulled before
+anything is handed back, so every refusal (and a resume's claim) is decided by
+then, exactly as for an attached turn. From there a task of the caller's task
+group owns it: it drives the turn to its end whether or not anyone listens,
+keeps its events in the store (:class:`~symfonic.core.contracts.run_events.RunEventLog`)
+and records how it ended. Nothing about the turn itself changes: its claim,
+lease, publish or abandon are the turn's own, so a worker that dies mid-run is
+today's lapsed lease (the sweep abandons the claim, the run marker lapses) and
+the run, no longer renewed, reads as ``failed``.
+
+Events are kept by a second task, so a slow write never holds the turn back:
+text deltas wait up to ``FLUSH_SECONDS`` to be written together (one row each
+time, :func:`~symfonic.core.contracts.run_events.coalesced`), any other event is
+written at once with what waits before it. A paused turn's token is not kept:
+the stream that replays the event mints it again for whoever may answer.
+
+A run whose task is cancelled (the worker shutting down) closes its turn, which
+runs the turn's shielded cleanup, and is recorded ``failed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from symfonic.core.contracts.run_events import NewRun, RunEventLog, RunState
+from symfonic.core.contracts.types import (
+    Event,
+    TextDeltaEvent,
+    TurnPausedEvent,
+    TurnResult,
+    TurnStartedEvent,
+)
+from symfonic.turns.outcomes import collect
+from symfonic.turns.runtime import TurnRuntime
+
+logger = logging.getLogger("symfonic")
+
+FLUSH_SECONDS = 0.25
+_STATES = {"complete": RunState.COMPLETE, "paused": RunState.PAUSED, "failed": RunState.FAILED}
+
+
+@dataclass(frozen=True)
+class RunOwner:
+    """Who may see a run: the session's owner, and for a resume the pause's audience."""
+
+    principal: str
+    audience: str | None = None
+    pause_id: str | None = None
+
+
+class RunHandle:
+    """A run started in the background; :meth:`join` waits for its result.
+
+    ``run_id`` is ``None`` when nothing was started: an approval counted toward
+    a pause that needs more approvers (its result says where the vote stands).
+    """
+
+    def __init__(self, run_id: str | None, session_id: str) -> None:
+        self.run_id = run_id
+        self.session_id = session_id
+        self._done = anyio.Event()
+        self._result: TurnResult | None = None
+
+    def __repr__(self) -> str:
+        return f"RunHandle(run_id={self.run_id!r}, session_id={self.session_id!r})"
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    async def join(self) -> TurnResult:
+        """The run's result, once it has ended (on this worker)."""
+        await self._done.wait()
+        if self._result is None:
+            raise RuntimeError("the run did not end on this worker; read it with GET /v1/runs")
+        return self._result
+
+    def _finish(self, result: TurnResult | None) -> None:
+        self._result = result
+        self._done.set()
+
+
+def stored(event: Event) -> Event:
+    """The event as it is kept: a paused turn's without its token."""
+    if isinstance(event, TurnPausedEvent):
+        return event.model_copy(update={"pause_token": ""})
+    return event
+
+
+def outcome_of(result: TurnResult) -> dict[str, Any]:
+    """What a run's row keeps of its result: no token, only the pause's id."""
+    return {
+        "status": result.status,
+        "session_id": result.session_id,
+        "revision": result.revision,
+        "answer": result.answer,
+        "pause_id": None if result.pause is None else result.pause.pause_id,
+        "error": None
+        if result.error is None
+        else {"code": result.error.code, "message": result.error.message},
+    }
+
+
+async def start_run(
+    agent: TurnRuntime,
+    events: AsyncGenerator[Event, None],
+    tasks: anyio.abc.TaskGroup,
+    owner: RunOwner | None = None,
+) -> RunHandle:
+    """Start the turn ``events`` yields and hand it to a task of ``tasks``.
+
+    Refusals raise here, before anything is kept. ``owner``: who may see the
+    run (default: the session's owner, read once the turn has started). A
+    repeat of a resume that already ran in the background is that run again.
+    """
+    try:
+        first = await anext(events)
+    except StopAsyncIteration:
+        raise RuntimeError("a turn's stream ended before its first event") from None
+    except BaseException:
+        await events.aclose()
+        raise
+    if not isinstance(first, TurnStartedEvent):
+        return await _counted(first, events)
+    handle = RunHandle(first.run_id, first.session_id)
+    try:
+        if await agent.store.run_record(first.run_id) is not None:
+            await events.aclose()  # a replayed resume: its run already exists
+            handle._finish(None)
+            return handle
+        if owner is None:
+            session = await agent.store.get_session(first.session_id)
+            owner = RunOwner(session.principal if session is not None else "")
+        now = agent.clock()
+        await agent.store.begin_run_log(
+            NewRun(
+                first.run_id,
+                first.session_id,
+                owner.principal,
+                created_at=now,
+                lease_until=now + timedelta(seconds=agent.run_lease),
+                audience=owner.audience,
+                pause_id=owner.pause_id,
+            )
+        )
+    except BaseException:
+        await events.aclose()
+        raise
+    tasks.start_soon(_drive, agent, handle, first, events)
+    return handle
+
+
+async def _counted(first: Event, rest: AsyncGenerator[Event, None]) -> RunHandle:
+    """An approval counted toward a quorum that still waits: nothing runs, so no run
+    exists; the handle is already finished, with no run id."""
+    result = await collect(_replayed([first, *[event async for event in rest]]))
+    handle = RunHandle(None, result.session_id)
+    handle._finish(result)
+    return handle
+
+
+async def _drive(
+    agent: TurnRuntime,
+    handle: RunHandle,
+    first: TurnStartedEvent,
+    rest: AsyncGenerator[Event, None],
+) -> None:
+    """Run the turn to its end, keeping its events; then record how it ended."""
+    result: TurnResult | None = None
+    try:
+        seen = await _driven(agent, first.run_id, first, rest)
+        result = await collect(_replayed(seen))
+    except Exception as error:  # the turn broke its contract; the run still ends
+        logger.error("a background run failed after it started", exc_info=error)
+    finally:
+        with anyio.CancelScope(shield=True):
+            state = RunState.FAILED if result is None else _STATES[result.status]
+            outcome = None if result is None else outcome_of(result)
+            try:
+                await agent.store.end_run_log(first.run_id, state, outcome, agent.clock())
+            except Exception as error:
+                logger.warning("a background run's end could not be recorded: %s", error)
+            handle._finish(result)
+
+
+async def _driven(
+    agent: TurnRuntime, run_id: str, first: Event, rest: AsyncGenerator[Event, None]
+) -> list[Event]:
+    """Every event of the turn, each handed to the keeper; returns once all are kept."""
+    seen: list[Event] = [first]
+    send, receive = anyio.create_memory_object_stream[Event](math.inf)
+    async with anyio.create_task_group() as renewing:
+        renewing.start_soon(_renew, agent, run_id)
+        async with anyio.create_task_group() as keeping:
+            keeping.start_soon(_keep, agent.store, run_id, receive)
+            with send:
+                send.send_nowait(first)
+                async with aclosing(rest):
+                    async for event in rest:
+                        seen.append(event)
+                        send.send_nowait(event)
+        renewing.cancel_scope.cancel()
+    return seen
+
+
+async def _replayed(events: list[Event]) -> AsyncGenerator[Event, None]:
+    for event in events:
+        yield event
+
+
+async def _renew(agent: TurnRuntime, run_id: str) -> None:
+    """Extend the run's lease every third of it, until cancelled."""
+    while True:
+        await anyio.sleep(agent.run_lease / 3)
+        try:
+            await agent.store.renew_run_log(
+                run_id, agent.clock() + timedelta(seconds=agent.run_lease)
+            )
+        except Exception as error:
+            logger.warning("a background run's lease could not be renewed: %s", error)
+
+
+async def _keep(store: RunEventLog, run_id: str, receive: MemoryObjectReceiveStream[Event]) -> None:
+    """Write the events received, deltas gathered for up to ``FLUSH_SECONDS``."""
+    pending: list[Event] = []
+    deadline = math.inf
+    async with receive:
+        while True:
+            try:
+                event = await _next(receive, deadline)
+            except anyio.EndOfStream:
+                await _write(store, run_id, pending)
+                return
+            if event is not None:
+                pending.append(stored(event))
+                if isinstance(event, TextDeltaEvent):
+                    if len(pending) == 1:
+                        deadline = anyio.current_time() + FLUSH_SECONDS
+                    continue
+            await _write(store, run_id, pending)
+            pending, deadline = [], math.inf
+
+
+async def _next(receive: MemoryObjectReceiveStream[Event], deadline: float) -> Event | None:
+    """The next event, or ``None`` once ``deadline`` passes without one."""
+    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+        return await receive.receive()
+    return None
+
+
+async def _write(store: RunEventLog, run_id: str, events: list[Event]) -> None:
+    if not events:
+        return
+    try:
+        await store.append_run_events(run_id, events)
+    except Exception as error:
+        # The turn goes on: its end and outcome are still recorded.
+        logger.warning("a background run's events could not be kept: %s", error)

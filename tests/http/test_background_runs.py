@@ -1,0 +1,259 @@
+"""Background turns and resumes over the real app, and following a run's kept events.
+
+A turn or resume sent with ``"background": true`` is refused exactly as an
+attached one would be, before the 202; once accepted it runs with nobody
+listening, and ``GET /v1/runs/{id}/events`` replays its events from the start
+or after ``Last-Event-ID``, then follows it live, each event once. A run is
+another principal's 404, and its events are gone after the TTL.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from feed_support import FeedReader
+from http_support import (
+    APPROVE,
+    KEYS,
+    Clock,
+    Frame,
+    Gate,
+    auth,
+    frames,
+    new_session,
+    pause_row,
+    paused_turn,
+    payment_agent,
+    serve,
+    uvicorn_serving,
+)
+from symfonic import needs_approval
+from symfonic.agent.fastapi.app import create_app
+from symfonic.core.contracts.types import PauseState
+from symfonic.testing import reply
+
+pytestmark = pytest.mark.anyio
+
+ALICE, BOB = auth("alice"), auth("bob")
+
+
+async def background_turn(
+    client: httpx.AsyncClient, session_id: str, message: str = "pay 5", **headers: str
+) -> dict[str, Any]:
+    response = await client.post(
+        f"/v1/sessions/{session_id}/turns",
+        json={"message": message, "background": True},
+        headers=headers,
+    )
+    assert response.status_code == 202, response.text
+    return dict(response.json())
+
+
+async def ended(client: httpx.AsyncClient, run_id: str, **headers: str) -> dict[str, Any]:
+    """The run, once it is no longer running."""
+    with anyio.fail_after(5):
+        while True:
+            run = (await client.get(f"/v1/runs/{run_id}", headers=headers)).json()
+            if run["state"] != "running":
+                return dict(run)
+            await anyio.sleep(0.02)
+
+
+async def replayed(client: httpx.AsyncClient, url: str, **headers: str) -> list[Frame]:
+    response = await client.get(url, headers=headers)
+    assert response.status_code == 200, response.text
+    return frames(response.text)
+
+
+async def test_a_background_turn_runs_with_no_listener_and_replays_in_full(
+    store_url: str,
+) -> None:
+    async with serve(payment_agent(store_url), api_keys=KEYS) as client:
+        session_id = await new_session(client, **ALICE)
+        started = await background_turn(client, session_id, **ALICE)
+        assert started["events_url"] == f"/v1/runs/{started['run_id']}/events"
+        run = await ended(client, started["run_id"], **ALICE)
+        assert run["state"] == "paused" and run["session_id"] == session_id
+        assert run["outcome"]["status"] == "paused"
+        events = await replayed(client, started["events_url"], **ALICE)
+    assert [f.event for f in events] == ["turn.started", "tool.call", "turn.paused"]
+    assert [f.id for f in events] == ["1", "2", "3"]
+    assert events[0].data["run_id"] == started["run_id"]
+    # The token was not kept; it is minted again for the owner, who may answer.
+    assert events[-1].data["token"].startswith("sfp_")
+    assert events[-1].data["pause_id"] == run["outcome"]["pause_id"]
+
+
+async def test_every_refusal_comes_before_the_202(store_url: str) -> None:
+    async with serve(payment_agent(store_url), api_keys=KEYS) as client:
+        session_id, paused = await paused_turn(client, ALICE)
+        busy = await client.post(
+            f"/v1/sessions/{session_id}/turns",
+            json={"message": "again", "background": True},
+            headers=ALICE,
+        )
+        assert busy.status_code == 409
+        assert busy.json()["error"]["code"] == "session_paused"
+        other = await client.post(
+            f"/v1/sessions/{session_id}/turns",
+            json={"message": "mine now", "background": True},
+            headers=BOB,
+        )
+        assert other.status_code == 404
+        wrong = await client.post(
+            "/v1/resume",
+            json={"token": paused["token"], "answer": {"no": 1}, "background": True},
+            headers=ALICE,
+        )
+        assert wrong.status_code == 422
+        stolen = await client.post(
+            "/v1/resume",
+            json={"token": paused["token"], "answer": APPROVE, "background": True},
+            headers=BOB,
+        )
+        assert stolen.status_code == 403
+
+
+async def test_a_background_resume_runs_its_tool_once_and_publishes(store_url: str) -> None:
+    paid: list[int] = []
+
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    agent = payment_agent(store_url, tool=pay)
+    async with serve(agent, api_keys=KEYS) as client:
+        _, paused = await paused_turn(client, ALICE)
+        response = await client.post(
+            "/v1/resume",
+            json={"token": paused["token"], "answer": APPROVE, "background": True},
+            headers=ALICE,
+        )
+        assert response.status_code == 202, response.text
+        run_id = response.json()["run_id"]
+        # The pause was claimed before the 202: a second answer runs nothing (refused
+        # while the run holds the claim, its outcome replayed once it published).
+        await client.post(
+            "/v1/resume", json={"token": paused["token"], "answer": APPROVE}, headers=ALICE
+        )
+        run = await ended(client, run_id, **ALICE)
+        events = await replayed(client, f"/v1/runs/{run_id}/events", **ALICE)
+        row = await pause_row(agent, paused["pause_id"])
+    assert run["state"] == "complete"
+    assert run["outcome"] == {
+        "status": "complete", "revision": 1, "answer": "Paid.", "pause_id": None, "error": None
+    }
+    assert [f.event for f in events] == [
+        "turn.started", "tool.result", "text.delta", "response.complete"
+    ]
+    assert paid == [5]
+    assert row.state is PauseState.PUBLISHED
+
+
+async def test_another_principal_gets_404_on_the_run_and_its_events(store_url: str) -> None:
+    async with serve(payment_agent(store_url), api_keys=KEYS) as client:
+        session_id = await new_session(client, **ALICE)
+        run_id = (await background_turn(client, session_id, **ALICE))["run_id"]
+        await ended(client, run_id, **ALICE)
+        for url in (f"/v1/runs/{run_id}", f"/v1/runs/{run_id}/events", "/v1/runs/nope"):
+            response = await client.get(url, headers=BOB)
+            assert response.status_code == 404, url
+            assert response.json()["error"]["code"] == "run_not_found"
+
+
+async def test_a_run_and_its_events_are_gone_after_the_ttl(store_url: str) -> None:
+    clock = Clock()
+    agent = payment_agent(store_url, clock=clock)
+    async with serve(
+        agent, api_keys=KEYS, sweep_interval=0.05, run_events_ttl=timedelta(minutes=10)
+    ) as client:
+        session_id = await new_session(client, **ALICE)
+        run_id = (await background_turn(client, session_id, **ALICE))["run_id"]
+        await ended(client, run_id, **ALICE)
+        await anyio.sleep(0.2)  # a few sweeps: still within the TTL
+        assert (await client.get(f"/v1/runs/{run_id}", headers=ALICE)).status_code == 200
+        clock.advance(11 * 60)
+        with anyio.fail_after(3):
+            while True:
+                if (await client.get(f"/v1/runs/{run_id}", headers=ALICE)).status_code == 404:
+                    break
+                await anyio.sleep(0.05)
+        assert await agent.store.run_events_after(run_id, 0, limit=10) == []
+
+
+async def test_a_follower_that_reconnects_with_last_event_id_gets_each_event_once(
+    store_url: str,
+) -> None:
+    gate = Gate()
+    agent = payment_agent(
+        store_url,
+        tool=gate.pay,
+        approval=(),
+        after=(reply("Paid."),),
+    )
+    app = create_app(agent, api_keys=KEYS, sweep_interval=0)
+    async with uvicorn_serving(app) as client:
+        session_id = await new_session(client, **ALICE)
+        run_id = (await background_turn(client, session_id, **ALICE))["run_id"]
+        url = f"/v1/runs/{run_id}/events"
+        async with client.stream("GET", url, headers=ALICE) as response:
+            reader = FeedReader(response)
+            first = [await reader.next(), await reader.next()]
+        assert [f.event for f in first] == ["turn.started", "tool.call"]
+        await gate.entered.wait()
+        gate.release.set()
+        headers = {**ALICE, "Last-Event-ID": first[-1].id}
+        async with client.stream("GET", url, headers=headers) as response:
+            reader = FeedReader(response)
+            rest = [await reader.next()]
+            while rest[-1].event != "response.complete":
+                rest.append(await reader.next())
+    seen = first + rest
+    assert [f.event for f in seen] == [
+        "turn.started", "tool.call", "tool.result", "text.delta", "response.complete"
+    ]
+    assert [int(f.id) for f in seen] == [1, 2, 3, 4, 5]
+    assert gate.calls == [5]
+
+
+async def test_the_python_api_starts_a_run_and_joins_it(store_url: str) -> None:
+    agent = payment_agent(store_url)
+    async with agent, anyio.create_task_group() as tasks:
+        run = await agent.start("pay 5", tasks=tasks)
+        result = await run.join()
+        assert result.status == "paused" and result.pause is not None
+        record = await agent.store.run_record(run.run_id)
+        assert record is not None and record.state.value == "paused"
+        resumed = await agent.start_resume(result.pause.token, APPROVE, tasks=tasks)
+        assert (await resumed.join()).answer == "Paid."
+        kept = await agent.store.run_events_after(resumed.run_id, 0, limit=10)
+        assert [e.event.type for e in kept] == [
+            "turn.started", "tool.result", "text.delta", "response.complete"
+        ]
+
+
+
+async def test_a_background_approval_that_is_only_counted_starts_no_run(store_url: str) -> None:
+    keys = "alice=key-alice:payments,carol=key-carol:payments,dave=key-dave:payments"
+    rule = needs_approval(audience="payments", approvers=2)
+    agent = payment_agent(store_url, approval={"pay": rule})
+    async with serve(agent, api_keys=keys) as client:
+        _, paused = await paused_turn(client, ALICE)
+        body = {"token": paused["token"], "answer": APPROVE, "background": True}
+        counted = await client.post("/v1/resume", json=body, headers=auth("carol"))
+        assert counted.status_code == 202, counted.text
+        assert "run_id" not in counted.json()
+        assert counted.json()["status"] == "paused"
+        last = await client.post("/v1/resume", json=body, headers=auth("dave"))
+        assert last.status_code == 202, last.text
+        run_id = last.json()["run_id"]
+        # The audience that answered sees the run; the session's owner does too.
+        run = await ended(client, run_id, **auth("dave"))
+        assert run["state"] == "complete"
+        assert (await client.get(f"/v1/runs/{run_id}", headers=ALICE)).status_code == 200
