@@ -31,7 +31,7 @@ from serve_support import Server, serving
 
 HERE = Path(__file__).parent
 EXAMPLE = HERE.parent.parent / "examples" / "copilotkit"
-KEYS = "alice=alice-secret-key,bob=bob-secret-key"
+KEYS = "alice=alice-secret-key,bob=bob-secret-key,olga=olga-secret-key:operator"
 AGENT = "copilotkit_agents:payments"
 
 
@@ -100,12 +100,16 @@ class Served:
             return []
         return [json.loads(line) for line in self.ledger.read_text().splitlines()]
 
-    def pending_token(self, thread_id: str, who: str = "alice") -> str:
-        """The token of the pause waiting on ``thread_id``, as the native API lists it."""
+    def pending(self, thread_id: str, who: str = "alice") -> dict[str, Any]:
+        """The pause waiting on ``thread_id``, as the native API lists it to ``who``."""
         listed = httpx.get(f"{self.api}/v1/pauses", headers=bearer(who), timeout=10)
         pauses = [p for p in listed.json()["pauses"] if p["session_id"] == thread_id]
         assert len(pauses) == 1, pauses
-        return str(pauses[0]["token"])
+        return dict(pauses[0])
+
+    def pending_token(self, thread_id: str, who: str = "alice") -> str:
+        """The token of the pause waiting on ``thread_id``."""
+        return str(self.pending(thread_id, who)["token"])
 
 
 def bearer(who: str) -> dict[str, str]:

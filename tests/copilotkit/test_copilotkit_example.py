@@ -211,6 +211,29 @@ def test_an_answer_given_elsewhere_is_reported_and_the_chat_goes_on(
     page.get_by_text("I did not send the payment. The person rejected this call.").wait_for()
 
 
+def test_a_card_handed_to_another_audience_says_who_it_waits_for(
+    context: Any, served: Served, tmp_path: Path
+) -> None:
+    page = signed_in(context, served)
+    say(page, "Pay alice 44 EUR")
+    asked = approval(page)
+    assert asked.get_by_role("button", name="Approve").is_visible()  # hers to answer
+    pause_id = served.pending(thread_of(page))["pause_id"]
+    handed = httpx.post(
+        f"{served.api}/v1/pauses/{pause_id}/reassign", headers=bearer("olga"), timeout=30,
+        json={"audience": "finance", "reason": "alice is on leave"},
+    )
+    assert handed.status_code == 200, handed.text
+    page.reload()
+    asked = approval(page)
+    asked.get_by_role("status").wait_for()
+    page.screenshot(path=str(tmp_path / "waiting.png"))
+    assert asked.get_by_role("status").inner_text() == "Waiting for finance"
+    assert "44" in asked.inner_text()  # what it asks is still shown
+    assert asked.get_by_role("button").count() == 0  # no button she cannot use
+    assert paid(served, ALICE_IBAN, 44) == 0
+
+
 def test_two_tabs_approving_at_once_pay_once_and_both_finish(
     context: Any, served: Served, tmp_path: Path
 ) -> None:

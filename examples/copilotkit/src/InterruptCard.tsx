@@ -36,6 +36,7 @@ export function InterruptCard(props: {
     resolve(payload).catch(() => setSending(false));
   };
   const approval = interrupt.reason === "tool_call";
+  const waiting = waitingFor(interrupt);
   return (
     <section
       className="card"
@@ -44,19 +45,42 @@ export function InterruptCard(props: {
     >
       <h2>{interrupt.message ?? "The assistant needs your answer"}</h2>
       {approval ? (
-        <Approval interrupt={interrupt} messages={messages} send={send} sending={sending} />
-      ) : (
+        <Approval interrupt={interrupt} messages={messages} send={send} sending={sending} waiting={waiting} />
+      ) : waiting === null ? (
         <Answer schema={(interrupt.responseSchema ?? {}) as Schema} send={send} sending={sending} />
+      ) : (
+        <Waiting audience={waiting} />
       )}
     </section>
   );
 }
 
+/**
+ * Who the interrupt waits for when the signed-in principal may not answer it, else null.
+ * symfonic says so on every interrupt (`metadata.symfonic.answerable`): a pause asked
+ * of an audience this principal is not in, or handed to one since.
+ */
+function waitingFor(interrupt: Interrupt): string | null {
+  const symfonic = (interrupt.metadata as { symfonic?: { audience?: string | null; answerable?: boolean } } | undefined)
+    ?.symfonic;
+  if (symfonic?.answerable !== false) return null;
+  return symfonic.audience ?? "the person who asked";
+}
+
+function Waiting({ audience }: { audience: string }) {
+  return (
+    <p className="waiting" role="status">
+      Waiting for {audience}
+    </p>
+  );
+}
+
 type Sender = { send: (payload: unknown) => void; sending: boolean };
 
-function Approval({ interrupt, messages, send, sending }: Sender & {
+function Approval({ interrupt, messages, send, sending, waiting }: Sender & {
   interrupt: Interrupt;
   messages: Message[];
+  waiting: string | null;
 }) {
   const [mode, setMode] = useState<"ask" | "edit" | "reject">("ask");
   const [reason, setReason] = useState("");
@@ -73,7 +97,8 @@ function Approval({ interrupt, messages, send, sending }: Sender & {
           </div>
         ))}
       </dl>
-      {mode === "ask" && (
+      {waiting !== null && <Waiting audience={waiting} />}
+      {waiting === null && mode === "ask" && (
         <div className="actions">
           <button type="button" disabled={sending} onClick={() => send({ approved: true })}>
             Approve
@@ -88,7 +113,7 @@ function Approval({ interrupt, messages, send, sending }: Sender & {
           </button>
         </div>
       )}
-      {mode === "edit" && editable && (
+      {waiting === null && mode === "edit" && editable && (
         <SchemaForm
           schema={editable}
           values={args}
@@ -98,7 +123,7 @@ function Approval({ interrupt, messages, send, sending }: Sender & {
           onCancel={() => setMode("ask")}
         />
       )}
-      {mode === "reject" && (
+      {waiting === null && mode === "reject" && (
         <form
           className="form"
           onSubmit={(event) => {
