@@ -12,7 +12,7 @@ from typing import Any
 
 from bench.matrix import ROOT
 from bench.stores import DEFAULT_POSTGRES_URL
-from bench.workloads import BASELINE, SYSTEMS
+from bench.workloads import BASELINE, OPTIONAL_SYSTEMS, SYSTEMS
 
 # The options that say only where output goes and how long to wait; results.json
 # records all the others, the ones that shape the figures.
@@ -79,7 +79,11 @@ def parser(description: str | None) -> argparse.ArgumentParser:
         "--history", default="0,100,1000,10000", help="messages of history", **lists
     )
     matrix.add_argument("--concurrency", default="1,16", help="sessions cycling at once", **lists)
-    matrix.add_argument("--systems", default=",".join(SYSTEMS), help="systems to measure")
+    matrix.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"systems to measure; also {','.join(OPTIONAL_SYSTEMS)} (SQLite, ?synchronous=normal)",
+    )
     matrix.add_argument(
         "--baseline",
         type=_source_tree,

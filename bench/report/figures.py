@@ -16,6 +16,7 @@ from bench.workloads import BASELINE
 STORE_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 SYSTEM_TITLES = {
     "symfonic": "symfonic",
+    "symfonic+normal": "symfonic, SQLite synchronous=NORMAL",
     BASELINE: "symfonic, baseline tree",
     "langgraph": "LangGraph",
     "floor": "floor",

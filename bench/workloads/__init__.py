@@ -12,6 +12,9 @@ import importlib
 from bench.workloads.base import StoreKind, Workload
 
 SYSTEMS = ("symfonic", "langgraph", "floor", "floor+model")
+# Measured only when named: symfonic on SQLite with ``?synchronous=normal``, what
+# syncing every commit costs, beside ``symfonic`` in the same run.
+OPTIONAL_SYSTEMS = ("symfonic+normal",)
 # symfonic from another source tree (``--baseline SRC``), measured beside the installed
 # one: a change's before and after, interleaved configuration by configuration.
 BASELINE = "symfonic@baseline"
@@ -21,6 +24,7 @@ _SYMFONIC = "bench.workloads.symfonic_workload:SymfonicWorkload"
 _REGISTRY: dict[str, str | dict[StoreKind, str]] = {
     "symfonic": _SYMFONIC,
     BASELINE: _SYMFONIC,  # the same workload; its child imports the baseline's tree
+    "symfonic+normal": "bench.workloads.symfonic_workload:SymfonicNormalWorkload",
     "langgraph": "bench.workloads.langgraph_workload:LangGraphWorkload",
     "floor": {
         "sqlite": "bench.workloads.floor:SqliteFloor",
@@ -42,7 +46,7 @@ def unavailable_reason(system: str) -> str | None:
     """Why ``system`` cannot run here, or ``None`` when it can."""
     target = _REGISTRY.get(system)
     if target is None:
-        return f"unknown system {system!r} (known: {', '.join(SYSTEMS)})"
+        return f"unknown system {system!r} (known: {', '.join(SYSTEMS + OPTIONAL_SYSTEMS)})"
     try:
         for each in [target] if isinstance(target, str) else target.values():
             _resolve(each)

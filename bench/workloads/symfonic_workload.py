@@ -6,6 +6,8 @@ completes. The model is the LangGraph side's own class
 (:class:`bench.workloads.scripted_model.ScriptedToolModel`); history is seeded
 with ``agent.seed_history``; the PostgreSQL pool is sized to the concurrency
 (``SYMFONIC_POOL_SIZE``) unless the environment says otherwise.
+``symfonic+normal`` is the same cycle on SQLite with ``?synchronous=normal``:
+beside ``symfonic`` (FULL) in one run, the price of syncing every commit.
 """
 
 from __future__ import annotations
@@ -34,12 +36,16 @@ class SymfonicWorkload(Workload):
 
     _stack: AsyncExitStack | None = None
     _agent: Any = None
+    # What the store URL adds on SQLite, and the synchronous level that gives.
+    sqlite_options = ""
+    synchronous = "symfonic's default (FULL)"
 
     async def open(self) -> None:
         if self.spec.store == "postgresql":
             os.environ.setdefault("SYMFONIC_POOL_SIZE", str(max(1, self.spec.concurrency)))
         store = self.spec.sqlite_url if self.spec.store == "sqlite" else self.spec.location
         if self.spec.store == "sqlite":
+            store += self.sqlite_options
             # The SQLite probe holds a read snapshot across the timed section, so no
             # checkpoint can empty the WAL then (bench.probes.sqlite_probe). The store's
             # checkpoint would wait its bounded time for that reader alone, once every
@@ -88,7 +94,7 @@ class SymfonicWorkload(Workload):
         # Which tree ran: the installed one, or a --baseline's.
         package = {"package": os.path.dirname(symfonic.__file__)}
         if self.spec.store == "sqlite":
-            return package | {"sqlite_synchronous": "symfonic's default (FULL)"}
+            return package | {"sqlite_synchronous": self.synchronous}
         return package | {"pool_size": os.environ.get("SYMFONIC_POOL_SIZE", "symfonic default")}
 
 
@@ -101,3 +107,9 @@ def _checkpoints_give_up_at_once() -> None:
             continue
         if hasattr(module, "CHECKPOINT_WAIT_MS"):
             module.CHECKPOINT_WAIT_MS = 0
+
+
+class SymfonicNormalWorkload(SymfonicWorkload):
+    system = "symfonic+normal"
+    sqlite_options = "?synchronous=normal"
+    synchronous = "NORMAL (?synchronous=normal)"
