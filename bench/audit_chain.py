@@ -2,10 +2,11 @@
 
 Each figure on a database of its own (docs/audit.md has them and what they mean):
 
-- one sweep statement expiring 500, then 2,000 pending pauses (the store's own
+- one sweep statement expiring 500, 2,000, then 8,000 pending pauses (the store's own
   expiry statement, one transaction), with the audit triggers of migration
   0015 (a row trigger that moved the chain's head row twice per record) and
-  with today's (a statement trigger that moves it once per statement);
+  with today's (a statement trigger that moves it once per statement), and
+  the same on SQLite;
 - pauses created per second by 16 connections at once, each pause one
   transaction of one ``INSERT``, each connection a principal of its own (so
   they share no pending tally row), with the audit trigger on and off: a
@@ -21,7 +22,9 @@ Each figure is the median of ``--rounds`` runs. The server is
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -37,12 +40,16 @@ from bench.scale_load import (
     PAUSE_COLUMNS,
     SESSION_COLUMNS,
     Layout,
+    load_pending,
     pause_rows,
     session_rows,
+    sqlite_stamp,
 )
 from bench.stores import DEFAULT_POSTGRES_URL, fresh_store
 from symfonic.storage import open_store
+from symfonic.storage.audit_log import register_audit_hash
 from symfonic.storage.pause_writes import EXPIRE
+from symfonic.storage.sqlite_file import path_of
 from symfonic.storage.statements import Dialect
 
 CREATED = datetime(2030, 1, 1, tzinfo=UTC)
@@ -112,8 +119,9 @@ async def _load(url: str, layout: Layout, *, audited: bool) -> float:
         await connection.close()
 
 
-async def _expiry(url: str, rows: int, round_: int) -> float:
-    """Seconds one expiry statement takes to move ``rows`` pending pauses, committed."""
+async def _expiry(url: str, rows: int, round_: int, *, trigger: bool = False) -> float:
+    """Seconds one expiry statement takes to move ``rows`` pending pauses, committed;
+    with ``trigger``, the seconds its audit trigger took, as ``EXPLAIN ANALYZE`` says."""
     layout = Layout(count=rows, start=round_ * rows, created=CREATED, expires_in=timedelta(hours=1))
     await _load(url, layout, audited=False)
     expire = EXPIRE[Dialect.POSTGRESQL]
@@ -123,6 +131,12 @@ async def _expiry(url: str, rows: int, round_: int) -> float:
         # Statistics as autovacuum would have them: without, the planner expects one
         # pause due and joins the batch to itself row by row.
         await connection.execute("ANALYZE symfonic_pauses")
+        if trigger:
+            async with connection.transaction():
+                plan = await connection.fetchval(
+                    f"EXPLAIN (ANALYZE, FORMAT JSON) {expire.positional}", *params
+                )
+            return _trigger_seconds(plan, "symfonic_audit_changed")
         started = time.perf_counter()
         async with connection.transaction():
             moved = await connection.execute(expire.positional, *params)
@@ -130,6 +144,31 @@ async def _expiry(url: str, rows: int, round_: int) -> float:
     finally:
         await connection.close()
     assert moved == f"UPDATE {rows}", moved
+    return elapsed
+
+
+def _trigger_seconds(plan: str, name: str) -> float:
+    (explained,) = json.loads(plan)
+    (fired,) = [t for t in explained["Triggers"] if t["Trigger Name"] == name]
+    return float(fired["Time"]) / 1000
+
+
+async def _sqlite_expiry(url: str, rows: int, round_: int) -> float:
+    """The same on SQLite, whose row triggers update the head row in place."""
+    layout = Layout(count=rows, start=round_ * rows, created=CREATED, expires_in=timedelta(hours=1))
+    await load_pending(url, layout)
+    connection = sqlite3.connect(path_of(url), isolation_level=None)
+    register_audit_hash(connection)
+    try:
+        started = time.perf_counter()
+        connection.execute("BEGIN IMMEDIATE")
+        params = {"now": sqlite_stamp(CREATED + timedelta(days=1)), "batch": rows}
+        moved = connection.execute(EXPIRE[Dialect.SQLITE].text, params).rowcount
+        connection.execute("COMMIT")
+        elapsed = time.perf_counter() - started
+    finally:
+        connection.close()
+    assert moved == rows, moved
     return elapsed
 
 
@@ -198,6 +237,22 @@ def main() -> None:
                 lambda url, rows=rows: _median(args.rounds, lambda r: _expiry(url, rows, r)),
             )
             print(f"expire {rows:,} in one statement, {label}: {seconds * 1000:,.0f} ms")
+            seconds = _on_fresh(
+                server,
+                "bench_audit_expiry",
+                revision,
+                lambda url, rows=rows: _median(
+                    args.rounds, lambda r: _expiry(url, rows, r, trigger=True)
+                ),
+            )
+            print(f"  of which the audit trigger, {label}: {seconds * 1000:,.0f} ms")
+        seconds = _on_fresh(
+            "sqlite",
+            "bench_audit_expiry",
+            None,
+            lambda url, rows=rows: _median(args.rounds, lambda r: _sqlite_expiry(url, rows, r)),
+        )
+        print(f"expire {rows:,} in one statement, SQLite: {seconds * 1000:,.0f} ms")
     for label, revision, off in (
         ("audit row trigger (0015)", BEFORE, ()),
         ("audit statement trigger", None, ()),

@@ -108,7 +108,7 @@ PAUSE_COLUMNS = (
 )
 
 
-def _sqlite_stamp(value: datetime) -> str:
+def sqlite_stamp(value: datetime) -> str:
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
@@ -124,10 +124,10 @@ def _load_sqlite(path: str, layout: Layout) -> None:
     try:
         connection.execute("BEGIN IMMEDIATE")
         connection.executemany(
-            _insert("symfonic_sessions", SESSION_COLUMNS), session_rows(layout, _sqlite_stamp)
+            _insert("symfonic_sessions", SESSION_COLUMNS), session_rows(layout, sqlite_stamp)
         )
         connection.executemany(
-            _insert("symfonic_pauses", PAUSE_COLUMNS), pause_rows(layout, _sqlite_stamp)
+            _insert("symfonic_pauses", PAUSE_COLUMNS), pause_rows(layout, sqlite_stamp)
         )
         connection.execute("COMMIT")
         # The load's own WAL is copied now, not by the store's first checkpoint
