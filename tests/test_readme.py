@@ -216,3 +216,20 @@ def test_the_mcp_example_gates_a_server_tool_and_answers_its_question(
         "paused: What is ann's IBAN?",
         "complete: Done: add ann.",
     ]
+
+
+def test_the_readmes_four_eyes_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = README.index("\n#### Approval policies: four eyes\n")
+    [code] = re.findall(
+        r"```py\n(.*?)```", README[start : README.index("\n#### ", start + 1)], re.DOTALL
+    )
+    monkeypatch.chdir(tmp_path)  # the example's store is ./four-eyes.db
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme_four_eyes"})
+    assert capsys.readouterr().out.splitlines() == [
+        "refused: alice asked for this call and may not approve it; "
+        "someone else of its audience must",
+        "paused ['carol']",
+        "complete Paid bob 5000.",
+    ]

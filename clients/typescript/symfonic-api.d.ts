@@ -755,7 +755,9 @@ export interface components {
         /**
          * PauseChangeEvent
          * @description ``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``;
-         *     ``pause.escalated`` and ``pause.reassigned``: a pending pause handed to another audience.
+         *     ``pause.escalated`` and ``pause.reassigned``: a pending pause handed to another audience;
+         *     ``pause.approved``: an approval counted toward a pause that needs several, which
+         *     still waits (its ``approvals`` say who approved so far).
          */
         PauseChangeEvent: {
             /** Agent */
@@ -786,7 +788,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
-             * @description pause.created, pause.escalated and pause.reassigned, while the caller may still answer the pause: the GET /v1/pauses item, token included (and its details with `details=true`).
+             * @description pause.created, pause.escalated, pause.reassigned and pause.approved, while the caller may still answer the pause: the GET /v1/pauses item, token included (and its details with `details=true`).
              * @default null
              */
             pause?: components["schemas"]["PauseView"] | null;

@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from bulk_pauses import bulk_pauses
-from symfonic import SymfonicAgent
+from http_support import paused_turn, payment_agent
+from symfonic import SymfonicAgent, needs_approval
 from symfonic.agent.fastapi.app import create_app
 from symfonic.cli.answering import answer_pause
 from symfonic.cli.chat import converse
@@ -162,3 +163,24 @@ async def test_a_message_to_a_waiting_session_offers_to_abandon_the_pause(
         assert "← send_payment [declined]" in out
         abandoned = await agent.pauses("local", PauseState.ABANDONED)
         assert [p.pause_id for p in abandoned] == [waiting.pause.pause_id]
+
+
+async def test_pauses_show_where_a_four_eyes_vote_stands_and_count_an_approval(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rule = needs_approval(audience="payments", approvers=2)
+    agent = payment_agent(sqlite_url, approval={"pay": rule})
+    keys = "alice=key-alice:payments,carol=key-carol:payments,dave=key-dave:payments"
+    app = create_app(agent, api_keys=keys, sweep_interval=0)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://symfonic") as http:
+            await paused_turn(http, {"Authorization": "Bearer key-alice"})
+        async with Client("http://symfonic", api_key="key-carol", transport=transport) as carol:
+            assert await review(carol, Terminal(), answer=True, ask=typed("a")) == Reviewed(1, 0)
+        out = capsys.readouterr().out
+        assert "0 of 2 approvals" in out
+        assert "counted: 1 of 2 approvals, by carol; the pause waits for the rest" in out
+        async with Client("http://symfonic", api_key="key-dave", transport=transport) as dave:
+            await review(dave, Terminal(), answer=False)
+        assert "1 of 2 approvals, by carol" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from feed_support import following
 from http_support import (
     APPROVE,
     JSON,
@@ -104,3 +105,21 @@ async def test_a_counted_approval_asked_as_a_stream_is_a_202_and_an_event_to_the
         async with AsyncSymfonicClient(url, api_key="key-erin") as erin:
             done = await erin.resume(token, APPROVE)
         assert done.status == "complete"
+
+
+async def test_a_counted_approval_is_pause_approved_on_the_feed_with_the_votes(
+    store_url: str,
+) -> None:
+    rule = needs_approval(audience="payments", approvers=2)
+    agent = payment_agent(store_url, approval={"pay": rule})
+    app = create_app(agent, api_keys=KEYS, sweep_interval=0)
+    async with uvicorn_serving(app) as http:
+        _, paused = await paused_turn(http, auth("alice"))
+        async with following(http, auth("dave")) as feed:
+            await feed.until("pauses.snapshot")
+            assert (await resume(http, "carol", paused["pause_token"])).status_code == 202
+            told = await feed.until("pause.approved", paused["pause_id"])
+        assert told.data["state"] == "pending"
+        assert [v["principal"] for v in told.data["pause"]["approvals"]] == ["carol"]
+        assert told.data["pause"]["approvals_required"] == 2
+        assert told.data["pause"]["token"] == paused["pause_token"]

@@ -9,6 +9,7 @@ test can count how often it ran. ``payments`` is the default agent;
 seconds. ``approvals`` asks its approvals of the scope ``approvers``, and
 ``escalating`` too, then escalates each to ``team-leads`` after
 ``INBOX_TEST_ESCALATE_AFTER`` seconds unanswered (the approvers keep access).
+``four_eyes`` needs two approvers of ``approvers``, never the one who asked.
 """
 
 from __future__ import annotations
@@ -70,8 +71,11 @@ def respond(messages: list[BaseMessage]) -> AIMessage | str:
     match = _PAY.search(asked)
     if match is None:
         return reply("Say 'pay NAME AMOUNT', 'ask' or 'ship'.")
-    args: dict[str, Any] = {"to": match.group(1), "amount": float(match.group(2)),
-                            "currency": "EUR"}
+    args: dict[str, Any] = {
+        "to": match.group(1),
+        "amount": float(match.group(2)),
+        "currency": "EUR",
+    }
     if not results:
         return call("send_payment", args)
     if asked.startswith("twice") and len(results) == 1:
@@ -93,9 +97,7 @@ def _agent(name: str, ttl: float, approval: Approval = ("send_payment",)) -> Sym
 
 payments = _agent("payments", 3600)
 quick = _agent("quick", float(os.environ.get("INBOX_TEST_QUICK_TTL", "4")))
-approvals = _agent(
-    "approvals", 3600, {"send_payment": needs_approval(audience="approvers")}
-)
+approvals = _agent("approvals", 3600, {"send_payment": needs_approval(audience="approvers")})
 _LEADS = escalation(
     after=float(os.environ.get("INBOX_TEST_ESCALATE_AFTER", "2")), audience="team-leads"
 )
@@ -103,4 +105,7 @@ escalating = _agent(
     "escalating",
     3600,
     {"send_payment": needs_approval(audience="approvers", escalate=[_LEADS])},
+)
+four_eyes = _agent(
+    "four_eyes", 3600, {"send_payment": needs_approval(audience="approvers", approvers=2)}
 )

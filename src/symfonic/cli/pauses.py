@@ -23,7 +23,7 @@ import httpx
 from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client
 from symfonic.cli.prompts import Ask, show_arguments
-from symfonic.cli.render import TurnView
+from symfonic.cli.render import TurnView, approvals_words
 from symfonic.cli.terminal import Interrupted, Terminal, failed
 
 
@@ -92,9 +92,9 @@ async def review(
             label=f"{i}. [{pause['kind']}] ",
             label_style="bold",
         )
-        moved = readdressed_words(pause.get("readdressed"))
-        if moved:
-            term.line(moved, label="   ")
+        for said in (approvals_words(pause), readdressed_words(pause.get("readdressed"))):
+            if said:
+                term.line(said, label="   ")
         if not answer and pause["kind"] == "approval":
             show_arguments(term, pause.get("tool_args") or {})
     refused = 0

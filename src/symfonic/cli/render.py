@@ -19,6 +19,17 @@ RESULT_LIMIT = 400
 _STATUS_STYLE = {"ok": "green", "declined": "yellow", "rejected": "yellow"}
 
 
+def approvals_words(pause: dict[str, Any]) -> str | None:
+    """Where a pause that needs several approvals stands, as the inbox says it:
+    ``1 of 2 approvals, by carol``; ``None`` for a pause one answer settles."""
+    needed = int(pause.get("approvals_required") or 1)
+    if needed <= 1:
+        return None
+    given = [str(vote["principal"]) for vote in pause.get("approvals") or ()]
+    words = f"{len(given)} of {needed} approvals"
+    return f"{words}, by {', '.join(given)}" if given else words
+
+
 def shown(value: Any) -> str:
     """A value as a person reads it: text as itself, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -65,6 +76,8 @@ class TurnView:
         elif frame.type == "tool.result":
             self._result(data)
             term.working()
+        elif frame.type == "approval.recorded":
+            term.line(f"{approvals_words(data)}; the pause waits for the rest", label="counted: ")
         elif frame.type == "error":
             term.line(
                 f"{data.get('message')} ({data.get('code')})",

@@ -91,7 +91,8 @@ class PauseChange(ApiModel):
     ``pause`` is the listing's item (token included) on ``pause.created`` while
     it can be answered; ``answered_by``, ``decision`` and ``edited_args`` say
     who answered and how, on ``pause.claimed`` and ``pause.answered``;
-    ``readdressed`` from whom and why, on ``pause.escalated`` and ``pause.reassigned``.
+    ``readdressed`` from whom and why, on ``pause.escalated`` and ``pause.reassigned``;
+    ``pause`` with its ``approvals`` so far on ``pause.approved``.
     """
 
     type: str

@@ -13,10 +13,12 @@ The vote itself is a row of ``symfonic_pause_approvals`` keyed by
 ``(pause_id, principal)``; its insert does nothing for a principal who voted
 already, and the earlier vote is handed back instead. The votes so far are
 written onto the pause row (``approvals``) so every view of the pause reads
-them from the row alone, and each vote is an ``approved`` audit record in the
-same transaction. The vote that completes the quorum also claims the pause, by
-the same conditional statement as any claim, and reads the checkpoint and the
-history the claimed turn continues.
+them from the row alone, each vote is an ``approved`` audit record in the same
+transaction, and a vote that leaves the pause waiting is a change on the live
+feed (``pause.approved``), recorded as a re-addressing is. The vote that
+completes the quorum also claims the pause, by the same conditional statement
+as any claim, and reads the checkpoint and the history the claimed turn
+continues.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from symfonic.core.contracts.pauses import Claim, ClaimedPause, PauseRecord
 from symfonic.core.contracts.types import ApprovalVote
 from symfonic.storage.audit_log import append
 from symfonic.storage.history import read_history
+from symfonic.storage.pause_changes import APPROVED
 from symfonic.storage.pause_writes import CLAIM
+from symfonic.storage.readdressing import RECORD_CHANGE
 from symfonic.storage.rows import PAUSE_COLUMNS, approvals_json, aware, checkpoint_of, pause_of
 from symfonic.storage.statements import Dialect, Row, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
@@ -125,6 +129,8 @@ async def vote(connection: Connection, dialect: Dialect, claim: Claim) -> VoteOu
     )
     await append(connection, _audited(pause, claim.principal))
     if len(votes) < pause.approvals_required:
+        change = {"pause_id": pause.pause_id, "session_id": pause.session_id, "kind": APPROVED}
+        await connection.rows(RECORD_CHANGE[dialect], change)
         return VoteOutcome(counted=replace(pause, approvals=votes))
     claimed = await _claim(connection, dialect, claim)
     # The row is held since it was read pending and unexpired: the claim cannot miss.

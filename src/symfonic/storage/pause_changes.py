@@ -63,20 +63,25 @@ RECORDED_AT = Statement(
 
 T = TypeVar("T")
 _READDRESSED = {kind.value: kind for kind in ReaddressKind}
+# The state a counted approval is recorded with (:mod:`symfonic.storage.approval_votes`).
+APPROVED = "approved"
 
 
 def change_of(row: Row) -> PauseChange:
-    """One change; a re-addressing (:mod:`symfonic.storage.readdressing`) left the pause
-    pending, and its row's state names the re-addressing instead."""
+    """One change; a re-addressing (:mod:`symfonic.storage.readdressing`) or a counted
+    approval (:mod:`symfonic.storage.approval_votes`) left the pause pending, and its
+    row's state names that instead."""
     at = aware(row["change_at"])
     assert at is not None
     readdressed = _READDRESSED.get(row["change_state"])
+    approved = row["change_state"] == APPROVED
     return PauseChange(
         position=int(row["change_id"]),
-        state=PauseState.PENDING if readdressed else PauseState(row["change_state"]),
+        state=PauseState.PENDING if readdressed or approved else PauseState(row["change_state"]),
         at=at,
         pause=pause_of(row),
         readdressed=readdressed,
+        approved=approved,
     )
 
 

@@ -35,10 +35,15 @@ READDRESSED_EVENTS = {
 }
 
 
+APPROVED_EVENT = "pause.approved"
+
+
 def event_of(change: PauseChange) -> str:
     """The SSE event name of one change."""
     if change.readdressed is not None:
         return READDRESSED_EVENTS[change.readdressed]
+    if change.approved:
+        return APPROVED_EVENT
     return CHANGE_EVENTS[change.state]
 
 
@@ -76,7 +81,9 @@ class PauseSnapshot(PauseList):
 
 class PauseChangeEvent(BaseModel):
     """``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``;
-    ``pause.escalated`` and ``pause.reassigned``: a pending pause handed to another audience."""
+    ``pause.escalated`` and ``pause.reassigned``: a pending pause handed to another audience;
+    ``pause.approved``: an approval counted toward a pause that needs several, which
+    still waits (its ``approvals`` say who approved so far)."""
 
     pause_id: str
     session_id: str
@@ -98,7 +105,8 @@ class PauseChangeEvent(BaseModel):
     )
     pause: PauseView | None = Field(
         default=None,
-        description="pause.created, pause.escalated and pause.reassigned, while the caller "
+        description="pause.created, pause.escalated, pause.reassigned and pause.approved, "
+        "while the caller "
         "may still answer the pause: the GET /v1/pauses item, token included (and its "
         "details with `details=true`).",
     )

@@ -36,6 +36,9 @@ class PauseChange:
     pause: PauseRecord
     readdressed: ReaddressKind | None = None
     """Set when the change re-addressed a pending pause rather than moved its state."""
+    approved: bool = False
+    """Set when the change counted an approval of a pause that needs several; it
+    stays pending, and its row says where the vote stands."""
 
 
 class PauseChangeLog(Protocol):

@@ -20,8 +20,8 @@ function buttons(...list) {
   return el("div", { class: "actions" }, ...list);
 }
 
-function button(text, onclick, kind = "") {
-  return el("button", { type: "button", class: kind, text, onclick });
+function button(text, onclick, kind = "", action = "") {
+  return el("button", { type: "button", class: kind, text, onclick, "data-action": action || null });
 }
 
 export function answerForm(pause, send) {
@@ -54,6 +54,8 @@ export function answerForm(pause, send) {
     const argsSchema = approvalArgsSchema(schema);
     const editor = el("div", { class: "editor", hidden: true });
     let argsField = null;
+    // Hidden (data-action) where the card says this person may not approve, or
+    // where an edit could not count toward approvals of the call as asked.
     const edit = button("Edit", () => {
       if (!argsField) {
         argsField = fieldFor(argsSchema, schema, "Arguments", true, pause.tool_args || {}, true);
@@ -66,7 +68,7 @@ export function answerForm(pause, send) {
       editor.hidden = false;
       edit.setAttribute("aria-expanded", "true");
       argsField.focus();
-    }, "secondary");
+    }, "secondary", "edit");
     edit.setAttribute("aria-expanded", "false");
     const reject = button("Reject", () => {
       const result = reason.read();
@@ -77,7 +79,7 @@ export function answerForm(pause, send) {
     // is reached; the edited arguments open just under the Edit that opened them.
     form.append(
       reason.element,
-      buttons(button("Approve", () => submit({ decision: "approve" }), "primary"), edit, reject, decline),
+      buttons(button("Approve", () => submit({ decision: "approve" }), "primary", "approve"), edit, reject, decline),
       editor, problem);
   } else {
     const root = resolve(schema, schema);

@@ -6,7 +6,7 @@
 import { answerForm } from "./answer_form.js";
 import { reassignControl } from "./reassign_form.js";
 import { el } from "./schema_fields.js";
-import { movedLine } from "./words.js";
+import { mayApprove, movedLine, votesLine } from "./words.js";
 
 export function countdown(expiresAt) {
   const left = Math.max(0, Math.round((Date.parse(expiresAt) - Date.now()) / 1000));
@@ -57,6 +57,7 @@ export function cardFor(pause, { me, answer, reassign }) {
   const clock = el("span", { class: "expires", text: countdown(pause.expires_at) });
   const outcome = el("div", { class: "outcome", role: "status", "aria-live": "polite" });
   const moved = el("p", { class: "moved" });
+  const votes = el("p", { class: "votes" });
   const card = el("li", { class: "card", "data-pause-id": pause.pause_id, tabindex: "-1" },
     el("article", { "aria-labelledby": `q-${pause.pause_id}` },
       el("p", { class: "meta" },
@@ -68,13 +69,27 @@ export function cardFor(pause, { me, answer, reassign }) {
           : []),
         el("span", { class: "asker", text: `asked by ${pause.asked_by || "?"}` }),
         clock),
-      moved, heading, callBlock(pause), context(pause),
+      moved, heading, votes, callBlock(pause), context(pause),
       answerForm(pause, (value, status) => answer(pause, value, status)),
       reassign ? reassignControl(pause, (body) => reassign(pause, body)) : null,
       outcome));
-  const entry = { pause, card, clock, outcome, moved };
+  const entry = { pause, card, clock, outcome, moved, votes };
   showMoved(entry, me);
+  showVotes(entry, me);
   return entry;
+}
+
+// Where the card's vote stands, from `entry.pause`: its line, and no Approve for
+// someone who may not (the requester, or one already counted), no Edit where
+// several must approve the call as asked.
+export function showVotes(entry, me) {
+  const line = votesLine(entry.pause, me);
+  entry.votes.textContent = line;
+  entry.votes.hidden = !line;
+  const approve = mayApprove(entry.pause, me);
+  for (const node of entry.card.querySelectorAll('[data-action="approve"]')) node.hidden = !approve;
+  const edit = approve && (entry.pause.approvals_required || 1) <= 1;
+  for (const node of entry.card.querySelectorAll('[data-action="edit"]')) node.hidden = !edit;
 }
 
 // The card's line saying how the pause came to this person, from `entry.pause`.

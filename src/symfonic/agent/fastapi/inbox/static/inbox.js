@@ -15,12 +15,12 @@
 // opened the page asks the listing every few seconds instead. A link to /inbox#<pause_id> (a webhook sends one)
 // scrolls to that pause and marks it.
 
-import { cardFor, countdown, showMoved } from "./card.js";
+import { cardFor, countdown, showMoved, showVotes } from "./card.js";
 import { el } from "./schema_fields.js";
 import { changes, LeftList } from "./left_list.js";
 import { counted, Filters, MAX_PAGE, placeOf, orderKey } from "./listing.js";
 import {
-  answeredWord, decisionOf, handedWord, leftWord, reassignRefusal, refusalSentence,
+  answeredWord, decisionOf, handedWord, leftWord, reassignRefusal, refusalSentence, votesLine,
 } from "./words.js";
 
 const POLL_SECONDS = 5;
@@ -227,6 +227,7 @@ async function send(pause, answer, status) {
     return sentence;
   }
   const outcome = await response.json();
+  if (response.status === 202) return counted_(pause, outcome);
   const decision = decisionOf(pause, answer, status);
   const edited = decision === "edit" ? changes(pause.tool_args, answer.args) : null;
   const own = { own: true, outcome: decision };
@@ -245,6 +246,26 @@ async function send(pause, answer, status) {
     setTimeout(() => { if (statusNode.textContent === "Answer sent.") say(""); }, 4000);
   }
   return null;
+}
+
+// An approval counted toward a pause that needs several: it stays, with its votes.
+function counted_(pause, outcome) {
+  const entry = cards.get(pause.pause_id);
+  if (entry) {
+    entry.pause = { ...entry.pause, approvals: outcome.pause.approvals };
+    showVotes(entry, me);
+    entry.outcome.textContent = `Your approval is counted: ${votesLine(entry.pause, me)}.`;
+  }
+  say("Approval counted.");
+  return null;
+}
+
+// The feed's pause.approved: someone's approval counted; the card's votes change.
+function approved(data) {
+  const entry = cards.get(data.pause_id);
+  if (!entry || !data.pause) return;
+  entry.pause = { ...entry.pause, approvals: data.pause.approvals };
+  showVotes(entry, me);
 }
 
 async function reassign_(pause, body) {
@@ -312,6 +333,7 @@ function follow() {
     showPage(JSON.parse(event.data), { first: true });
   });
   feed.addEventListener("pause.created", (event) => created(JSON.parse(event.data).pause));
+  feed.addEventListener("pause.approved", (event) => approved(JSON.parse(event.data)));
   for (const name of ["pause.escalated", "pause.reassigned"]) {
     feed.addEventListener(name, (event) => readdressed(JSON.parse(event.data)));
   }

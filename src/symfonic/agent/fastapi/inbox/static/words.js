@@ -58,6 +58,23 @@ const ANSWERED = {
   answer: "answered",
 };
 
+// Where a pause that needs several approvals stands: "1 of 2 approvals, by carol";
+// "" for a pause one answer settles.
+export function votesLine(pause, me) {
+  const needed = pause.approvals_required || 1;
+  if (needed <= 1) return "";
+  const given = (pause.approvals || []).map((vote) => whoWord(vote.principal, me));
+  const words = `${given.length} of ${needed} approvals`;
+  return given.length ? `${words}, by ${given.join(", ")}` : words;
+}
+
+// Whether `me` may still approve: not the requester where its rule forbids it,
+// and not someone whose approval is already counted.
+export function mayApprove(pause, me) {
+  if (pause.allow_requester === false && pause.asked_by === me) return false;
+  return !(pause.approvals || []).some((vote) => vote.principal === me);
+}
+
 export function whoWord(principal, me) {
   return principal ? (principal === me ? "you" : principal) : "someone";
 }
