@@ -24,10 +24,11 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agui_support import finished, parse_stream, run_body, types
-from symfonic.agent.agui.interrupts import answer_of, approval_response_schema
+from symfonic.agent.agui.interrupts import answer_of, approval_response_schema, interrupt_of
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.capabilities.human.interactions import approval_schema
 from symfonic.core.contracts.types import (
+    ApprovalVote,
     ErrorEvent,
     Event,
     InteractionKind,
@@ -39,9 +40,7 @@ from symfonic.core.contracts.types import (
     TurnStartedEvent,
 )
 
-STARTED = TurnStartedEvent(
-    session_id="t1", run_id="r", agent="a", base_revision=0, resumed=False
-)
+STARTED = TurnStartedEvent(session_id="t1", run_id="r", agent="a", base_revision=0, resumed=False)
 PARAMETERS = {
     "type": "object",
     "properties": {"amount": {"type": "integer"}, "to": {"type": "string"}},
@@ -58,31 +57,48 @@ def project(stream: list[Event], **options: Any) -> list[BaseEvent]:
 
 def paused(kind: InteractionKind, schema: dict[str, Any]) -> TurnPausedEvent:
     return TurnPausedEvent(
-        pause_id="p" * 32, pause_token="sfp_token", interrupt_id="int_p", tool_call_id="c1",
-        kind=kind, query="Approve send_payment?", response_schema=schema,
+        pause_id="p" * 32,
+        pause_token="sfp_token",
+        interrupt_id="int_p",
+        tool_call_id="c1",
+        kind=kind,
+        query="Approve send_payment?",
+        response_schema=schema,
         expires_at=datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC),
     )
 
 
 def test_text_and_tool_calls_are_sequenced_by_round() -> None:
-    events = project([
-        STARTED,
-        TextDeltaEvent(text="Let me "),
-        TextDeltaEvent(text="check."),
-        ToolCallEvent(tool_call_id="c1", name="lookup", args={"name": "bob"}),
-        ToolCallEvent(tool_call_id="c2", name="lookup", args={"name": "eve"}),
-        ToolResultEvent(tool_call_id="c1", name="lookup", content="found", status="ok"),
-        ToolResultEvent(tool_call_id="c2", name="lookup", content="nope", status="error"),
-        TextDeltaEvent(text="Done."),
-        ResponseCompleteEvent(answer="Done.", revision=1),
-    ])
+    events = project(
+        [
+            STARTED,
+            TextDeltaEvent(text="Let me "),
+            TextDeltaEvent(text="check."),
+            ToolCallEvent(tool_call_id="c1", name="lookup", args={"name": "bob"}),
+            ToolCallEvent(tool_call_id="c2", name="lookup", args={"name": "eve"}),
+            ToolResultEvent(tool_call_id="c1", name="lookup", content="found", status="ok"),
+            ToolResultEvent(tool_call_id="c2", name="lookup", content="nope", status="error"),
+            TextDeltaEvent(text="Done."),
+            ResponseCompleteEvent(answer="Done.", revision=1),
+        ]
+    )
     assert types(events) == [
         "RUN_STARTED",
-        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-        "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
-        "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
-        "TOOL_CALL_RESULT", "TOOL_CALL_RESULT",
-        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
     texts = [e for e in events if isinstance(e, TextMessageStartEvent)]
@@ -98,12 +114,14 @@ def test_text_and_tool_calls_are_sequenced_by_round() -> None:
 
 
 def test_calls_without_text_share_one_minted_parent() -> None:
-    events = project([
-        STARTED,
-        ToolCallEvent(tool_call_id="c1", name="a", args={}),
-        ToolCallEvent(tool_call_id="c2", name="b", args={}),
-        paused(InteractionKind.APPROVAL, approval_schema(PARAMETERS)),
-    ])
+    events = project(
+        [
+            STARTED,
+            ToolCallEvent(tool_call_id="c1", name="a", args={}),
+            ToolCallEvent(tool_call_id="c2", name="b", args={}),
+            paused(InteractionKind.APPROVAL, approval_schema(PARAMETERS)),
+        ]
+    )
     parents = {e.parent_message_id for e in events if isinstance(e, ToolCallStartEvent)}
     assert len(parents) == 1 and None not in parents
 
@@ -115,7 +133,10 @@ def test_a_pause_is_an_interrupt_outcome() -> None:
     assert isinstance(outcome, RunFinishedInterruptOutcome)
     [interrupt] = outcome.interrupts
     assert (interrupt.id, interrupt.reason, interrupt.message, interrupt.tool_call_id) == (
-        "sfp_token", "tool_call", "Approve send_payment?", "c1",
+        "sfp_token",
+        "tool_call",
+        "Approve send_payment?",
+        "c1",
     )
     assert interrupt.expires_at == "2030-01-02T03:04:05.000Z"
     assert interrupt.response_schema == approval_response_schema(schema)
@@ -151,19 +172,24 @@ def test_a_resumed_run_gives_the_answered_call_only_its_result() -> None:
 def test_a_replayed_outcome_still_delivers_the_answer_as_a_message() -> None:
     events = project([STARTED, ResponseCompleteEvent(answer="Paid.", revision=1)])
     assert types(events) == [
-        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
         "RUN_FINISHED",
     ]
     assert events[2].delta == "Paid."  # type: ignore[attr-defined]
 
 
 def test_an_error_closes_open_text_and_ends_the_run() -> None:
-    events = project([
-        STARTED,
-        TextDeltaEvent(text="Work"),
-        ErrorEvent(code="model_error", message="the model call failed"),
-        TextDeltaEvent(text="late"),
-    ])
+    events = project(
+        [
+            STARTED,
+            TextDeltaEvent(text="Work"),
+            ErrorEvent(code="model_error", message="the model call failed"),
+            TextDeltaEvent(text="late"),
+        ]
+    )
     assert types(events)[-2:] == ["TEXT_MESSAGE_END", "RUN_ERROR"]
     error = events[-1]
     assert isinstance(error, RunErrorEvent)
@@ -174,8 +200,10 @@ def test_an_error_closes_open_text_and_ends_the_run() -> None:
     ("payload", "answer"),
     [
         ({"approved": True}, {"decision": "approve"}),
-        ({"approved": True, "editedArgs": {"amount": 1, "to": "x"}},
-         {"decision": "edit", "args": {"amount": 1, "to": "x"}}),
+        (
+            {"approved": True, "editedArgs": {"amount": 1, "to": "x"}},
+            {"decision": "edit", "args": {"amount": 1, "to": "x"}},
+        ),
         ({"approved": False}, {"decision": "reject"}),
         ({"approved": False, "reason": "too much"}, {"decision": "reject", "reason": "too much"}),
         ({"decision": "approve"}, {"decision": "approve"}),
@@ -197,11 +225,42 @@ def test_other_payloads_are_the_answer_and_cancelled_carries_none() -> None:
 
 def test_the_approval_schema_admits_what_is_accepted_and_nothing_else() -> None:
     schema = approval_response_schema(approval_schema(PARAMETERS))
-    for ok in ({"approved": True}, {"approved": True, "editedArgs": {"amount": 2, "to": "b"}},
-               {"approved": False, "reason": "no"}, {"decision": "approve"},
-               {"decision": "edit", "args": {"amount": 2, "to": "b"}}):
+    for ok in (
+        {"approved": True},
+        {"approved": True, "editedArgs": {"amount": 2, "to": "b"}},
+        {"approved": False, "reason": "no"},
+        {"decision": "approve"},
+        {"decision": "edit", "args": {"amount": 2, "to": "b"}},
+    ):
         jsonschema.validate(ok, schema)
-    for bad in ({"approved": True, "editedArgs": {"amount": "x"}}, {"approved": "yes"},
-                {"approved": False, "editedArgs": {}}, {"decision": "maybe"}, "approve"):
+    for bad in (
+        {"approved": True, "editedArgs": {"amount": "x"}},
+        {"approved": "yes"},
+        {"approved": False, "editedArgs": {}},
+        {"decision": "maybe"},
+        "approve",
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
+
+
+def test_an_interrupt_of_an_approval_needing_two_says_where_its_vote_stands() -> None:
+    at = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    event = TurnPausedEvent(
+        pause_id="p_1",
+        pause_token="token",
+        interrupt_id="int_p_1",
+        tool_call_id="call_1",
+        kind=InteractionKind.APPROVAL,
+        query="Approve pay?",
+        response_schema=approval_schema({"type": "object"}),
+        expires_at=at,
+        approvals_required=2,
+        approvals=(ApprovalVote("carol", at),),
+        allow_requester=False,
+    )
+    said = interrupt_of(event).metadata["symfonic"]  # type: ignore[index]
+    assert said["approvalsRequired"] == 2 and said["allowRequester"] is False
+    assert said["approvals"] == [{"principal": "carol", "at": "2030-01-01T12:00:00.000Z"}]
+    single = interrupt_of(event.model_copy(update={"approvals_required": 1}))
+    assert "approvals" not in single.metadata["symfonic"]  # type: ignore[index]

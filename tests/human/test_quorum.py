@@ -8,6 +8,7 @@ two workers at once run the tool once. Every vote is in the audit trail.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import anyio
@@ -179,3 +180,19 @@ async def test_the_last_two_approvals_on_two_workers_run_the_tool_once(
             # claim and was refused or given the published outcome again.
             assert "complete" in outcomes and len(outcomes) == 2
         assert bank.paid == [500, 500, 500]
+
+
+async def test_a_counted_approval_is_a_line_on_the_pauses_log(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    bank = Bank()
+    async with bank.agent(store_url) as agent:
+        asked = await agent.run("pay 500", principal=ALICE)
+        assert asked.pause is not None
+        with caplog.at_level(logging.INFO, logger="symfonic.pauses"):
+            await agent.resume(asked.pause.token, APPROVE, principal=CAROL)
+    [line] = [r.getMessage() for r in caplog.records if " approved " in r.getMessage()]
+    assert line == (
+        f"pause {asked.pause.pause_id} approved by carol: an approval was counted, "
+        "1 of the 2 it needs; it waits for the rest"
+    )

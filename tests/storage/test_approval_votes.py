@@ -17,9 +17,12 @@ import anyio
 import pytest
 
 from symfonic.core.contracts.audit import verify_log
+from symfonic.core.contracts.retention import PruneBatch
 from symfonic.core.contracts.store import Claim, PauseRecord, Store, VoteOutcome
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage import open_store
+from symfonic.storage.sql_store import SqlStore
+from symfonic.storage.statements import Statement
 from test_store_pauses import HOUR, T0, new_session, paused
 
 pytestmark = pytest.mark.anyio
@@ -143,3 +146,36 @@ async def test_every_vote_is_an_audit_record_in_the_chain(store: Store) -> None:
     assert all(r.args_digest == "ab" * 32 for r in records)
     checked, broken = await verify_log(store)
     assert broken is None and checked >= len(records)
+
+
+VOTES = Statement(
+    "SELECT count(*) AS votes FROM symfonic_pause_approvals WHERE pause_id = :pause_id"
+)
+
+
+@pytest.mark.parametrize("keep_answered", [False, True])
+async def test_pruning_a_session_deletes_its_votes_and_keeps_who_approved_on_the_row(
+    store: Store, keep_answered: bool
+) -> None:
+    assert isinstance(store, SqlStore)
+    pause = await needing(store, 2)
+    await store.vote_pause(vote_of(pause, "carol"))
+    await store.vote_pause(vote_of(pause, "dave"))
+    await store.abandon_claim(
+        pause.session_id, (await current(store, pause.pause_id)).claim_id or ""
+    )
+
+    async def votes() -> int:
+        (row,) = await store.read_rows(VOTES, {"pause_id": pause.pause_id})
+        return int(row["votes"])
+
+    assert await votes() == 2
+    month = T0 + timedelta(days=31)
+    report = await store.prune(PruneBatch(month - timedelta(days=1), month, 10, keep_answered))
+    assert report.sessions == 1
+    assert await votes() == 0
+    kept = await store.get_pause(pause.pause_id)
+    if keep_answered:
+        assert kept is not None and [v.principal for v in kept.approvals] == ["carol", "dave"]
+    else:
+        assert kept is None

@@ -29,8 +29,9 @@ same unit; failed and pending ones stay, for an operator to see and resend.
 ``keep_answered`` keeps the audit: the rows of pauses a person answered (who,
 when, what) stay, without their checkpoints, after their session has gone.
 Either way the audiences that kept access to the session's re-addressed pauses
-(``symfonic_pause_audiences``) go with the session: only a pending pause's are
-ever read.
+(``symfonic_pause_audiences``) and the votes of its pauses that needed several
+approvals (``symfonic_pause_approvals``) go with the session: only a pending
+pause's are ever read.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ _CHILDREN = {
     # and none of a pruned session's pauses is pending, kept or not.
     "kept audiences": (
         "DELETE FROM symfonic_pause_audiences WHERE pause_id IN"
+        " (SELECT pause_id FROM symfonic_pauses WHERE session_id IN ({ids}))"
+    ),
+    # The votes of a pause that needed several approvals: only read while it is
+    # pending; who approved stays on its row (``approvals``) and in the audit trail.
+    "approvals": (
+        "DELETE FROM symfonic_pause_approvals WHERE pause_id IN"
         " (SELECT pause_id FROM symfonic_pauses WHERE session_id IN ({ids}))"
     ),
     "pauses": "DELETE FROM symfonic_pauses WHERE session_id IN ({ids})",
@@ -142,6 +149,7 @@ class SqlRetention(SqlTransactions):
                 return PruneReport(sessions=0, messages=0, pauses=0)
             messages = await connection.count(*_of_sessions("messages", sessions))
             await connection.count(*_of_sessions("kept audiences", sessions))
+            await connection.count(*_of_sessions("approvals", sessions))
             if batch.keep_answered:
                 pauses = await connection.count(*_of_sessions("unanswered pauses", sessions))
                 await connection.count(*_of_sessions("checkpoints", sessions))

@@ -107,12 +107,19 @@ def interrupt_of(event: TurnPausedEvent, addressed: Mapping[str, Any] | None = N
 
 def _metadata(event: TurnPausedEvent) -> dict[str, Any]:
     """What symfonic adds to an interrupt: the kind, the pause, the delegate that asked,
-    and an approval's digest of the call it asks about."""
+    an approval's digest of the call it asks about, and, for an approval that needs
+    several approvers, where its vote stands."""
     metadata: dict[str, Any] = {"kind": event.kind.value, "pauseId": event.pause_id}
     if event.sub_agent is not None:
         metadata["subAgent"] = event.sub_agent
     if event.args_digest is not None:
         metadata["argsDigest"] = event.args_digest
+    if event.approvals_required > 1:
+        metadata["approvalsRequired"] = event.approvals_required
+        metadata["approvals"] = [
+            {"principal": vote.principal, "at": wire_time(vote.at)} for vote in event.approvals
+        ]
+        metadata["allowRequester"] = event.allow_requester
     return metadata
 
 

@@ -44,6 +44,7 @@ from symfonic.core.contracts.errors import (
 )
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import (
+    ApprovalRecordedEvent,
     Event,
     ResponseCompleteEvent,
     ToolResultEvent,
@@ -152,6 +153,11 @@ async def _resumed(
     async with aclosing(plan.events(principal)) as events:
         async for symfonic_event in events:
             ran = ran or isinstance(symfonic_event, ToolResultEvent)
+            if isinstance(symfonic_event, ApprovalRecordedEvent) and not projection.started:
+                # An approval counted toward a quorum starts no turn; the run still starts.
+                counted = {"baseRevision": symfonic_event.base_revision, "resumed": False}
+                for event in projection.start({"symfonic": counted}):
+                    yield event
             if isinstance(symfonic_event, ResponseCompleteEvent | TurnPausedEvent):
                 if not ran and isinstance(symfonic_event, ResponseCompleteEvent):
                     for event in projection.say(symfonic_event.answer):

@@ -68,6 +68,16 @@ class LoggedStore(StoreRoles):
         voted = await self._store.vote_pause(claim)
         if voted is not None and voted.claimed is not None:
             self._won(claim, voted.claimed)
+        elif voted is not None and voted.counted is not None:
+            pause = voted.counted
+            logs.pause_changed(
+                "approved",
+                f"an approval was counted, {len(pause.approvals)} of the "
+                f"{pause.approvals_required} it needs; it waits for the rest",
+                pause_id=pause.pause_id,
+                principal=claim.principal,
+                session_id=pause.session_id,
+            )
         return voted
 
     def _won(self, claim: Claim, claimed: ClaimedPause) -> None:
