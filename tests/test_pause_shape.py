@@ -39,6 +39,7 @@ QUESTION = {
     "approvals_required": 2,
     "approvals": (),
     "allow_requester": False,
+    "server": None,
 }
 TOKEN = "secret-token-value"
 
@@ -64,7 +65,7 @@ def test_the_paused_frame_sends_the_question_and_its_token() -> None:
     assert set(event.model_dump(mode="json")) == {
         "pause_id", "pause_token", "interrupt_id", "tool_call_id", "kind", "query",
         "response_schema", "expires_at", "sub_agent", "args_digest", "approvals_required",
-        "approvals", "allow_requester",
+        "approvals", "allow_requester", "server",
     }
     assert event.model_dump(mode="json")["expires_at"] == "2030-01-02T03:04:05Z"
 
@@ -86,6 +87,7 @@ def test_a_paused_turn_outcome_sends_the_question_and_its_token() -> None:
         "approvals_required": 2,
         "approvals": [],
         "allow_requester": False,
+        "server": None,
     }
 
 
@@ -95,6 +97,7 @@ def test_a_listed_pause_shows_the_question_and_the_row_but_never_the_answer() ->
         "pause_id", "session_id", "agent", "kind", "query", "response_schema", "tool_call_id",
         "interrupt_id", "audience", "state", "expires_at", "answered_by", "answered_at", "token",
         "sub_agent", "args_digest", "approvals_required", "approvals", "allow_requester",
+        "server",
     } <= set(view)
     assert view["token"] == TOKEN and view["state"] == "pending" and view["agent"] == "assistant"
     # What the row holds for the runtime alone stays off the wire.

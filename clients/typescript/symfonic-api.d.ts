@@ -857,6 +857,8 @@ export interface components {
             response_schema: {
                 [key: string]: unknown;
             };
+            /** Server */
+            server?: string | null;
             /** Sub Agent */
             sub_agent?: string | null;
             /** Token */
@@ -957,6 +959,8 @@ export interface components {
             response_schema: {
                 [key: string]: unknown;
             };
+            /** Server */
+            server?: string | null;
             /** Session Id */
             session_id: string;
             state: components["schemas"]["PauseState"];
@@ -1487,6 +1491,11 @@ export interface components {
             response_schema: {
                 [key: string]: unknown;
             };
+            /**
+             * Server
+             * @default null
+             */
+            server?: string | null;
             /**
              * Sub Agent
              * @default null

@@ -24,7 +24,12 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agui_support import finished, parse_stream, run_body, types
-from symfonic.agent.agui.interrupts import answer_of, approval_response_schema, interrupt_of
+from symfonic.agent.agui.interrupts import (
+    answer_of,
+    approval_response_schema,
+    interrupt_of,
+    status_of,
+)
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.capabilities.human.interactions import approval_schema
 from symfonic.core.contracts.types import (
@@ -55,7 +60,9 @@ def project(stream: list[Event], **options: Any) -> list[BaseEvent]:
     return parse_stream("".join(out))
 
 
-def paused(kind: InteractionKind, schema: dict[str, Any]) -> TurnPausedEvent:
+def paused(
+    kind: InteractionKind, schema: dict[str, Any], server: str | None = None
+) -> TurnPausedEvent:
     return TurnPausedEvent(
         pause_id="p" * 32,
         pause_token="sfp_token",
@@ -65,6 +72,7 @@ def paused(kind: InteractionKind, schema: dict[str, Any]) -> TurnPausedEvent:
         query="Approve send_payment?",
         response_schema=schema,
         expires_at=datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC),
+        server=server,
     )
 
 
@@ -221,6 +229,34 @@ def test_other_payloads_are_the_answer_and_cancelled_carries_none() -> None:
     assert answer_of(InteractionKind.INPUT, "resolved", {"approved": True}) == {"approved": True}
     assert answer_of(InteractionKind.FORM, "resolved", "M") == "M"
     assert answer_of(InteractionKind.APPROVAL, "cancelled", {"approved": True}) is None
+
+
+IBAN = {"type": "object", "properties": {"iban": {"type": "string"}}, "required": ["iban"]}
+ACTION = {"type": "object", "properties": {"action": {"type": "string"}}}
+
+
+@pytest.mark.parametrize(
+    ("server", "schema", "status", "payload", "read"),
+    [
+        ("bank", IBAN, "resolved", {"action": "decline"}, "declined"),
+        ("bank", IBAN, "resolved", {"iban": "DE89"}, "resolved"),
+        ("bank", IBAN, "cancelled", {"action": "decline"}, "cancelled"),
+        ("bank", IBAN, "resolved", {"action": "decline", "iban": "DE89"}, "resolved"),
+        # Not an MCP server's question: there is nobody to tell a decline to.
+        (None, IBAN, "resolved", {"action": "decline"}, "resolved"),
+        # The server's own form has an ``action`` field: the payload is its answer.
+        ("bank", ACTION, "resolved", {"action": "decline"}, "resolved"),
+    ],
+)
+def test_a_decline_payload_declines_only_an_mcp_question(
+    server: str | None, schema: dict[str, Any], status: Any, payload: Any, read: str
+) -> None:
+    question = paused(InteractionKind.FORM, schema, server)
+    assert status_of(question, status, payload) == read
+    expected = payload if read == "resolved" else None
+    assert answer_of(InteractionKind.FORM, status_of(question, status, payload), payload) == (
+        expected
+    )
 
 
 def test_the_approval_schema_admits_what_is_accepted_and_nothing_else() -> None:

@@ -99,6 +99,16 @@ async def add_payee(
 
 
 @bank.tool()
+async def payee_record(
+    name: str, payee: Annotated[ElicitationResult[Payee], Resolve(ask_iban)]
+) -> dict[str, Any]:
+    """Add a payee, asking for their IBAN, and give back their record as structured content."""
+    iban = payee.data.iban if isinstance(payee, AcceptedElicitation) else None
+    _ledger({"tool": "payee_record", "answer": payee.action, "iban": iban})
+    return {"name": name, "iban": iban}
+
+
+@bank.tool()
 async def add_limited_payee(
     name: str, limit: Annotated[ElicitationResult[Amount], Resolve(ask_limit)]
 ) -> str:

@@ -10,6 +10,7 @@ ledger counts what reached the server.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,7 +45,13 @@ def _bank(transport: str, ledger: Path) -> Iterator[dict[str, Any]]:
 class _Worker:
     """One agent over its own connections, sharing only the store with the others."""
 
-    def __init__(self, store: str, bank: dict[str, Any], script: Sequence[AIMessage]) -> None:
+    def __init__(
+        self,
+        store: str,
+        bank: dict[str, Any],
+        script: Sequence[AIMessage],
+        approval: set[str] | None = None,
+    ) -> None:
         self.seen: list[list[BaseMessage]] = []
         scripted = ScriptedChatModel.from_script(script)
 
@@ -53,12 +60,14 @@ class _Worker:
             return scripted.respond(messages)
 
         self.model = ScriptedChatModel(respond=respond)
-        self.store, self.bank = store, bank
+        self.store, self.bank, self.approval = store, bank, approval or set()
 
     async def __aenter__(self) -> SymfonicAgent:
         self._tools = MCPTools({"bank": self.bank}, call_timeout=30)
         await self._tools.__aenter__()
-        self._agent = SymfonicAgent(model=self.model, tools=self._tools, store=self.store)
+        self._agent = SymfonicAgent(
+            model=self.model, tools=self._tools, store=self.store, approval=self.approval
+        )
         return await self._agent.__aenter__()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -82,6 +91,7 @@ async def test_a_question_is_a_form_pause_answered_once_on_another_worker(
         assert paused.status == "paused" and paused.pause is not None
         pause = paused.pause
         assert (pause.kind.value, pause.query) == ("form", "What is bob's IBAN?")
+        assert pause.server == "bank"
         assert pause.response_schema["properties"]["iban"]["type"] == "string"
         assert pause.response_schema["required"] == ["iban"]
         assert _ran(ledger, "add_payee") == []  # the tool's body waits for the answer
@@ -188,3 +198,45 @@ async def test_an_approved_tool_that_asks_pauses_again_on_its_question(
     assert (done.status, done.answer) == ("complete", "Added bob.")
     (ran,) = _ran(ledger, "add_payee")
     assert ran["iban"] == "DE89"
+
+
+async def test_a_resumed_call_keeps_its_structured_content_as_a_call_that_never_paused(
+    store_url: str, tmp_path: Path
+) -> None:
+    bank = stdio_connection(tmp_path / "ledger")
+    direct = _Worker(store_url, bank, [call("statement"), reply("Here it is.")])
+    async with direct as agent:
+        await agent.run("show my statement")
+    (straight,) = [m for m in direct.seen[-1] if isinstance(m, ToolMessage)]
+    assert straight.artifact == {"transfers": [{"amount": 5, "to": "bob"}]}
+    assert json.loads(str(straight.content)) == straight.artifact
+
+    script = [call("payee_record", {"name": "bob"}), reply("Added bob.")]
+    async with _Worker(store_url, bank, script) as first:
+        paused = await first.run("add bob and show me the record")
+    assert paused.pause is not None
+    resumed = _Worker(store_url, bank, script)
+    async with resumed as second:
+        done = await second.resume(paused.pause.token, {"iban": "DE89"})
+    assert done.status == "complete"
+    # The structured content is the artifact and the server's text the content, as above.
+    (observed,) = [m for m in resumed.seen[-1] if isinstance(m, ToolMessage)]
+    assert (observed.name, observed.status) == ("payee_record", "success")
+    assert observed.artifact == {"name": "bob", "iban": "DE89"}
+    assert json.loads(str(observed.content)) == observed.artifact
+
+
+async def test_an_approved_call_keeps_its_structured_content_on_the_other_worker(
+    store_url: str, tmp_path: Path
+) -> None:
+    script = [call("statement"), reply("Here it is.")]
+    bank = stdio_connection(tmp_path / "ledger")
+    async with _Worker(store_url, bank, script, approval={"statement"}) as first:
+        gated = await first.run("show my statement")
+    assert gated.pause is not None and gated.pause.kind.value == "approval"
+    approving = _Worker(store_url, bank, script, approval={"statement"})
+    async with approving as second:
+        done = await second.resume(gated.pause.token, {"decision": "approve"})
+    assert done.status == "complete"
+    (observed,) = [m for m in approving.seen[-1] if isinstance(m, ToolMessage)]
+    assert observed.artifact == {"transfers": [{"amount": 5, "to": "bob"}]}

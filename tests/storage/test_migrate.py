@@ -144,6 +144,7 @@ async def test_a_pause_recorded_before_the_upgrade_is_claimed_with_its_checkpoin
         )
         pause = await store.get_pause("waiting")
         assert pause is not None and pause.state is PauseState.PUBLISHED
+        assert pause.server is None  # no MCP server asked it: the column came after it
         # The published pause's turn is in the history now; its checkpoint is dropped.
         assert await store.load_checkpoint("waiting") is None
 

@@ -118,6 +118,23 @@ async def test_a_recorded_pause_and_its_checkpoint_read_back(store: Store) -> No
     assert await store.get_pause("nope") is None and await store.load_checkpoint("nope") is None
 
 
+async def test_the_mcp_server_that_asked_reads_back_from_the_row_and_the_listing(
+    store: Store,
+) -> None:
+    session_id = await new_session(store)
+    asked = await paused(store, session_id, kind=InteractionKind.FORM, server="bank")
+    other = await paused(store, session_id, created_at=T0 + HOUR)
+    read = await store.get_pause(asked.pause_id)
+    assert read is not None and read.server == "bank"
+    listed = await store.list_pauses(
+        PauseQuery(PauseState.PENDING, principal="ann", scopes=frozenset())
+    )
+    assert [(p.pause_id, p.server) for p in listed] == [
+        (asked.pause_id, "bank"),
+        (other.pause_id, None),
+    ]
+
+
 async def test_of_concurrent_claims_from_two_workers_exactly_one_wins(
     store: Store, other: Store
 ) -> None:

@@ -47,7 +47,7 @@ async def answer_pause(
             raise Interrupted(STILL_WAITING) from None
         if reply.action == "abandon":
             return Answered("abandoned")
-        if reply.action == "cancelled":
+        if reply.action in ("cancelled", "declined"):
             view.decline(pause["tool_call_id"])
         try:
             return Answered(

@@ -67,6 +67,15 @@ def duration_words(seconds: float) -> str:
     return " ".join([*parts, f"{minutes} min"] if minutes else parts)
 
 
+def _asker(pause: dict[str, Any]) -> str:
+    """Who asked, when it is not the agent itself: a delegate (whose question is answered
+    through its caller's pause), or an MCP server mid-call, or both."""
+    said = [f"asked by {pause['sub_agent']}"] if pause.get("sub_agent") else []
+    if pause.get("server"):
+        said.append(f"asked by MCP server {pause['server']}")
+    return "".join(f", {words}" for words in said)
+
+
 @dataclass(frozen=True)
 class Reviewed:
     """How many pauses were listed, and how many of the answers the service refused."""
@@ -84,8 +93,7 @@ async def review(
         term.line("no pending pauses")
         return Reviewed(0)
     for i, pause in enumerate(pending, 1):
-        # A delegate's question is answered through its caller's pause: name the delegate.
-        asker = f", asked by {pause['sub_agent']}" if pause.get("sub_agent") else ""
+        asker = _asker(pause)
         term.line(
             f"{pause['query']}  (session {pause['session_id']}{asker}, "
             f"expires {pause['expires_at']})",

@@ -2,8 +2,14 @@
 
 Each prompt reads through ``ask`` (an ``input``-like callable) so a test or
 another front end can drive it. What comes back is a :class:`Reply`: an answer
-to send, a decline (sent as ``status: cancelled``; the turn goes on), or, where
-the caller offers it, leaving the pause to be abandoned by the next message.
+to send, a decline (the turn goes on), or, where the caller offers it, leaving
+the pause to be abandoned by the next message.
+
+A decline is the person's explicit refusal. An MCP server's question tells a
+refusal (``decline``) from a question dismissed without a choice (``cancel``),
+so there it is sent as ``status: declined``; every other pause has only the
+one way of going unanswered, ``cancelled``. Nothing here sends ``cancel``: a
+person who leaves the question (Ctrl-C) sends nothing, and the pause waits.
 
 An edit starts from the call's current arguments: each is shown and kept on
 Enter, so the person types only what they mean to change. Each field is checked
@@ -28,12 +34,17 @@ Ask = Callable[[str], str]
 
 @dataclass(frozen=True)
 class Reply:
-    action: Literal["resolved", "cancelled", "abandon"]
+    action: Literal["resolved", "cancelled", "declined", "abandon"]
     answer: Any = None
 
 
 DECLINE = Reply("cancelled")
 ABANDON = Reply("abandon")
+
+
+def declined(pause: dict[str, Any]) -> Reply:
+    """The person's refusal of ``pause``: ``declined`` for an MCP server's question."""
+    return Reply("declined") if pause.get("server") else DECLINE
 
 
 def edit_schema(response_schema: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +122,7 @@ def _approval(
         if choice in {"r", "reject"}:
             return Reply("resolved", {"decision": "reject", "reason": ask("  reason: ").strip()})
         if choice in {"d", "decline", "s", "skip"}:
-            return DECLINE
+            return declined(pause)
         if choice in {"x", "abandon"} and may_abandon:
             return ABANDON
         if choice in {"e", "edit"}:
@@ -127,7 +138,7 @@ def _form(pause: dict[str, Any], ask: Ask, term: Terminal) -> Reply:
     while True:
         raw = ask("  answer (empty to decline): ").strip()
         if not raw:
-            return DECLINE
+            return declined(pause)
         try:
             return Reply("resolved", json.loads(raw))
         except ValueError:
@@ -151,6 +162,8 @@ def answer_for(
 ) -> Reply:
     """The person's reply to ``pause``; ``current`` is the call's arguments, if known."""
     term.line(str(pause.get("query", "")), "bold", label="? ", label_style="bold magenta", indent=2)
+    if pause.get("server"):
+        term.line(f"asked by MCP server {pause['server']}", "dim", indent=4)
     kind = pause.get("kind")
     if kind == "approval":
         show_arguments(term, current or {})
@@ -158,4 +171,4 @@ def answer_for(
     if kind == "form":
         return _form(pause, ask, term)
     text = ask("  your answer (empty to decline): ").strip()
-    return Reply("resolved", text) if text else DECLINE
+    return Reply("resolved", text) if text else declined(pause)

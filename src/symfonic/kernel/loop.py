@@ -171,16 +171,15 @@ class Kernel:
     ) -> tuple[ToolMessage, ToolResultEvent] | PendingInteraction:
         with calls.tool_call(call["name"], str(call["id"]), recording=self.telemetry) as traced:
             if work is None:
-                content, ok = f"error: there is no tool named {call['name']!r}", False
+                observation = Observation(f"error: there is no tool named {call['name']!r}", False)
             else:
                 key = idempotency_key(self.session_id, str(call["id"]))
                 observation = await self._beating(work(key))
                 if observation.asks is not None:
                     traced.observed(True)
                     return observation.asks.pending(str(call["id"]), call["name"], call["args"])
-                content, ok = observation.content, observation.ok
-            traced.observed(ok)
-        return _observed(call, content, ok)
+            traced.observed(observation.ok)
+        return _observed(call, observation.content, observation.ok, observation.artifact)
 
     async def _delegate(self, call: ToolCall, rounds_left: int) -> Delegated:
         """Run one delegate call's turn, keeping the heartbeat while it runs."""
@@ -309,11 +308,21 @@ def _announced(call: ToolCall) -> ToolCallEvent:
     return ToolCallEvent(tool_call_id=str(call["id"]), name=call["name"], args=dict(call["args"]))
 
 
-def _observed(call: ToolCall, content: str, ok: bool) -> tuple[ToolMessage, ToolResultEvent]:
-    """One call's observation, as the transcript keeps it and as the stream shows it."""
+def _observed(
+    call: ToolCall, content: str, ok: bool, artifact: Any = None
+) -> tuple[ToolMessage, ToolResultEvent]:
+    """One call's observation, as the transcript keeps it and as the stream shows it.
+
+    ``artifact`` rides on the turn's message (the model and callbacks are handed
+    it); the stored transcript keeps only what a provider is sent again.
+    """
     call_id, name = str(call["id"]), call["name"]
     message = ToolMessage(
-        content=content, tool_call_id=call_id, name=name, status="success" if ok else "error"
+        content=content,
+        tool_call_id=call_id,
+        name=name,
+        status="success" if ok else "error",
+        artifact=artifact,
     )
     event = ToolResultEvent(
         tool_call_id=call_id, name=name, content=content, status="ok" if ok else "error"

@@ -4,6 +4,9 @@ A tool that raises becomes an error observation, never a crashed turn: the model
 is told what went wrong and may try something else. Every call gets an
 idempotency key derived from the session and the tool call id, both of which
 survive a pause, so a tool dispatched on resume sees the same key a retry would.
+A langchain tool whose ``response_format`` is ``content_and_artifact`` has its
+artifact kept beside the content the model reads (the turn's ``ToolMessage``
+carries it), whether the call finished at once or after a pause.
 
 A tool may also find, mid-call, that it cannot finish without a person (an MCP
 server's question): it raises :class:`ToolAsks`, and its call becomes the
@@ -23,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
+from langchain_core.messages import ToolMessage
+from langchain_core.messages.tool import ToolCall
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools.base import create_schema_from_function
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -66,13 +71,15 @@ class Question:
     """What a tool asks a person mid-call, and what it needs to go on once answered.
 
     ``response_schema`` is the JSON Schema the answer must meet (checked before
-    the pause is claimed); ``continuation`` is plain JSON, kept in the checkpoint.
+    the pause is claimed); ``continuation`` is plain JSON, kept in the checkpoint;
+    ``server`` names the MCP server that asked, shown wherever the pause is.
     """
 
     query: str
     response_schema: dict[str, Any]
     continuation: dict[str, Any]
     kind: InteractionKind = InteractionKind.FORM
+    server: str | None = None
 
     def pending(
         self, tool_call_id: str, tool_name: str, args: dict[str, Any]
@@ -86,6 +93,7 @@ class Question:
             query=self.query,
             response_schema=self.response_schema,
             continuation=self.continuation,
+            server=self.server,
         )
 
 
@@ -104,7 +112,9 @@ class AnswersQuestions(Protocol):
     async def answered(
         self, continuation: Mapping[str, Any], answer: Answer, status: AnswerStatus, key: str
     ) -> Any:
-        """The call's result; raises :class:`ToolAsks` when it asks again."""
+        """The call's result, shaped as the tool's own call returns it (content and
+        artifact, for a ``content_and_artifact`` tool); raises :class:`ToolAsks` when
+        it asks again."""
         ...
 
 
@@ -113,6 +123,8 @@ class Observation:
     content: str
     ok: bool
     asks: Question | None = None
+    artifact: Any = None
+    """What a ``content_and_artifact`` tool returned beside its content."""
 
 
 def _text(value: Any) -> str:
@@ -157,7 +169,7 @@ class Tool:
 
     async def call(self, args: Mapping[str, Any], key: str) -> Observation:
         try:
-            return Observation(_text(await self._invoke(dict(args), key)), ok=True)
+            return self._observed(await self._invoke(dict(args), key))
         except ToolAsks as asking:
             return Observation("", ok=True, asks=asking.question)
         except Exception as error:  # the model is told; the turn goes on
@@ -171,18 +183,35 @@ class Tool:
         if not isinstance(binding, AnswersQuestions):
             return Observation(f"error: {self.name} cannot go on with a paused call", ok=False)
         try:
-            return Observation(
-                _text(await binding.answered(continuation, answer, status, key)), True
-            )
+            return self._observed(await binding.answered(continuation, answer, status, key))
         except ToolAsks as asking:
             return Observation("", ok=True, asks=asking.question)
         except Exception as error:  # the model is told; the turn goes on
             return Observation(f"error: {type(error).__name__}: {error}", ok=False)
 
+    @property
+    def _has_artifact(self) -> bool:
+        return self._function is None and self.binding.response_format == "content_and_artifact"
+
+    def _observed(self, value: Any) -> Observation:
+        """A finished call's observation: the content as text, and the artifact if any."""
+        if self._has_artifact and isinstance(value, tuple) and len(value) == 2:
+            content, artifact = value
+            return Observation(_text(content), ok=True, artifact=artifact)
+        return Observation(_text(value), ok=True)
+
     async def _invoke(self, args: dict[str, Any], key: str) -> Any:
         if self._function is None:
-            config = {"configurable": {IDEMPOTENCY_PARAMETER: key}}
-            return await self.binding.ainvoke(args, config=config)  # type: ignore[arg-type]
+            config: Any = {"configurable": {IDEMPOTENCY_PARAMETER: key}}
+            if not self._has_artifact:
+                return await self.binding.ainvoke(args, config=config)
+            # langchain hands the artifact back only to a call made with a tool call
+            # (as a ToolMessage); with bare arguments it returns the content alone.
+            call = ToolCall(name=self.name, args=args, id=key, type="tool_call")
+            message = await self.binding.ainvoke(call, config=config)
+            if isinstance(message, ToolMessage):
+                return message.content, message.artifact
+            return message
         schema = self.binding.args_schema
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             args = schema.model_validate(args).model_dump()

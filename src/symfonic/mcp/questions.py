@@ -123,11 +123,13 @@ class Continuation:
                 query=f"{params.message}\n\nOpen {params.url} and confirm here when you are done.",
                 response_schema=_url_schema(params.url),
                 continuation=self.body(),
+                server=self.server,
             )
         return Question(
             query=params.message,
             response_schema=dict(params.requested_schema),
             continuation=self.body(),
+            server=self.server,
         )
 
     def body(self) -> dict[str, Any]:

@@ -81,14 +81,15 @@ class MCPTool(BaseTool):
 
     async def answered(
         self, continuation: Mapping[str, Any], answer: Answer, status: AnswerStatus, key: str
-    ) -> str:
+    ) -> tuple[str, Any]:
         """Go on with a call that asked the person, on any worker, with their answer.
 
         The answer is filed with the others; a question of the same round still
         unanswered is the next pause, sent nothing. Otherwise the round's answers
         go to the server with its ``requestState``; a server that refuses that
         state (``-32602``) is asked again from the first round, and answered from
-        the store (see :mod:`symfonic.mcp.questions`).
+        the store (see :mod:`symfonic.mcp.questions`). The result is the text and
+        artifact (structured content) a call that never paused returns.
         """
         call = Continuation.of(continuation)
         call = call.answering(response_to(call.unanswered()[0], answer, status))
@@ -108,8 +109,7 @@ class MCPTool(BaseTool):
             if refused.code != INVALID_PARAMS or call.state is None:
                 raise
             result = await self.link.call(call.tool, call.arguments, meta, recall=_recall(call))
-        text, _ = await self._finish(call, result, meta)
-        return text
+        return await self._finish(call, result, meta)
 
     async def _finish(
         self,

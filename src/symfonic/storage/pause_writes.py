@@ -62,14 +62,14 @@ _COLUMNS = (
     "pause_id, session_id, principal, agent, audience, kind, query, response_schema,"
     " tool_call_id, interrupt_id, base_revision, state, created_at, expires_at, supersedes,"
     " checkpoint_format, checkpoint, parent_session_id, delegated_pause_id, sub_agent,"
-    " args_digest, escalations, escalate_at, approvals_required, allow_requester"
+    " args_digest, escalations, escalate_at, approvals_required, allow_requester, server"
 )
 _VALUES = (
     ":pause_id, :session_id, :principal, :agent, :audience, :kind, :query, :response_schema,"
     " :tool_call_id, :interrupt_id, :base_revision, 'pending', :created_at, :expires_at,"
     " :supersedes, :checkpoint_format, :checkpoint, :parent_session_id, :delegated_pause_id,"
     " :sub_agent, :args_digest, :escalations, :escalate_at, :approvals_required,"
-    " :allow_requester"
+    " :allow_requester, :server"
 )
 INSERT_PAUSE = Statement(f"INSERT INTO symfonic_pauses ({_COLUMNS}) VALUES ({_VALUES})")
 # SQLite: the run's marker cleared with END_RUN (row count 1: the run held it), then
@@ -230,6 +230,7 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
         "escalate_at": first_step_at(pause),
         "approvals_required": pause.approvals_required,
         "allow_requester": pause.allow_requester,
+        "server": pause.server,
     }
 
 

@@ -23,7 +23,7 @@ PAUSE_COLUMNS = (
     " claim_id, lease_until, answered_by, answered_at, answer, answer_status, outcome,"
     " parent_session_id, delegated_pause_id, sub_agent, args_digest, edited_args_digest,"
     " escalations, escalation_step, kept_audiences, readdressed, approvals_required,"
-    " allow_requester, approvals"
+    " allow_requester, approvals, server"
 )
 SESSION_COLUMNS = "session_id, principal, agent, revision, metadata, created_at, run_id, run_lease"
 # A pause row's checkpoint, with what it shares with the pause.
@@ -81,6 +81,7 @@ def pause_of(row: Row) -> PauseRecord:
         approvals_required=int(row["approvals_required"] or 1),
         allow_requester=bool(row["allow_requester"]),
         approvals=approvals_of(json_value(row["approvals"])),
+        server=row["server"],
     )
 
 

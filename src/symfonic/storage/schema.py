@@ -93,6 +93,8 @@ pauses = sa.Table(
     sa.Column("approvals_required", sa.Integer, nullable=False, server_default="1"),
     sa.Column("allow_requester", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.Column("approvals", sa.JSON, nullable=True),
+    # The MCP server that asked, for a server's question (migration 0021).
+    sa.Column("server", sa.String(200), nullable=True),
     # Each hot read's own index (migration 0010): see docs/storage.md, Indexes.
     sa.Index("ix_symfonic_pauses_session_state", "session_id", "state", "expires_at"),
     sa.Index("ix_symfonic_pauses_due", "state", "expires_at"),
@@ -141,7 +143,7 @@ pause_events = sa.Table(
     sa.Index("ix_symfonic_pause_events_at", "at").ddl_if(dialect="postgresql"),
 )
 
-# Runs whose events are kept, and their events (migration 0017): see
+# Runs whose events are kept, and their events (migration 0021): see
 # symfonic.storage.run_events. ``id`` rises across runs: SQLite's watch reads it.
 runs = sa.Table(
     "symfonic_runs",

@@ -5,8 +5,10 @@ the gated tool runs, with the original or the edited arguments; for a tool that
 asked mid-call, the tool goes on with the answer from the checkpoint's
 continuation, and may ask again (a new pause, for the same call) -- then the turn
 is rebuilt from the checkpoint by :func:`rehydrate` and the kernel continues
-exactly as if the round had just finished. Nothing is taken from the process
-that paused: the checkpoint and the committed history are all there is.
+exactly as if the round had just finished: the answered call's observation is
+an error if the call failed, and carries the tool's artifact (an MCP server's
+structured content) as a call that never paused does. Nothing is taken from the
+process that paused: the checkpoint and the committed history are all there is.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.tool import ToolCall
@@ -61,11 +64,16 @@ async def kernel_resume(
         # The tool asked again: the round stays stopped at the same call, on the new question.
         yield paused_again(checkpoint, settled)
         return
-    result, failed = settled
-    observation = result.content
-    yield result
+    yield settled.result
     async with aclosing(
-        continue_from(kernel, outcome, observation, history, failed=failed)
+        continue_from(
+            kernel,
+            outcome,
+            settled.result.content,
+            history,
+            failed=settled.failed,
+            artifact=settled.artifact,
+        )
     ) as events:
         async for raw in events:
             yield raw
@@ -78,11 +86,14 @@ async def continue_from(
     history: Sequence[BaseMessage],
     *,
     failed: bool = False,
+    artifact: Any = None,
 ) -> AsyncGenerator[RawEvent, None]:
     """Rebuild the turn with ``observation`` as the answered call's, and run the kernel on.
 
     ``failed`` says the answered call ran and failed, so the model reads its
-    observation as an error, as it would have in an unpaused round.
+    observation as an error, as it would have in an unpaused round; ``artifact``
+    is what the tool returned beside its content, kept on the observation as an
+    unpaused round keeps it.
 
     The answered call's own result event is the caller's to yield; the calls the
     round did not dispatch are announced here.
@@ -91,8 +102,7 @@ async def continue_from(
     assert checkpoint is not None
     with span(REHYDRATE, recording=kernel.telemetry):
         messages = rehydrate(replace(outcome, response=observation))
-    if failed:
-        messages = _failed_answer(messages, len(checkpoint.messages))
+    messages = _observed_as(messages, len(checkpoint.messages), failed=failed, artifact=artifact)
     for skipped in messages[len(checkpoint.messages) + 1 :]:
         call_id = str(getattr(skipped, "tool_call_id", ""))
         yield ToolResultEvent(
@@ -106,9 +116,18 @@ async def continue_from(
             yield raw
 
 
+@dataclass(frozen=True)
+class _Settled:
+    """The answered call's result event, whether it failed, and the tool's artifact."""
+
+    result: ToolResultEvent
+    failed: bool = False
+    artifact: Any = None
+
+
 async def _settle(
     kernel: Kernel, pending: PendingInteraction, outcome: ResumeOutcome
-) -> tuple[ToolResultEvent, bool] | PendingInteraction:
+) -> _Settled | PendingInteraction:
     """The answered call's result event and whether it failed, or the tool's next question.
 
     A tool that asked mid-call goes on with the answer; an approved call runs
@@ -119,16 +138,18 @@ async def _settle(
         if isinstance(went_on, PendingInteraction):
             return went_on
         message, result = went_on
-        return result, message.status == "error"
+        return _Settled(result, message.status == "error", message.artifact)
     resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
     if resolution.run_args is None:
         observation = resolution.observation or ""
-        return ToolResultEvent(
-            tool_call_id=pending.tool_call_id,
-            name=pending.tool_name,
-            content=observation,
-            status=resolution.status,
-        ), False
+        return _Settled(
+            ToolResultEvent(
+                tool_call_id=pending.tool_call_id,
+                name=pending.tool_name,
+                content=observation,
+                status=resolution.status,
+            )
+        )
     call = ToolCall(name=pending.tool_name, args=resolution.run_args, id=pending.tool_call_id)
     dispatched = await kernel.dispatch(call)
     if isinstance(dispatched, PendingInteraction):  # the approved tool asks a person
@@ -140,7 +161,8 @@ async def _settle(
             f"(run with arguments edited by the person: "
             f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
         )
-    return result.model_copy(update={"content": observation}), ran.status == "error"
+    edited = result.model_copy(update={"content": observation})
+    return _Settled(edited, ran.status == "error", ran.artifact)
 
 
 def paused_again(checkpoint: TurnCheckpoint, pending: PendingInteraction) -> KernelDone:
@@ -158,10 +180,18 @@ def paused_again(checkpoint: TurnCheckpoint, pending: PendingInteraction) -> Ker
     )
 
 
-def _failed_answer(messages: tuple[BaseMessage, ...], at: int) -> tuple[BaseMessage, ...]:
-    """The messages with the answered call's observation (at ``at``) marked an error."""
-    failed = messages[at].model_copy(update={"status": "error"})
-    return (*messages[:at], failed, *messages[at + 1 :])
+def _observed_as(
+    messages: tuple[BaseMessage, ...], at: int, *, failed: bool, artifact: Any
+) -> tuple[BaseMessage, ...]:
+    """The messages with the answered call's observation (at ``at``) as the call left
+    it: marked an error if it failed, carrying the tool's artifact if it had one."""
+    update: dict[str, Any] = {"status": "error"} if failed else {}
+    if artifact is not None:
+        update["artifact"] = artifact
+    if not update:
+        return messages
+    observed = messages[at].model_copy(update=update)
+    return (*messages[:at], observed, *messages[at + 1 :])
 
 
 def _call_name(messages: Sequence[BaseMessage], call_id: str) -> str:

@@ -178,6 +178,7 @@ def delegated_interaction(
         escalate=asked.escalate,
         approvals_required=asked.approvals_required,
         allow_requester=asked.allow_requester,
+        server=asked.server,
     )
 
 

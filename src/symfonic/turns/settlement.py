@@ -109,6 +109,7 @@ class Settlement:
             args_digest=pending.args_digest,
             approvals_required=pending.approvals_required,
             allow_requester=pending.allow_requester,
+            server=pending.server,
         )
 
     async def record_pause(

@@ -25,6 +25,15 @@ reassignment) stays the same interrupt, with the same ``id``: AG-UI has no
 channel to a consumer between runs, so the next run that shows it (a reloaded
 page, a message sent while it is open) carries in its ``metadata`` who it went
 to, from whom and why, and whether this run's principal may still answer it.
+
+An MCP server's question (an interrupt whose ``metadata.symfonic.server`` names
+the server) tells three answers apart, as MCP's elicitation does: a ``resolved``
+entry is ``accept`` with its payload, a ``cancelled`` one is ``cancel``, and a
+``resolved`` entry whose payload is exactly ``{"action": "decline"}`` is
+``decline`` -- the person refused outright. AG-UI's entry has only the two
+statuses, so the refusal rides in the payload, where every front end (CopilotKit's
+``resolve(payload)`` among them) can put it; a server whose own form has a field
+named ``action`` takes such a payload as the answer it is.
 """
 
 from __future__ import annotations
@@ -36,10 +45,18 @@ from typing import Any
 from ag_ui.core import Interrupt
 
 from symfonic.core.contracts.store import PauseRecord
-from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind, TurnPausedEvent
+from symfonic.core.contracts.types import (
+    Answer,
+    AnswerStatus,
+    InteractionKind,
+    PauseQuestion,
+    TurnPausedEvent,
+)
 
 TOOL_CALL = "tool_call"
 INPUT_REQUIRED = "input_required"
+DECLINE = {"action": "decline"}
+"""The payload of a ``resolved`` entry that declines an MCP server's question."""
 
 _APPROVE_KEYS = frozenset({"approved", "editedArgs"})
 _REJECT_KEYS = frozenset({"approved", "reason"})
@@ -106,12 +123,14 @@ def interrupt_of(event: TurnPausedEvent, addressed: Mapping[str, Any] | None = N
 
 
 def _metadata(event: TurnPausedEvent) -> dict[str, Any]:
-    """What symfonic adds to an interrupt: the kind, the pause, the delegate that asked,
-    an approval's digest of the call it asks about, and, for an approval that needs
-    several approvers, where its vote stands."""
+    """What symfonic adds to an interrupt: the kind, the pause, the delegate or MCP
+    server that asked, an approval's digest of the call it asks about, and, for an
+    approval that needs several approvers, where its vote stands."""
     metadata: dict[str, Any] = {"kind": event.kind.value, "pauseId": event.pause_id}
     if event.sub_agent is not None:
         metadata["subAgent"] = event.sub_agent
+    if event.server is not None:
+        metadata["server"] = event.server
     if event.args_digest is not None:
         metadata["argsDigest"] = event.args_digest
     if event.approvals_required > 1:
@@ -147,13 +166,22 @@ def addressed_metadata(pause: PauseRecord, may_answer: bool) -> dict[str, Any]:
     return {**addressed, "readdressed": moved}
 
 
+def status_of(pause: PauseQuestion, status: AnswerStatus, payload: Answer) -> AnswerStatus:
+    """How a resume entry answers ``pause``: ``declined`` for an MCP server's question
+    whose entry carries :data:`DECLINE`, else the entry's own status."""
+    if status != "resolved" or pause.server is None or payload != DECLINE:
+        return status
+    fields = pause.response_schema.get("properties")
+    return status if isinstance(fields, dict) and "action" in fields else "declined"
+
+
 def answer_of(kind: InteractionKind, status: AnswerStatus, payload: Answer) -> Answer:
     """The symfonic answer a resume entry's payload stands for (unchanged if not an AG-UI shape).
 
     Anything that is not one of the shapes above goes through as it is, and the
     pause's schema refuses it before the pause is claimed.
     """
-    if status == "cancelled":
+    if status != "resolved":
         return None
     if kind is not InteractionKind.APPROVAL or not isinstance(payload, dict):
         return payload

@@ -113,7 +113,7 @@ def handed_note(pause: PauseRecord) -> str:
 
 def _how(pause: PauseRecord) -> str:
     answer = pause.answer
-    if pause.answer_status == "cancelled":
+    if pause.answer_status in ("cancelled", "declined"):
         return "they declined to answer"
     if isinstance(answer, Mapping) and "decision" in answer:
         decision = answer["decision"]

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 
 from symfonic.agent.agent import SymfonicAgent
-from symfonic.agent.agui.interrupts import answer_of
+from symfonic.agent.agui.interrupts import answer_of, status_of
 from symfonic.agent.agui.snapshot import handed_note
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import (
@@ -55,7 +55,7 @@ from symfonic.core.contracts.errors import (
 )
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
-from symfonic.core.contracts.types import Event, PauseState
+from symfonic.core.contracts.types import AnswerStatus, Event, PauseState
 from symfonic.turns.resolve import ResolvedPause, resolve_row
 from symfonic.turns.start import owned_session
 
@@ -93,7 +93,7 @@ class Resume:
     agent: SymfonicAgent
     resolved: ResolvedPause
     answer: object
-    entry: ResumeEntry
+    status: AnswerStatus
 
     @property
     def pause(self) -> PauseRecord:
@@ -104,9 +104,7 @@ class Resume:
         return replace(self, resolved=ResolvedPause(self.resolved.token, pause))
 
     def events(self, principal: Principal) -> AsyncGenerator[Event, None]:
-        return self.agent.resume_stream(
-            self.resolved, self.answer, principal, status=self.entry.status
-        )
+        return self.agent.resume_stream(self.resolved, self.answer, principal, status=self.status)
 
 
 @dataclass(frozen=True)
@@ -230,8 +228,8 @@ async def plan_resume(
         # Handed to another audience since this front end was shown it: the
         # interrupt stays open for them, and this run says so.
         return ShowState(agent, session, handed_note(pause))
-    answer = answer_of(pause.kind, entry.status, entry.payload)
-    return Resume(agent, resolved, answer, entry)
+    status = status_of(pause, entry.status, entry.payload)
+    return Resume(agent, resolved, answer_of(pause.kind, status, entry.payload), status)
 
 
 async def interrupt_open(agent: SymfonicAgent, session_id: str) -> bool:

@@ -61,7 +61,7 @@ def decision_of(pause: PauseRecord) -> tuple[Decision | None, dict[str, Any] | N
     """
     if pause.answer_status is None:
         return None, None
-    if pause.answer_status == "cancelled":
+    if pause.answer_status in ("cancelled", "declined"):
         return "decline", None
     answer = pause.answer
     if pause.kind != InteractionKind.APPROVAL or not isinstance(answer, dict):

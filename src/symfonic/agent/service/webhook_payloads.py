@@ -42,6 +42,11 @@ class PauseData(BaseModel):
         description="an approval's SHA-256 (hex) of its tool and arguments as RFC 8785 JSON; "
         "null for other kinds",
     )
+    server: str | None = Field(
+        default=None,
+        description="for a question an MCP server asked mid-call: that server's name, as the "
+        "agent's connections name it; null for every other pause",
+    )
     url: str | None = Field(
         default=None, description="the pause in the web inbox, when an inbox URL is configured"
     )
@@ -194,6 +199,7 @@ def pause_data(
         "audience": pause.audience,
         "expires_at": pause.expires_at,
         "args_digest": pause.args_digest,
+        "server": pause.server,
         "url": None if inbox_url is None else f"{inbox_url.rstrip('/')}/inbox#{pause.pause_id}",
     }
     model = _PAUSE_DATA.get(event, PauseData)

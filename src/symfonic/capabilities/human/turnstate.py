@@ -8,10 +8,10 @@ revision the turn was run against. Committed history is not in it -- that is
 stored once, in the session -- so a pause costs the size of its turn.
 
 Format 2 adds the interaction's ``continuation``: what a tool that asked
-mid-call (an MCP server's question) needs to go on with it. A checkpoint is
-written as format 1 unless it holds one, so a worker that reads only format 1
-still resumes every other pause, and refuses -- in words -- one it could not
-continue.
+mid-call (an MCP server's question) needs to go on with it, and the ``server``
+that asked. A checkpoint is written as format 1 unless it holds one, so a
+worker that reads only format 1 still resumes every other pause, and refuses --
+in words -- one it could not continue.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def _interaction_body(pending: PendingInteraction) -> dict[str, Any]:
         "delegated_pause_id": pending.delegated_pause_id,
         "args_digest": pending.args_digest,
         **({"continuation": pending.continuation} if pending.continuation is not None else {}),
+        **({"server": pending.server} if pending.server is not None else {}),
     }
 
 
@@ -106,6 +107,7 @@ def _interaction_of(body: Mapping[str, Any]) -> PendingInteraction:
         delegated_pause_id=body.get("delegated_pause_id"),
         args_digest=body.get("args_digest"),
         continuation=body.get("continuation"),
+        server=body.get("server"),
     )
 
 

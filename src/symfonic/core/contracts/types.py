@@ -135,6 +135,9 @@ class PauseQuestion:
     the vote stands. The approval that completes the quorum claims the pause."""
     allow_requester: bool = True
     """Whether the principal whose turn paused may approve its own request."""
+    server: str | None = None
+    """For a question an MCP server asked mid-call: that server's name, as the
+    agent's connections name it. ``None`` for every other pause."""
 
 
 _QUESTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PauseQuestion))
@@ -222,6 +225,8 @@ class PendingInteraction:
     continuation: dict[str, Any] | None = None
     """For a tool that asked mid-call (an MCP server's question): plain JSON the
     tool needs to go on with the call once answered, kept in the checkpoint."""
+    server: str | None = None
+    """For an MCP server's question: the server that asked."""
     escalate: tuple[Escalation, ...] = ()
     """The steps that re-address the pause while nobody answers it."""
     approvals_required: int = 1

@@ -45,8 +45,12 @@ export function answerForm(pause, send) {
       problem.hidden = false;
     }
   };
-  const decline = button("Decline", () => submit(null, "cancelled"), "secondary");
-  decline.title = "Decline to answer: the agent is told you gave no answer";
+  // An MCP server's question is declined outright (it hears `decline`); any other
+  // pause is left unanswered, which is all a decline means to it.
+  const decline = button("Decline", () => submit(null, pause.server ? "declined" : "cancelled"), "secondary");
+  decline.title = pause.server
+    ? `Decline to answer: the MCP server ${pause.server} is told you declined`
+    : "Decline to answer: the agent is told you gave no answer";
 
   if (pause.kind === "approval") {
     const reason = fieldFor({ type: "string", description: "Sent to the agent if you reject." },

@@ -67,6 +67,10 @@ export function cardFor(pause, { me, answer, reassign }) {
         ...(pause.sub_agent
           ? [el("span", { class: "sub-agent", text: `question from its delegate ${pause.sub_agent}` })]
           : []),
+        // A question an MCP server asked in the middle of a tool call: name the server.
+        ...(pause.server
+          ? [el("span", { class: "server", text: `asked by MCP server ${pause.server}` })]
+          : []),
         el("span", { class: "asker", text: `asked by ${pause.asked_by || "?"}` }),
         clock),
       moved, heading, votes, callBlock(pause), context(pause),

@@ -81,7 +81,7 @@ export function whoWord(principal, me) {
 
 // The decision an answer this page sends carries, as the feed names it.
 export function decisionOf(pause, answer, status) {
-  if (status === "cancelled") return "decline";
+  if (status === "cancelled" || status === "declined") return "decline";
   const decision = answer && answer.decision;
   if (pause.kind === "approval" && ["approve", "edit", "reject"].includes(decision)) return decision;
   return "answer";
