@@ -163,6 +163,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a run, on whichever worker runs it
+         * @description The run becomes `cancelled` at once and its turn publishes nothing: a resume's
+         *     pause is `abandoned`, a first turn's session takes new turns. The worker running
+         *     it stops the turn at its next step. 409 `run_not_running` when it already ended
+         *     or its turn already settled.
+         */
+        post: operations["cancel_run_v1_runs__run_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}/events": {
         parameters: {
             query?: never;
@@ -2353,6 +2376,89 @@ export interface operations {
             };
             /** @description Unknown session or agent, or a token that does not verify or names no pause. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The store is unreachable and nothing was claimed (`store_unavailable`); see `Retry-After`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry may succeed. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    cancel_run_v1_runs__run_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run's id. */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description Missing or unknown API key. */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unknown session or agent, or a token that does not verify or names no pause. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); this principal's approval of a pause that needs several is already counted (`already_approved`); the session is busy or paused; or `base_revision` does not match. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -257,3 +257,65 @@ async def test_a_background_approval_that_is_only_counted_starts_no_run(store_ur
         run = await ended(client, run_id, **auth("dave"))
         assert run["state"] == "complete"
         assert (await client.get(f"/v1/runs/{run_id}", headers=ALICE)).status_code == 200
+
+
+async def test_a_cancel_from_the_other_worker_stops_the_turn_and_publishes_nothing(
+    store_url: str,
+) -> None:
+    gate = Gate()
+    running_on_a = payment_agent(store_url, tool=gate.pay, approval=())
+    async with (
+        serve(running_on_a, api_keys=KEYS) as a,
+        serve(payment_agent(store_url), api_keys=KEYS) as b,
+    ):
+        session_id = await new_session(a, **ALICE)
+        run_id = (await background_turn(a, session_id, **ALICE))["run_id"]
+        with anyio.fail_after(5):
+            await gate.entered.wait()
+            while True:  # the tool's call kept: what the cancel comes after
+                if len(await running_on_a.store.run_events_after(run_id, 0, limit=5)) == 2:
+                    break
+                await anyio.sleep(0.02)
+        cancelled = await b.post(f"/v1/runs/{run_id}/cancel", headers=ALICE)
+        assert cancelled.status_code == 202, cancelled.text
+        assert cancelled.json()["state"] == "cancelled"
+        with anyio.fail_after(1.0):
+            await gate.cancelled.wait()
+        events = await replayed(b, f"/v1/runs/{run_id}/events", **ALICE)
+        assert [f.event for f in events] == ["turn.started", "tool.call", "error"]
+        assert events[-1].data["code"] == "run_cancelled"
+        again = await b.post(f"/v1/runs/{run_id}/cancel", headers=ALICE)
+        assert again.status_code == 409
+        assert again.json()["error"]["code"] == "run_not_running"
+        assert (await b.post(f"/v1/runs/{run_id}/cancel", headers=BOB)).status_code == 404
+        session = (await b.get(f"/v1/sessions/{session_id}", headers=ALICE)).json()
+        assert (session["revision"], session["status"], session["messages"]) == (0, "idle", [])
+        assert (await ended(a, run_id, **ALICE))["state"] == "cancelled"
+        # The session takes a new turn at once.
+        turn = await b.post(
+            f"/v1/sessions/{session_id}/turns", json={"message": "hello"}, headers=ALICE
+        )
+        assert turn.status_code == 200, turn.text
+    assert gate.calls == []
+
+
+async def test_a_cancelled_background_resume_abandons_its_pause(store_url: str) -> None:
+    gate = Gate()
+    running_on_a = payment_agent(store_url, tool=gate.pay)
+    async with (
+        serve(running_on_a, api_keys=KEYS) as a,
+        serve(payment_agent(store_url), api_keys=KEYS) as b,
+    ):
+        _, paused = await paused_turn(a, ALICE)
+        body = {"token": paused["token"], "answer": APPROVE, "background": True}
+        run_id = (await a.post("/v1/resume", json=body, headers=ALICE)).json()["run_id"]
+        with anyio.fail_after(5):
+            await gate.entered.wait()
+        assert (await b.post(f"/v1/runs/{run_id}/cancel", headers=ALICE)).status_code == 202
+        with anyio.fail_after(1.0):
+            await gate.cancelled.wait()
+        pause = await pause_row(running_on_a, paused["pause_id"])
+        assert pause.state is PauseState.ABANDONED
+        again = await b.post("/v1/resume", json={**body, "background": False}, headers=ALICE)
+        assert again.status_code == 410
+    assert gate.calls == []

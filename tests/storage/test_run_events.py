@@ -18,8 +18,9 @@ import anyio
 import pytest
 
 from symfonic.agent.retention import RUN_EVENTS_TTL, prune_run_events
-from symfonic.core.contracts.run_events import RUN_EVENT_LIMIT, NewRun, RunState
-from symfonic.core.contracts.store import Store
+from symfonic.core.contracts.errors import RevisionConflict
+from symfonic.core.contracts.run_events import CANCELLED, RUN_EVENT_LIMIT, NewRun, RunState
+from symfonic.core.contracts.store import RunRequest, SessionRecord, Store, TurnPublish
 from symfonic.core.contracts.types import (
     Event,
     ResponseCompleteEvent,
@@ -164,3 +165,39 @@ async def test_retention_deletes_runs_ended_before_the_ttl_and_keeps_the_rest(
     assert await store.run_record(lost) is None
     assert len(await kept(store, recent)) == 1
     assert len(await kept(store, running)) == 1
+
+
+async def marked_run(store: Store) -> tuple[str, str]:
+    """A session whose first turn holds its run marker, and that run's row."""
+    session_id, run_id = uuid.uuid4().hex, uuid.uuid4().hex
+    await store.create_session(SessionRecord(session_id, "ann", "a", 0, {}, created_at=T0))
+    assert await store.begin_run(RunRequest(session_id, run_id, T0, T0 + MINUTE)) is not None
+    await store.begin_run_log(NewRun(run_id, session_id, "ann", T0, T0 + MINUTE))
+    await store.append_run_events(run_id, [started(run_id)])
+    return session_id, run_id
+
+
+ANSWER = [{"role": "human", "content": "hi"}, {"role": "ai", "content": "hello"}]
+
+
+async def test_a_cancel_takes_the_run_marker_so_its_turn_publishes_nothing(store: Store) -> None:
+    session_id, run_id = await marked_run(store)
+    # The marker is left lapsed from the cancel on (a session reads its lease on the wall clock).
+    assert await store.cancel_run(run_id, datetime.now(UTC))
+    with pytest.raises(RevisionConflict):
+        await store.publish_turn(TurnPublish(session_id, 0, ANSWER, run_id))
+    session = await store.get_session(session_id)
+    assert session is not None and (session.revision, session.running) == (0, False)
+    record = await store.run_record(run_id)
+    assert record is not None and record.state is RunState.CANCELLED
+    assert (await kept(store, run_id))[-1] == (2, CANCELLED)
+    assert not await store.cancel_run(run_id, T0)
+
+
+async def test_a_cancel_after_the_turn_settled_changes_nothing(store: Store) -> None:
+    session_id, run_id = await marked_run(store)
+    await store.publish_turn(TurnPublish(session_id, 0, ANSWER, run_id))
+    assert not await store.cancel_run(run_id, T0)
+    record = await store.run_record(run_id)
+    assert record is not None and (record.state, record.events) == (RunState.RUNNING, 1)
+    assert len(await kept(store, run_id)) == 1

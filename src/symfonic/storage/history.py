@@ -123,7 +123,12 @@ _BUMP = (
 BUMP = Statement(_BUMP.format(end_run=""))
 # The same, for a first turn: its run marker is cleared with it (only the run
 # holding the marker publishes; a lost marker lost the revision race too).
-BUMP_ENDING_RUN_TEXT = _BUMP.format(end_run=", run_id = NULL, run_lease = NULL")
+# A first turn's publish also ends its run, unless its run was cancelled: a cancel
+# leaves ``CANCELLED_MARK`` + the run's id as the marker (symfonic.storage.run_events).
+CANCELLED_MARK = "cancelled:"
+BUMP_ENDING_RUN_TEXT = _BUMP.format(end_run=", run_id = NULL, run_lease = NULL").replace(
+    " RETURNING", " AND (run_id IS NULL OR run_id <> :cancelled) RETURNING"
+)
 BUMP_ENDING_RUN = Statement(BUMP_ENDING_RUN_TEXT)
 INSERT_MESSAGE = Statement(
     "INSERT INTO symfonic_messages (session_id, seq, revision, body)"
@@ -149,14 +154,22 @@ async def append(
     base_revision: int,
     bodies: Sequence[MessageBody],
     *,
-    ending_run: bool = False,
+    ending_run: str | None = None,
 ) -> int:
     """SQLite: move the revision on from ``base_revision`` and append the bodies.
 
     Part of the caller's transaction; raises RevisionConflict, writing nothing.
+    ``ending_run``: the first turn's run id, whose marker the publish clears (and
+    which must not have been cancelled).
     """
-    bump = BUMP_ENDING_RUN if ending_run else BUMP
-    params = {"session_id": session_id, "base_revision": base_revision, "added": len(bodies)}
+    bump = BUMP if ending_run is None else BUMP_ENDING_RUN
+    params: dict[str, object] = {
+        "session_id": session_id,
+        "base_revision": base_revision,
+        "added": len(bodies),
+    }
+    if ending_run is not None:
+        params["cancelled"] = CANCELLED_MARK + ending_run
     row = first(await connection.rows(bump, params))
     if row is None:
         raise revision_conflict(session_id, base_revision)

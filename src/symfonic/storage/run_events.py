@@ -17,6 +17,15 @@ the same poller as the record of pause changes
 each end also sends ``pg_notify`` with the run's id, delivered at commit, and
 the watch listens (:mod:`symfonic.storage.pg_notifications`).
 
+A cancel (:meth:`SqlRunEvents.cancel_run`) is one transaction: the run's row
+moves to ``cancelled`` while its lease holds, then the turn loses what it would
+settle with -- a first turn's run marker (left lapsed and marked cancelled,
+which its publish checks), a resume's claim (the statement that abandons it)
+-- so a publish or pause it attempts after the commit finds nothing to settle. If
+that finds nothing (the turn settled first) the whole transaction rolls back
+and the cancel came too late. The cancel's ``error`` event is kept as the
+run's last, which wakes its followers and the worker running it alike.
+
 Retention deletes a run's row and events once it has ended (or its lease
 lapsed) for longer than the TTL, a batch of runs per transaction, off the loop.
 """
@@ -28,6 +37,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from symfonic.core.contracts.run_events import (
+    CANCELLED,
     EVENT_TYPES,
     RUN_EVENT_LIMIT,
     NewRun,
@@ -37,7 +47,9 @@ from symfonic.core.contracts.run_events import (
     coalesced,
 )
 from symfonic.core.contracts.types import TERMINAL_EVENTS, Event
+from symfonic.storage.history import CANCELLED_MARK
 from symfonic.storage.pause_changes import polled
+from symfonic.storage.pause_writes import ABANDON_CLAIM
 from symfonic.storage.rows import aware
 from symfonic.storage.statements import Dialect, Row, Statement, first, json_text, json_value
 from symfonic.storage.transactions import Connection, SqlTransactions
@@ -68,6 +80,18 @@ SET_COUNTS = Statement(
 END = Statement(
     "UPDATE symfonic_runs SET state = :state, outcome = :outcome, ended_at = :at"
     " WHERE run_id = :run_id AND state = 'running'"
+)
+# Cancelling: the run, while its lease holds, then what its turn would settle with.
+CANCEL = Statement(
+    "UPDATE symfonic_runs SET state = 'cancelled', ended_at = :at, events = events + 1"
+    " WHERE run_id = :run_id AND state = 'running' AND lease_until >= :at"
+    " RETURNING session_id, pause_id, events"
+)
+# The first turn's marker, lapsed at once (the session takes new turns) but left
+# saying this run was cancelled, which its publish checks.
+TAKE_MARKER = Statement(
+    "UPDATE symfonic_sessions SET run_id = :cancelled, run_lease = :at"
+    " WHERE session_id = :session_id AND run_id = :run_id"
 )
 NOTIFY = Statement(f"SELECT pg_notify('{RUN_CHANNEL}', :run_id) AS notified")
 RECORD = Statement(
@@ -112,6 +136,14 @@ def event_of(row: Row) -> RunEvent:
     return RunEvent(position=int(row["seq"]), event=kind.model_validate_json(row["data"]))
 
 
+class _Settled(Exception):
+    """A cancel that came after its turn settled: its transaction rolls back."""
+
+
+def _event_row(run_id: str, seq: int, event: Event) -> dict[str, Any]:
+    return {"run_id": run_id, "seq": seq, "type": event.type, "data": event.model_dump_json()}
+
+
 def kept(events: Sequence[Event], stored: int) -> list[Event]:
     """The (coalesced) events of an append that fit in the run's bound, after ``stored`` rows.
 
@@ -154,10 +186,7 @@ class SqlRunEvents(SqlTransactions):
             stored, dropped = int(counts["events"]), int(counts["dropped"])
             merged = coalesced(events)
             keep = kept(merged, stored)
-            rows = [
-                {"run_id": run_id, "seq": stored + n, "type": e.type, "data": e.model_dump_json()}
-                for n, e in enumerate(keep, start=1)
-            ]
+            rows = [_event_row(run_id, stored + n, e) for n, e in enumerate(keep, start=1)]
             if rows:
                 await connection.each(INSERT_EVENT, rows)
             skipped = len(merged) - len(keep)
@@ -182,6 +211,32 @@ class SqlRunEvents(SqlTransactions):
             return ended
 
         return await self.transaction(end)
+
+    async def cancel_run(self, run_id: str, at: datetime) -> bool:
+        """See the role; the run's row is updated first, which locks it (PostgreSQL)."""
+
+        async def cancel(connection: Connection) -> bool:
+            row = first(await connection.rows(CANCEL, {"run_id": run_id, "at": at}))
+            if row is None:
+                return False
+            session_id, pause_id = str(row["session_id"]), row["pause_id"]
+            if pause_id is None:
+                params = {"session_id": session_id, "run_id": run_id, "at": at}
+                params["cancelled"] = CANCELLED_MARK + run_id
+                took = await connection.count(TAKE_MARKER, params)
+            else:
+                params = {"session_id": session_id, "claim_id": run_id}
+                took = await connection.count(ABANDON_CLAIM, params)
+            if took != 1:
+                raise _Settled  # the turn settled first: undo the run's update
+            await connection.each(INSERT_EVENT, [_event_row(run_id, int(row["events"]), CANCELLED)])
+            await self._notify(connection, run_id)
+            return True
+
+        try:
+            return await self.transaction(cancel)
+        except _Settled:
+            return False
 
     async def _notify(self, connection: Connection, run_id: str) -> None:
         if self.dialect is Dialect.POSTGRESQL:

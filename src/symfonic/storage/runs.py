@@ -28,6 +28,7 @@ from symfonic.core.messages import MessageBody
 from symfonic.storage.history import (
     APPEND_AFTER_BUMP,
     BUMP_ENDING_RUN_TEXT,
+    CANCELLED_MARK,
     HISTORY,
     append,
     body_texts,
@@ -177,6 +178,7 @@ class SqlRuns(SqlTransactions):
                 "base_revision": base_revision,
                 "added": len(bodies),
                 "bodies": body_texts(bodies),
+                "cancelled": CANCELLED_MARK + publish.run_id,
             }
             row = first(await self.write_rows(PUBLISH_TURN, params))
             if row is None:
@@ -184,7 +186,9 @@ class SqlRuns(SqlTransactions):
             return int(row["revision"])
 
         async def bump_and_append(connection: Connection) -> int:
-            return await append(connection, session_id, base_revision, bodies, ending_run=True)
+            return await append(
+                connection, session_id, base_revision, bodies, ending_run=publish.run_id
+            )
 
         return await self.transaction(bump_and_append)
 

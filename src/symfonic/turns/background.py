@@ -17,7 +17,10 @@ written at once with what waits before it. A paused turn's token is not kept:
 the stream that replays the event mints it again for whoever may answer.
 
 A run whose task is cancelled (the worker shutting down) closes its turn, which
-runs the turn's shielded cleanup, and is recorded ``failed``.
+runs the turn's shielded cleanup, and is recorded ``failed``. A run cancelled
+in the store (from any worker) is stopped by :meth:`RunHandle.stop` the same
+way, when this worker hears of it (its watch, or at the latest its next lease
+renewal); the store already took away what its turn could settle with.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from symfonic.core.contracts.run_events import NewRun, RunEventLog, RunState
+from symfonic.core.contracts.run_events import CANCELLED, NewRun, RunEventLog, RunState
 from symfonic.core.contracts.types import (
+    TERMINAL_EVENTS,
     Event,
     TextDeltaEvent,
+    TurnError,
     TurnPausedEvent,
     TurnResult,
     TurnStartedEvent,
@@ -72,6 +77,7 @@ class RunHandle:
         self.session_id = session_id
         self._done = anyio.Event()
         self._result: TurnResult | None = None
+        self._scope = anyio.CancelScope()
 
     def __repr__(self) -> str:
         return f"RunHandle(run_id={self.run_id!r}, session_id={self.session_id!r})"
@@ -80,12 +86,21 @@ class RunHandle:
     def done(self) -> bool:
         return self._done.is_set()
 
+    async def wait(self) -> None:
+        """Until the run has ended on this worker."""
+        await self._done.wait()
+
     async def join(self) -> TurnResult:
         """The run's result, once it has ended (on this worker)."""
         await self._done.wait()
         if self._result is None:
             raise RuntimeError("the run did not end on this worker; read it with GET /v1/runs")
         return self._result
+
+    def stop(self) -> None:
+        """Stop the turn at its next step (its shielded cleanup then runs). Called
+        once the store says the run was cancelled, or no longer holds its lease."""
+        self._scope.cancel()
 
     def _finish(self, result: TurnResult | None) -> None:
         self._result = result
@@ -179,9 +194,14 @@ async def _drive(
 ) -> None:
     """Run the turn to its end, keeping its events; then record how it ended."""
     result: TurnResult | None = None
+    seen: list[Event] = [first]
     try:
-        seen = await _driven(agent, first.run_id, first, rest)
-        result = await collect(_replayed(seen))
+        with handle._scope:
+            await _driven(agent, handle, seen, rest)
+        if handle._scope.cancel_called and not isinstance(seen[-1], TERMINAL_EVENTS):
+            result = _stopped(first, seen)
+        else:
+            result = await collect(_replayed(seen))
     except Exception as error:  # the turn broke its contract; the run still ends
         logger.error("a background run failed after it started", exc_info=error)
     finally:
@@ -189,30 +209,41 @@ async def _drive(
             state = RunState.FAILED if result is None else _STATES[result.status]
             outcome = None if result is None else outcome_of(result)
             try:
+                # A no-op for a run cancelled in the store: it ended there.
                 await agent.store.end_run_log(first.run_id, state, outcome, agent.clock())
             except Exception as error:
                 logger.warning("a background run's end could not be recorded: %s", error)
             handle._finish(result)
 
 
+def _stopped(first: TurnStartedEvent, seen: list[Event]) -> TurnResult:
+    return TurnResult(
+        "failed",
+        first.session_id,
+        first.base_revision,
+        error=TurnError(CANCELLED.code, CANCELLED.message),
+        events=tuple(seen),
+    )
+
+
 async def _driven(
-    agent: TurnRuntime, run_id: str, first: Event, rest: AsyncGenerator[Event, None]
-) -> list[Event]:
-    """Every event of the turn, each handed to the keeper; returns once all are kept."""
-    seen: list[Event] = [first]
+    agent: TurnRuntime, handle: RunHandle, seen: list[Event], rest: AsyncGenerator[Event, None]
+) -> None:
+    """Every event of the turn into ``seen``, each handed to the keeper; returns once
+    all are kept."""
+    run_id = seen[0].run_id if isinstance(seen[0], TurnStartedEvent) else ""
     send, receive = anyio.create_memory_object_stream[Event](math.inf)
     async with anyio.create_task_group() as renewing:
-        renewing.start_soon(_renew, agent, run_id)
+        renewing.start_soon(_renew, agent, run_id, handle)
         async with anyio.create_task_group() as keeping:
             keeping.start_soon(_keep, agent.store, run_id, receive)
             with send:
-                send.send_nowait(first)
+                send.send_nowait(seen[0])
                 async with aclosing(rest):
                     async for event in rest:
                         seen.append(event)
                         send.send_nowait(event)
         renewing.cancel_scope.cancel()
-    return seen
 
 
 async def _replayed(events: list[Event]) -> AsyncGenerator[Event, None]:
@@ -220,14 +251,15 @@ async def _replayed(events: list[Event]) -> AsyncGenerator[Event, None]:
         yield event
 
 
-async def _renew(agent: TurnRuntime, run_id: str) -> None:
-    """Extend the run's lease every third of it, until cancelled."""
+async def _renew(agent: TurnRuntime, run_id: str, handle: RunHandle) -> None:
+    """Extend the run's lease every third of it, until cancelled; a run the store no
+    longer holds as running (cancelled on another worker) is stopped."""
     while True:
         await anyio.sleep(agent.run_lease / 3)
         try:
-            await agent.store.renew_run_log(
-                run_id, agent.clock() + timedelta(seconds=agent.run_lease)
-            )
+            until = agent.clock() + timedelta(seconds=agent.run_lease)
+            if not await agent.store.renew_run_log(run_id, until):
+                handle.stop()
         except Exception as error:
             logger.warning("a background run's lease could not be renewed: %s", error)
 

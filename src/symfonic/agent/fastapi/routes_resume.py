@@ -60,6 +60,7 @@ def resume_router(service: HttpService) -> APIRouter:
             if started.run_id is None:  # an approval counted toward a quorum: nothing ran
                 outcome = TurnOutcome.of(await started.join()).model_dump(mode="json")
                 return JSONResponse(outcome, status_code=202)
+            service.runs.track(started)
             return JSONResponse(RunStarted.of(started.run_id).model_dump(), status_code=202)
         events = agent.resume_stream(
             resolved, body.answer, principal, status=body.status, args_digest=body.args_digest

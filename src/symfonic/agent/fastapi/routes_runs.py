@@ -1,11 +1,12 @@
-"""``/v1/runs``: a run's state, and its events as SSE from any worker.
+"""``/v1/runs``: a run's state, its events as SSE from any worker, and its cancel.
 
 A run is visible to its session's owner and, for a resume, to whoever may
 answer the pause it answered; to anyone else it does not exist (404, the same
 answer as for an id nobody made). Its events are replayed from the start, or
 after the ``Last-Event-ID`` a reconnecting client sends, then followed live
 until the run ends (:mod:`symfonic.agent.service.runs`). Closing the stream
-stops following; the run goes on.
+stops following; the run goes on. A cancel, from any worker, is the store's
+(:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`).
 """
 
 from typing import Annotated
@@ -38,6 +39,22 @@ def runs_router(service: HttpService) -> APIRouter:
     async def get_run(run_id: RunId, principal: Caller, host: Host) -> RunView:
         record = await service.runs.visible_run(run_id, principal)
         return RunView.of(record, service.runs.state_of(record))
+
+    @router.post(
+        "/{run_id}/cancel",
+        status_code=202,
+        response_model=RunView,
+        responses=documented(401, 404, 409, 422, 503),
+        summary="Cancel a run, on whichever worker runs it",
+    )
+    async def cancel_run(run_id: RunId, principal: Caller, host: Host) -> RunView:
+        """The run becomes `cancelled` at once and its turn publishes nothing: a resume's
+        pause is `abandoned`, a first turn's session takes new turns. The worker running
+        it stops the turn at its next step. 409 `run_not_running` when it already ended
+        or its turn already settled."""
+        record = await service.runs.visible_run(run_id, principal)
+        cancelled = await service.runs.cancel(record)
+        return RunView.of(cancelled, service.runs.state_of(cancelled))
 
     @router.get(
         "/{run_id}/events",

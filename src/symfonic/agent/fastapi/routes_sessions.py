@@ -123,6 +123,7 @@ async def background_turn(
         on_pending_pause=body.on_pending_pause,
     )
     assert started.run_id is not None  # only an approval starts no run
+    service.runs.track(started)
     return JSONResponse(RunStarted.of(started.run_id).model_dump(), status_code=202)
 
 

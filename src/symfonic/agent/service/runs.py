@@ -15,6 +15,12 @@ so a lost watch costs latency, never an event, and a run whose worker died
 (its lease lapsed) is seen to have ended. A run that ended without a terminal
 event kept ends its stream with an ``error`` event saying so.
 
+A run this worker runs is tracked (:meth:`BackgroundRuns.track`) while it
+runs, and the watch is kept while there is one: a cancel made on any worker
+(:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`) keeps an
+event, which wakes this worker, which reads the run and stops its turn at its
+next step. On PostgreSQL that is a notification away; on SQLite, a poll.
+
 Who may see a run: its session's owner, and for a resume whoever may answer
 the pause it answered; to anyone else it does not exist (404). A paused turn's
 token was not kept; it is minted again for a follower who may answer the
@@ -35,6 +41,7 @@ from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 from symfonic.core.contracts.principal import WILDCARD, Principal
 from symfonic.core.contracts.run_events import RunEvent, RunRecord, RunState
 from symfonic.core.contracts.types import TERMINAL_EVENTS, ErrorEvent, TurnPausedEvent
+from symfonic.turns.background import RunHandle
 
 logger = logging.getLogger("symfonic.http")
 
@@ -46,6 +53,13 @@ READ_BATCH = 200
 class RunNotFound(RequestError):
     code = "run_not_found"
     status = 404
+
+
+class RunNotRunning(RequestError):
+    """A cancel of a run that already ended, or whose turn already settled."""
+
+    code = "run_not_running"
+    status = 409
 
 
 class RunsUnavailable(RequestError):
@@ -68,6 +82,7 @@ class BackgroundRuns:
         self._host = host
         self._tasks: anyio.abc.TaskGroup | None = None
         self._followers: set[_Follower] = set()
+        self._local: dict[str, RunHandle] = {}
         self._wanted = anyio.Event()
         self._watching: anyio.CancelScope | None = None
 
@@ -95,7 +110,7 @@ class BackgroundRuns:
 
     async def _watch_while_followed(self) -> None:
         while True:
-            if not self._followers:
+            if not self._followers and not self._local:
                 self._wanted = anyio.Event()
                 await self._wanted.wait()
             try:
@@ -115,6 +130,51 @@ class BackgroundRuns:
         for follower in self._followers:
             if follower.run_id in run_ids:
                 follower.nudged.set()
+        for run_id in run_ids & self._local.keys():
+            self.tasks.start_soon(self._stop_if_cancelled, self._local[run_id])
+
+    def _stop_watching_if_idle(self) -> None:
+        if not self._followers and not self._local and self._watching is not None:
+            self._watching.cancel()
+
+    # this worker's runs -------------------------------------------------------
+
+    def track(self, handle: RunHandle) -> None:
+        """A run this worker runs: stopped as soon as the store says it was cancelled."""
+        if handle.run_id is None or handle.done:
+            return
+        self._local[handle.run_id] = handle
+        self._wanted.set()
+        self.tasks.start_soon(self._forget_when_done, handle.run_id, handle)
+
+    async def _forget_when_done(self, run_id: str, handle: RunHandle) -> None:
+        try:
+            await handle.wait()
+        finally:
+            self._local.pop(run_id, None)
+            self._stop_watching_if_idle()
+
+    async def _stop_if_cancelled(self, handle: RunHandle) -> None:
+        record = None if handle.run_id is None else await self._host.store.run_record(handle.run_id)
+        if record is None or record.state is RunState.CANCELLED:
+            handle.stop()
+
+    async def cancel(self, record: RunRecord) -> RunRecord:
+        """Cancel the run on whichever worker runs it; 409 when it is too late."""
+        agent = self._host.agents[self._host.default_agent]
+        if not await self._host.store.cancel_run(record.run_id, agent.clock()):
+            state = self.state_of(record)
+            raise RunNotRunning(
+                f"the run already ended ({state.value}); nothing was cancelled"
+                if state is not RunState.RUNNING
+                else "the run's turn already settled; nothing was cancelled",
+                run_id=record.run_id,
+            )
+        local = self._local.get(record.run_id)
+        if local is not None:
+            local.stop()
+        cancelled = await self._host.store.run_record(record.run_id)
+        return cancelled if cancelled is not None else record
 
     # reading runs -------------------------------------------------------------
 
@@ -150,8 +210,7 @@ class BackgroundRuns:
                     yield event
         finally:
             self._followers.discard(follower)
-            if not self._followers and self._watching is not None:
-                self._watching.cancel()
+            self._stop_watching_if_idle()
 
     async def _events(
         self, follower: _Follower, principal: Principal, after: int

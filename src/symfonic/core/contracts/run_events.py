@@ -11,7 +11,8 @@ one run keeps is bounded (:data:`RUN_EVENT_LIMIT` rows): past it, the events
 that are not its last are counted and dropped, never the terminal one. Text
 deltas are merged before they are kept (:func:`coalesced`), so a long answer
 costs a few rows, not one per token. The events of a run that ended are
-deleted some time after it ended (:meth:`RunEventLog.prune_run_events`).
+deleted some time after it ended (:meth:`RunEventLog.prune_run_events`). A
+run may be cancelled from any worker (:meth:`RunEventLog.cancel_run`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from symfonic.core.contracts.types import STREAM_EVENTS, Event, TextDeltaEvent
+from symfonic.core.contracts.types import STREAM_EVENTS, ErrorEvent, Event, TextDeltaEvent
 
 # Rows one run keeps at most, its terminal event included.
 RUN_EVENT_LIMIT = 1000
@@ -123,6 +124,18 @@ class RunEventLog(Protocol):
         """Move a running run to ``state`` with its outcome; ``False`` if it had ended."""
         ...
 
+    async def cancel_run(self, run_id: str, at: datetime) -> bool:
+        """Cancel a running run before its turn settles, in one transaction; ``False`` if
+        it ended, its lease lapsed, or its turn already settled (published, paused).
+
+        The transaction takes away what its turn would settle with (a first turn's
+        run marker; a resume's claim, ``abandoned``), so the turn can publish
+        nothing after it; marks the run ``cancelled``; keeps an ``error`` event
+        (``run_cancelled``) as its last; and wakes its watchers, among them the
+        worker running it, which stops it.
+        """
+        ...
+
     async def run_record(self, run_id: str) -> RunRecord | None: ...
 
     async def run_events_after(self, run_id: str, position: int, *, limit: int) -> list[RunEvent]:
@@ -142,3 +155,6 @@ class RunEventLog(Protocol):
         """Delete the events of up to ``batch`` runs that ended before ``ended_before``;
         how many runs lost their events. One transaction."""
         ...
+
+
+CANCELLED = ErrorEvent(code="run_cancelled", message="the run was cancelled; nothing was published")

@@ -163,6 +163,9 @@ class StoreRoles:
             "end_run_log", self._store.end_run_log(run_id, state, outcome, at)
         )
 
+    async def cancel_run(self, run_id: str, at: datetime) -> bool:
+        return await self._through("cancel_run", self._store.cancel_run(run_id, at))
+
     async def run_record(self, run_id: str) -> RunRecord | None:
         return await self._through("run_record", self._store.run_record(run_id))
 
