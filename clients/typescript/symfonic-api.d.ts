@@ -1652,7 +1652,7 @@ export interface components {
          * @description What a subscription may ask to be told about.
          * @enum {string}
          */
-        WebhookEventType: "pause.created" | "pause.expiring" | "pause.answered" | "pause.expired" | "pause.abandoned" | "pause.superseded" | "pause.escalated" | "pause.reassigned" | "turn.failed";
+        WebhookEventType: "pause.created" | "pause.expiring" | "pause.answered" | "pause.expired" | "pause.abandoned" | "pause.superseded" | "pause.escalated" | "pause.reassigned" | "pause.approved" | "turn.failed";
     };
     responses: never;
     parameters: never;

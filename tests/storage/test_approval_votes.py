@@ -9,6 +9,7 @@ them claims. Every vote is an ``approved`` audit record.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
@@ -16,10 +17,12 @@ from datetime import datetime, timedelta
 import anyio
 import pytest
 
+from symfonic.agent.service.webhook_payloads import body_of
 from symfonic.core.contracts.audit import verify_log
 from symfonic.core.contracts.retention import PruneBatch
 from symfonic.core.contracts.store import Claim, PauseRecord, Store, VoteOutcome
 from symfonic.core.contracts.types import InteractionKind, PauseState
+from symfonic.core.contracts.webhooks import DeliveryQuery, WebhookEventType
 from symfonic.storage import open_store
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Statement
@@ -179,3 +182,21 @@ async def test_pruning_a_session_deletes_its_votes_and_keeps_who_approved_on_the
         assert kept is not None and [v.principal for v in kept.approvals] == ["carol", "dave"]
     else:
         assert kept is None
+
+
+async def test_a_counted_vote_owes_pause_approved_saying_who_and_where_it_stands(
+    store: Store,
+) -> None:
+    url = "http://receiver.invalid/hook"
+    await store.register_webhook(url, [WebhookEventType.PAUSE_APPROVED])
+    pause = await needing(store, 2)
+    await store.vote_pause(vote_of(pause, "carol"))
+    await store.vote_pause(vote_of(pause, "dave"))  # completes it: answered, not approved
+    owed = await store.list_deliveries(DeliveryQuery(type=WebhookEventType.PAUSE_APPROVED))
+    assert [(d.pause_id, d.detail) for d in owed] == [(pause.pause_id, {"approved_by": "carol"})]
+    body = body_of(owed[0], await current(store, pause.pause_id))
+    assert body is not None
+    sent = json.loads(body)
+    assert sent["type"] == "pause.approved" and sent["data"]["approved_by"] == "carol"
+    assert sent["data"]["approvals_required"] == 2 and sent["data"]["token"] is None
+    assert [v["principal"] for v in sent["data"]["approvals"]] == ["carol", "dave"]

@@ -15,7 +15,7 @@ already, and the earlier vote is handed back instead. The votes so far are
 written onto the pause row (``approvals``) so every view of the pause reads
 them from the row alone, each vote is an ``approved`` audit record in the same
 transaction, and a vote that leaves the pause waiting is a change on the live
-feed (``pause.approved``), recorded as a re-addressing is. The vote that
+feed and owed to webhooks (``pause.approved``), recorded as a re-addressing is. The vote that
 completes the quorum also claims the pause, by the same conditional statement
 as any claim, and reads the checkpoint and the history the claimed turn
 continues.
@@ -30,11 +30,12 @@ from symfonic.core.contracts.approvals import VoteOutcome
 from symfonic.core.contracts.audit import AuditEntry
 from symfonic.core.contracts.pauses import Claim, ClaimedPause, PauseRecord
 from symfonic.core.contracts.types import ApprovalVote
+from symfonic.core.contracts.webhooks import WebhookEventType
 from symfonic.storage.audit_log import append
 from symfonic.storage.history import read_history
 from symfonic.storage.pause_changes import APPROVED
 from symfonic.storage.pause_writes import CLAIM
-from symfonic.storage.readdressing import RECORD_CHANGE
+from symfonic.storage.readdressing import OWE, RECORD_CHANGE
 from symfonic.storage.rows import PAUSE_COLUMNS, approvals_json, aware, checkpoint_of, pause_of
 from symfonic.storage.statements import Dialect, Row, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
@@ -106,6 +107,21 @@ async def _claim(connection: Connection, dialect: Dialect, claim: Claim) -> Clai
     return ClaimedPause(checkpoint_of(row), history)
 
 
+async def _told(connection: Connection, dialect: Dialect, pause: PauseRecord, claim: Claim) -> None:
+    """A counted vote as a change on the live feed and the ``pause.approved`` webhooks owed."""
+    change = {"pause_id": pause.pause_id, "session_id": pause.session_id, "kind": APPROVED}
+    (row,) = await connection.rows(RECORD_CHANGE[dialect], change)
+    owed = {
+        "message_id": f"msg_pause_{row['id']}",
+        "pause_id": pause.pause_id,
+        "session_id": pause.session_id,
+        "at": row["at"],
+        "detail": json_text({"approved_by": claim.principal}),
+        "type": WebhookEventType.PAUSE_APPROVED.value,
+    }
+    await connection.count(OWE, owed)
+
+
 async def vote(connection: Connection, dialect: Dialect, claim: Claim) -> VoteOutcome | None:
     """One approval, in the caller's transaction; see the module's docstring."""
     taken = first(
@@ -129,8 +145,7 @@ async def vote(connection: Connection, dialect: Dialect, claim: Claim) -> VoteOu
     )
     await append(connection, _audited(pause, claim.principal))
     if len(votes) < pause.approvals_required:
-        change = {"pause_id": pause.pause_id, "session_id": pause.session_id, "kind": APPROVED}
-        await connection.rows(RECORD_CHANGE[dialect], change)
+        await _told(connection, dialect, pause, claim)
         return VoteOutcome(counted=replace(pause, approvals=votes))
     claimed = await _claim(connection, dialect, claim)
     # The row is held since it was read pending and unexpired: the claim cannot miss.

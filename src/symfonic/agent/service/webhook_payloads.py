@@ -24,6 +24,15 @@ from symfonic.core.contracts.webhooks import WebhookDelivery, WebhookEventType
 SCHEMA_ID = "https://symfonic.dev/schemas/webhook-payloads.json"
 
 
+class ApprovalData(BaseModel):
+    """One principal's approval of a pause that needs several."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    principal: str
+    at: datetime
+
+
 class PauseData(BaseModel):
     """A pause, as a receiver needs it to tell a person."""
 
@@ -49,6 +58,14 @@ class PauseData(BaseModel):
     )
     url: str | None = Field(
         default=None, description="the pause in the web inbox, when an inbox URL is configured"
+    )
+    approvals_required: int = Field(
+        default=1, description="how many distinct principals must approve; 1 for most pauses"
+    )
+    approvals: list[ApprovalData] = Field(
+        default_factory=list,
+        description="for a pause that needs several approvals: who approved so far, oldest "
+        "first, as the pause is when the delivery is sent",
     )
 
 
@@ -83,6 +100,12 @@ class ReaddressedPauseData(PauseData):
         default=None,
         description="pause.escalated: the step's seconds after the pause was created",
     )
+
+
+class ApprovedPauseData(AskingPauseData):
+    """An approval counted toward a pause that needs several; it still waits."""
+
+    approved_by: str | None = Field(description="who gave the approval this event is about")
 
 
 class FailedTurnData(BaseModel):
@@ -145,6 +168,11 @@ class PauseReassigned(_Event):
     data: ReaddressedPauseData
 
 
+class PauseApproved(_Event):
+    type: Literal["pause.approved"]
+    data: ApprovedPauseData
+
+
 class TurnFailed(_Event):
     type: Literal["turn.failed"]
     data: FailedTurnData
@@ -159,6 +187,7 @@ WebhookPayload = Annotated[
     | PauseSuperseded
     | PauseEscalated
     | PauseReassigned
+    | PauseApproved
     | TurnFailed,
     Field(discriminator="type"),
 ]
@@ -170,6 +199,7 @@ _PAUSE_DATA: dict[WebhookEventType, type[PauseData]] = {
     WebhookEventType.PAUSE_ANSWERED: AnsweredPauseData,
     WebhookEventType.PAUSE_ESCALATED: ReaddressedPauseData,
     WebhookEventType.PAUSE_REASSIGNED: ReaddressedPauseData,
+    WebhookEventType.PAUSE_APPROVED: ApprovedPauseData,
 }
 
 
@@ -200,10 +230,15 @@ def pause_data(
         "expires_at": pause.expires_at,
         "args_digest": pause.args_digest,
         "server": pause.server,
+        "approvals_required": pause.approvals_required,
+        "approvals": [{"principal": v.principal, "at": v.at} for v in pause.approvals],
         "url": None if inbox_url is None else f"{inbox_url.rstrip('/')}/inbox#{pause.pause_id}",
     }
     model = _PAUSE_DATA.get(event, PauseData)
-    if model is AskingPauseData:
+    if model is ApprovedPauseData:
+        fields["token"] = token
+        fields["approved_by"] = (detail or {}).get("approved_by")
+    elif model is AskingPauseData:
         fields["token"] = token
     elif model is AnsweredPauseData:
         fields["answered_by"] = pause.answered_by

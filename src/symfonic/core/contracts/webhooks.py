@@ -34,6 +34,7 @@ class WebhookEventType(StrEnum):
     PAUSE_SUPERSEDED = "pause.superseded"
     PAUSE_ESCALATED = "pause.escalated"
     PAUSE_REASSIGNED = "pause.reassigned"
+    PAUSE_APPROVED = "pause.approved"
     TURN_FAILED = "turn.failed"
 
 
