@@ -3,7 +3,8 @@
 Run as ``python worker.py STORE_URL``; it prints ``{"ready": true}`` once
 imported, and opens its agent (store, pool, migrations, secret) only when told
 to, so a test can start several workers and open them at the same moment.
-Commands: ``open``, ``pause``, ``resume``, ``race``.
+Commands: ``open``, ``pause``, ``resume``, ``start_resume`` (in the background:
+it answers with the run's id once the claim is won), ``race``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from agents import worker_agent  # type: ignore[import-not-found]
 from symfonic import SymfonicAgent, SymfonicError
@@ -66,8 +68,13 @@ async def race(agent: SymfonicAgent, tokens: list[str], racers: int, tag: str) -
     return {"won": won, "refused": dict(refused)}
 
 
-async def handle(agent: SymfonicAgent, command: dict[str, Any]) -> dict[str, Any]:
+async def handle(
+    agent: SymfonicAgent, command: dict[str, Any], tasks: anyio.abc.TaskGroup
+) -> dict[str, Any]:
     op = command["op"]
+    if op == "start_resume":
+        run = await agent.start_resume(command["token"], command["answer"], tasks=tasks)
+        return {"run_id": run.run_id}
     if op == "open":
         await agent.open()
         secret = await agent.store.signing_secret()
@@ -92,8 +99,9 @@ async def main(url: str) -> None:
     agent = worker_agent(url, claim_lease=lease)
     try:
         say({"ready": True})
-        while line := await stdin.readline():
-            say(await handle(agent, json.loads(line)))
+        async with anyio.create_task_group() as tasks:
+            while line := await stdin.readline():
+                say(await handle(agent, json.loads(line), tasks))
     finally:
         await agent.aclose()
 

@@ -165,7 +165,7 @@ async def start_run(
                 first.session_id,
                 owner.principal,
                 created_at=now,
-                lease_until=now + timedelta(seconds=agent.run_lease),
+                lease_until=now + timedelta(seconds=_lease(agent, first)),
                 audience=owner.audience,
                 pause_id=owner.pause_id,
             )
@@ -231,10 +231,12 @@ async def _driven(
 ) -> None:
     """Every event of the turn into ``seen``, each handed to the keeper; returns once
     all are kept."""
-    run_id = seen[0].run_id if isinstance(seen[0], TurnStartedEvent) else ""
+    first = seen[0]
+    assert isinstance(first, TurnStartedEvent)
+    run_id = first.run_id
     send, receive = anyio.create_memory_object_stream[Event](math.inf)
     async with anyio.create_task_group() as renewing:
-        renewing.start_soon(_renew, agent, run_id, handle)
+        renewing.start_soon(_renew, agent, first, handle)
         async with anyio.create_task_group() as keeping:
             keeping.start_soon(_keep, agent.store, run_id, receive)
             with send:
@@ -251,14 +253,21 @@ async def _replayed(events: list[Event]) -> AsyncGenerator[Event, None]:
         yield event
 
 
-async def _renew(agent: TurnRuntime, run_id: str, handle: RunHandle) -> None:
+def _lease(agent: TurnRuntime, first: TurnStartedEvent) -> float:
+    """The run's lease: its turn's own (a resume's claim, a first turn's run marker), so
+    a run lost with its worker reads ``failed`` when its turn's hold lapses."""
+    return agent.claim_lease if first.resumed else agent.run_lease
+
+
+async def _renew(agent: TurnRuntime, first: TurnStartedEvent, handle: RunHandle) -> None:
     """Extend the run's lease every third of it, until cancelled; a run the store no
     longer holds as running (cancelled on another worker) is stopped."""
+    lease = _lease(agent, first)
     while True:
-        await anyio.sleep(agent.run_lease / 3)
+        await anyio.sleep(lease / 3)
         try:
-            until = agent.clock() + timedelta(seconds=agent.run_lease)
-            if not await agent.store.renew_run_log(run_id, until):
+            until = agent.clock() + timedelta(seconds=lease)
+            if not await agent.store.renew_run_log(first.run_id, until):
                 handle.stop()
         except Exception as error:
             logger.warning("a background run's lease could not be renewed: %s", error)
