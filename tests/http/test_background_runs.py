@@ -9,6 +9,7 @@ another principal's 404, and its events are gone after the TTL.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -299,7 +300,10 @@ async def test_a_cancel_from_the_other_worker_stops_the_turn_and_publishes_nothi
     assert gate.calls == []
 
 
-async def test_a_cancelled_background_resume_abandons_its_pause(store_url: str) -> None:
+async def test_a_cancelled_background_resume_abandons_its_pause(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="symfonic.pauses")
     gate = Gate()
     running_on_a = payment_agent(store_url, tool=gate.pay)
     async with (
@@ -316,6 +320,12 @@ async def test_a_cancelled_background_resume_abandons_its_pause(store_url: str) 
             await gate.cancelled.wait()
         pause = await pause_row(running_on_a, paused["pause_id"])
         assert pause.state is PauseState.ABANDONED
+        abandoned = [
+            r.symfonic  # type: ignore[attr-defined]
+            for r in caplog.records
+            if r.name == "symfonic.pauses" and r.symfonic["state"] == "abandoned"  # type: ignore[attr-defined]
+        ]
+        assert [line["pause_id"] for line in abandoned] == [paused["pause_id"]]
         again = await b.post("/v1/resume", json={**body, "background": False}, headers=ALICE)
         assert again.status_code == 410
     assert gate.calls == []

@@ -162,7 +162,8 @@ class BackgroundRuns:
     async def cancel(self, record: RunRecord) -> RunRecord:
         """Cancel the run on whichever worker runs it; 409 when it is too late."""
         agent = self._host.agents[self._host.default_agent]
-        if not await self._host.store.cancel_run(record.run_id, agent.clock()):
+        # Through the agent's store, which logs the pause a cancel abandons.
+        if not await agent.store.cancel_run(record.run_id, agent.clock()):
             state = self.state_of(record)
             raise RunNotRunning(
                 f"the run already ended ({state.value}); nothing was cancelled"

@@ -122,6 +122,20 @@ class LoggedStore(StoreRoles):
             )
         return abandoned
 
+    async def cancel_run(self, run_id: str, at: datetime) -> bool:
+        cancelled = await self._store.cancel_run(run_id, at)
+        self._settled(run_id)  # a resume's run id is its claim's
+        if cancelled:
+            run = await self._store.run_record(run_id)
+            if run is not None and run.pause_id is not None:
+                logs.pause_changed(
+                    "abandoned",
+                    "its resumed turn's run was cancelled before it published",
+                    pause_id=run.pause_id,
+                    session_id=run.session_id,
+                )
+        return cancelled
+
     async def abandon_pending(self, session_id: str) -> int:
         count = await self._store.abandon_pending(session_id)
         if count:
