@@ -11,10 +11,16 @@ import os
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from symfonic.cli.demo import answer_words
+from symfonic.core.contracts.pauses import PauseRecord
+from symfonic.core.contracts.types import InteractionKind, PauseState
+
+T = datetime(2026, 12, 7, tzinfo=UTC)
 SYMFONIC = Path(sys.executable).with_name("symfonic")
 
 
@@ -61,3 +67,24 @@ def test_a_question_or_a_form_comes_before_the_approval_each_answered_by_a_fresh
     assert "[process 3, pid" in out and "resumed from the store alone → complete" in out
     assert len(processes(out)) == 3
     assert re.search(rf"Done\. payment pay_\w+ sent: {given}", out), out
+
+
+@pytest.mark.parametrize(
+    ("status", "answer", "words"),
+    [
+        ("declined", None, "declined to answer"),  # an MCP server's form, refused outright
+        ("cancelled", None, "declined to answer"),
+        ("resolved", {"iban": "DE02"}, '{"iban": "DE02"}'),
+    ],
+)
+def test_the_transcript_says_a_refused_or_cancelled_pause_was_declined(
+    status: str, answer: object, words: str
+) -> None:
+    pause = PauseRecord(
+        pause_id="p1", session_id="s1", principal="ann", agent="assistant", audience=None,
+        kind=InteractionKind.FORM, query="your IBAN?", response_schema={"type": "object"},
+        tool_call_id="call_1", interrupt_id="int_1", base_revision=0,
+        state=PauseState.PUBLISHED, created_at=T, expires_at=T,
+        server="bank", answered_by="ann", answer_status=status, answer=answer,
+    )
+    assert answer_words(pause) == words

@@ -102,6 +102,26 @@ async def test_an_approval_records_its_decision_reason_and_both_digests(store: A
     assert (await verify_log(store))[1] is None
 
 
+async def test_a_declined_answer_is_recorded_as_declined_and_a_cancelled_one_as_cancelled(
+    store: Any,
+) -> None:
+    session_id = await new_session(store)
+    schema = {"type": "object", "properties": {"iban": {"type": "string"}}}
+    asked = {"kind": InteractionKind.FORM, "response_schema": schema, "server": "bank"}
+    refused = await paused(store, session_id, **asked)
+    dropped = await paused(store, session_id, **asked)
+    filled = await paused(store, session_id, **asked)
+    # An MCP elicitation's explicit "no", its "not now", and a form filled in.
+    assert await store.claim_pause(replace(claim_of(refused, None), status="declined"))
+    assert await store.claim_pause(replace(claim_of(dropped, None), status="cancelled"))
+    assert await store.claim_pause(claim_of(filled, {"iban": "DE02"}))
+    answered = {r.pause_id: r for r in await records(store) if r.event == "answered"}
+    decisions = [(answered[p.pause_id].decision, answered[p.pause_id].principal)
+                 for p in (refused, dropped, filled)]
+    assert decisions == [("declined", "ann"), ("cancelled", "ann"), ("answered", "ann")]
+    assert await verify_log(store) == (6, None)
+
+
 async def test_abandonment_and_supersede_are_recorded(store: Any) -> None:
     session_id = await new_session(store)
     _, claim = await claimed(store, session_id)

@@ -4,10 +4,13 @@ The store at migration 0016 writes its records with the row triggers of
 migration 0015; opening it at head replaces them (on PostgreSQL, with statement
 triggers) and the records written after continue the same chain: one sequence,
 each ``prev_hash`` the hash before it, every hash recomputed by ``verify``.
+A declined answer written at 0021 said ``answered`` and keeps saying it; one
+written after the upgrade says ``declined``, and the chain still verifies.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -18,19 +21,24 @@ from alembic import command
 from alembic.config import Config
 
 from symfonic.core.contracts.audit import verify_log
+from symfonic.core.contracts.types import InteractionKind
 from symfonic.storage import migrate, open_store
 from symfonic.storage.audit_log import register_audit_hash
-from test_store_pauses import T0, claimed, new_session, paused
+from test_store_pauses import T0, claim_of, claimed, new_session, paused
 
 pytestmark = pytest.mark.anyio
 
 
-def _written_at_0016(connection: sa.Connection) -> None:
-    """Three pauses asked, two answered in one statement, by the old triggers."""
+def _at(connection: sa.Connection, revision: str) -> None:
     config = Config()
     config.set_main_option("script_location", migrate.SCRIPT_LOCATION)
     config.attributes["connection"] = connection
-    command.upgrade(config, "0016")
+    command.upgrade(config, revision)
+
+
+def _written_at_0016(connection: sa.Connection) -> None:
+    """Three pauses asked, two answered in one statement, by the old triggers."""
+    _at(connection, "0016")
     tables = sa.MetaData()
     tables.reflect(connection)
     sessions, pauses = tables.tables["symfonic_sessions"], tables.tables["symfonic_pauses"]
@@ -57,14 +65,27 @@ def _written_at_0016(connection: sa.Connection) -> None:
     )
 
 
-async def _old_store(store_url: str) -> None:
+def _declined_at_0021(connection: sa.Connection) -> None:
+    """An MCP server's form asked and declined, by the triggers that knew only cancelled."""
+    _written_at_0016(connection)
+    _at(connection, "0021")
+    pauses = sa.Table("symfonic_pauses", sa.MetaData(), autoload_with=connection)
+    connection.execute(
+        pauses.update()
+        .where(pauses.c.pause_id == "p2")
+        .values(state="claimed", claim_id="d", answered_by="bob", answer_status="declined",
+                answered_at=T0, server="bank")
+    )
+
+
+async def _old_store(store_url: str, written: Any = _written_at_0016) -> None:
     if store_url.startswith("sqlite"):
         engine = sa.create_engine(store_url.replace("sqlite:", "sqlite+pysqlite:", 1))
         sa.event.listen(engine, "connect", lambda connection, _: register_audit_hash(connection))
 
         def run() -> None:
             with engine.begin() as connection:
-                _written_at_0016(connection)
+                written(connection)
 
         try:
             await anyio.to_thread.run_sync(run)
@@ -76,7 +97,7 @@ async def _old_store(store_url: str) -> None:
     engine_ = create_async_engine(store_url.replace("postgresql://", "postgresql+asyncpg://"))
     try:
         async with engine_.begin() as connection:
-            await connection.run_sync(_written_at_0016)
+            await connection.run_sync(written)
     finally:
         await engine_.dispose()
 
@@ -104,3 +125,24 @@ async def test_records_written_before_and_after_the_upgrade_verify_as_one_chain(
             "asked", "answered", "asked", "expired", "expired", "abandoned",
         ]
         assert await verify_log(store) == (11, None)
+
+
+async def test_a_declined_answer_after_the_upgrade_says_declined_and_the_chain_verifies(
+    store_url: str,
+) -> None:
+    await _old_store(store_url, _declined_at_0021)
+    async with open_store(store_url) as store:
+        session_id = await new_session(store)
+        form = {"kind": InteractionKind.FORM, "server": "bank"}
+        refused = await paused(store, session_id, **form)
+        dropped = await paused(store, session_id, **form)
+        assert await store.claim_pause(replace(claim_of(refused, None), status="declined"))
+        assert await store.claim_pause(replace(claim_of(dropped, None), status="cancelled"))
+        trail = await store.audit_records(after=0, limit=100)
+        answers = [(r.pause_id, r.decision) for r in trail if r.event == "answered"]
+        # What a record said when it was written stays: the chain is never rewritten.
+        assert answers == [
+            ("p0", "answered"), ("p1", "answered"), ("p2", "answered"),
+            (refused.pause_id, "declined"), (dropped.pause_id, "cancelled"),
+        ]
+        assert await verify_log(store) == (len(trail), None)

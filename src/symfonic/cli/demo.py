@@ -22,6 +22,7 @@ import anyio
 from symfonic.cli.render import shown
 from symfonic.cli.terminal import fill
 from symfonic.core.contracts.errors import SymfonicError
+from symfonic.core.contracts.pauses import PauseRecord
 from symfonic.core.contracts.types import TurnResult
 from symfonic.demo import demo_agent
 from symfonic.storage import store_url
@@ -99,6 +100,15 @@ async def _resume_step(url: str, token: str, answer: Any) -> dict[str, Any]:
         return _outcome(await agent.resume(token, answer, principal="local"))
 
 
+def answer_words(pause: PauseRecord) -> str:
+    """How the transcript gives ``pause``'s answer: a person who cancelled the question
+    and one who refused it outright (an MCP server's form) both declined to answer,
+    and neither gave an answer to show."""
+    if pause.answer_status in ("cancelled", "declined"):
+        return "declined to answer"
+    return json.dumps(pause.answer)
+
+
 async def _transcript(url: str, session_id: str) -> None:
     async with demo_agent(url) as agent:
         session = await agent.get_session(session_id)
@@ -120,11 +130,7 @@ async def _transcript(url: str, session_id: str) -> None:
                         f"{pause.audience or pause.principal}",
                     )
                     if pause.answered_by is not None and pause.answered_at is not None:
-                        given = (
-                            "declined to answer"
-                            if pause.answer_status == "cancelled"
-                            else json.dumps(pause.answer)
-                        )
+                        given = answer_words(pause)
                         _say(
                             "",
                             f"↳ answered by {pause.answered_by} at "
