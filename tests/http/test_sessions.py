@@ -260,9 +260,11 @@ async def test_openapi_documents_every_body_and_error(sqlite_url: str) -> None:
         resume["responses"]
     )
     assert {"400", "415"} <= set(turn["responses"])
+    # A 202 is no error: a background run's start, or an approval counted toward a quorum.
+    assert "202" in resume["responses"]
     for operation in (turn, resume):
         for status, response in operation["responses"].items():
-            if status != "200":
+            if not status.startswith("2"):
                 assert response["content"]["application/json"]["schema"] == {
                     "$ref": "#/components/schemas/ErrorResponse"
                 }
