@@ -128,8 +128,7 @@ async def _expiry(url: str, rows: int, round_: int, *, trigger: bool = False) ->
     params = expire.values({"now": CREATED + timedelta(days=1), "batch": rows})
     connection = await asyncpg.connect(_dsn(url))
     try:
-        # Statistics as autovacuum would have them: without, the planner expects one
-        # pause due and joins the batch to itself row by row.
+        # Statistics as autovacuum would have them, as in production.
         await connection.execute("ANALYZE symfonic_pauses")
         if trigger:
             async with connection.transaction():

@@ -45,8 +45,9 @@ from symfonic.core.contracts.store import (
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage import open_store
 from symfonic.storage.pause_listing import count_rows
+from symfonic.storage.pause_writes import EXPIRE, SWEEP_BATCH
 from symfonic.storage.sql_store import SqlStore
-from symfonic.storage.statements import Params, Statement
+from symfonic.storage.statements import Dialect, Params, Statement
 
 pytestmark = pytest.mark.anyio
 
@@ -271,3 +272,22 @@ async def test_a_total_counted_row_by_row_reads_the_index_alone(store_url: str) 
         assert all("USING COVERING INDEX" in read for read in reads), reads
     else:
         assert all(read.startswith("Index Only Scan") for read in reads), reads
+
+
+async def test_a_sweep_batch_reads_its_own_pauses_however_many_are_due(crowded: str) -> None:
+    # 4,000 pauses due at once, as after a deployment whose pauses all expire
+    # together or a restore: each batch of the expiry picks its pauses once from
+    # the sweep's index and updates them by primary key. Found through the due
+    # index a second time, every batch would read all 4,000, and on a PostgreSQL
+    # table never analysed join them to the batch row by row (seconds a sweep).
+    due_at = LAYOUT.created + LAYOUT.expires_in + timedelta(milliseconds=3999)
+    dialect = Dialect.SQLITE if crowded.startswith("sqlite") else Dialect.POSTGRESQL
+    params = {"now": due_at, "batch": SWEEP_BATCH}
+    reads = await _reads(crowded, EXPIRE[dialect], params, "symfonic_pauses")
+    # PostgreSQL's update node names the table it writes: not a read.
+    reads = [read for read in reads if not read.startswith("ModifyTable")]
+    due = [read for read in reads if read.endswith("ix_symfonic_pauses_due")]
+    by_key = [read for read in reads if read.endswith(("_1", "pkey"))]
+    assert len(due) == 1 and len(by_key) == 1 and len(reads) == 2, reads
+    async with open_store(crowded) as store:
+        assert (await store.sweep(due_at)).expired == 4000
