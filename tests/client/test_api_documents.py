@@ -92,6 +92,10 @@ MIRRORS: dict[str, type[BaseModel]] = {
     "DestinationView": models.Destination,
     "DestinationList": models.DestinationList,
     "Health": models.Health,
+    "RunStarted": models.RunStarted,
+    "RunView": models.Run,
+    "RunOutcome": models.RunOutcome,
+    "ErrorDetail": models.ErrorDetail,
     "PauseSnapshot": events.PauseSnapshot,
     "PauseChangeEvent": events.PauseChange,
 }

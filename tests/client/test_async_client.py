@@ -158,8 +158,9 @@ async def test_every_pause_is_read_through_the_listings_pages(store_url: str) ->
 
 
 class CutOnce(httpx.AsyncBaseTransport):
-    """A real connection, but the feed's first response breaks after its first frame,
-    as a proxy or a restart would; ``while_away`` runs before the break."""
+    """A real connection, but the first response of a resumable stream (the pause
+    feed, a run's events) breaks after its first frame, as a proxy or a restart
+    would; ``while_away`` runs before the break."""
 
     def __init__(self, while_away: Callable[[], Awaitable[None]]) -> None:
         self.inner = httpx.AsyncHTTPTransport()
@@ -168,7 +169,7 @@ class CutOnce(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
-        if request.url.path != "/v1/pauses/events":
+        if not request.url.path.endswith("/events"):
             return response
         self.feed_requests.append(request.headers.get("Last-Event-ID"))
         if len(self.feed_requests) > 1:

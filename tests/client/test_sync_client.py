@@ -10,6 +10,7 @@ from __future__ import annotations
 import queue
 import re
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -19,8 +20,22 @@ import pytest
 from http_support import free_port
 from serve_support import KEYS, serving
 from symfonic import PauseAlreadyAnswered
-from symfonic.client import ApiError, PauseChange, PauseFilter, PauseSnapshot, SymfonicClient
-from symfonic.core.contracts.types import ErrorEvent, ResponseCompleteEvent, TurnPausedEvent
+from symfonic.client import (
+    ApiError,
+    PauseChange,
+    PauseFilter,
+    PauseSnapshot,
+    Run,
+    RunStarted,
+    SymfonicClient,
+)
+from symfonic.core.contracts.run_events import RunState
+from symfonic.core.contracts.types import (
+    ErrorEvent,
+    ResponseCompleteEvent,
+    TurnPausedEvent,
+    TurnStartedEvent,
+)
 from symfonic.demo import demo_agent
 
 pytestmark = pytest.mark.slow
@@ -74,6 +89,42 @@ def test_the_feed_says_who_answered_and_how(store_url: str, tmp_path: Path) -> N
             ("pause.answered", "alice"),
         ]
         assert isinstance(changes[1], PauseChange) and changes[1].decision == "reject"
+
+
+def ended(client: SymfonicClient, run_id: str) -> Run:
+    """The run once it is recorded ended, which may come just after its terminal event."""
+    deadline = time.monotonic() + 5
+    while (run := client.get_run(run_id)).state is RunState.RUNNING:
+        assert time.monotonic() < deadline, "the run did not end"
+        time.sleep(0.02)
+    return run
+
+
+def test_the_blocking_client_runs_a_turn_in_the_background(sqlite_url: str, tmp_path: Path) -> None:
+    with (
+        serving(sqlite_url, tmp_path / "serve.log", keys=KEYS) as server,
+        SymfonicClient(server.url, api_key="alice-secret-key") as client,
+        SymfonicClient(server.url, api_key="carol-secret-key") as carol,
+    ):
+        started = client.start("Pay bob 7 EUR")
+        *_, paused = client.run_events(started.run_id)
+        assert isinstance(paused, TurnPausedEvent) and paused.pause_token
+        assert ended(client, started.run_id).state is RunState.PAUSED
+        with pytest.raises(ApiError) as hidden:
+            carol.get_run(started.run_id)
+        assert (hidden.value.status, hidden.value.code) == (404, "run_not_found")
+
+        resumed = client.start_resume(paused.pause_token, {"decision": "approve"})
+        assert isinstance(resumed, RunStarted)
+        *_, done = client.run_events(resumed.run_id)
+        assert isinstance(done, ResponseCompleteEvent) and not isinstance(done, ErrorEvent)
+        # Replayed from after the first event, to the same end.
+        again = list(client.run_events(resumed.run_id, last_event_id="1"))
+        assert again[-1] == done and not isinstance(again[0], TurnStartedEvent)
+        assert ended(client, resumed.run_id).state is RunState.COMPLETE
+        with pytest.raises(ApiError) as refused:
+            client.cancel_run(resumed.run_id)
+        assert (refused.value.status, refused.value.code) == (409, "run_not_running")
 
 
 def readme_example() -> str:

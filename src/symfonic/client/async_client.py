@@ -11,7 +11,7 @@ process, with no server.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any, TypeVar
 
@@ -46,13 +46,23 @@ from symfonic.client.models import (
     Health,
     Pause,
     PausePage,
+    Run,
+    RunStarted,
     Session,
     SessionCreated,
 )
-from symfonic.client.sse import FrameReader
-from symfonic.core.contracts.types import Answer, AnswerStatus, Event, TurnResult
+from symfonic.client.sse import Frame, FrameReader
+from symfonic.core.contracts.types import (
+    TERMINAL_EVENTS,
+    Answer,
+    AnswerStatus,
+    ApprovalRecordedEvent,
+    Event,
+    TurnResult,
+)
 
 T = TypeVar("T")
+E = TypeVar("E")
 
 
 class AsyncSymfonicClient:
@@ -181,6 +191,63 @@ class AsyncSymfonicClient:
                 if event is not None:
                     yield event
 
+    # background runs ------------------------------------------------------
+
+    async def start(
+        self,
+        message: str,
+        session_id: str | None = None,
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> RunStarted:
+        """A turn run in the background (``"background": true``): every refusal is raised
+        before it starts; then it runs on the service whether or not anyone follows it."""
+        if session_id is None:
+            session_id = (await self.create_session()).session_id
+        body = calls.turn_body(message, base_revision, on_pending_pause)
+        return await self._send(calls.start_turn(session_id, body))
+
+    async def start_resume(
+        self,
+        token: str,
+        answer: Answer = None,
+        *,
+        status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
+    ) -> RunStarted | ApprovalRecordedEvent:
+        """Answer a pause and run the resumed turn in the background; the pause is claimed
+        before this returns. An approval only counted toward several starts no run."""
+        body = calls.resume_body(token, answer, status, args_digest)
+        return await self._send(calls.start_resume(body))
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self._send(calls.get_run(run_id))
+
+    async def cancel_run(self, run_id: str) -> Run:
+        """Cancel a running run: it publishes nothing; 409 ``run_not_running`` once it settled."""
+        return await self._send(calls.cancel_run(run_id))
+
+    async def run_events(
+        self, run_id: str, *, last_event_id: str | None = None, attempts: int = 5
+    ) -> AsyncGenerator[Event, None]:
+        """A run's events, the turn stream's own, from the first (or after
+        ``last_event_id``) to its terminal one, reconnecting with ``Last-Event-ID``
+        as the pause feed does, so each arrives once. Leaving early stops following,
+        never the run."""
+        state = Reconnect(last_event_id, attempts)
+        path = f"{calls.run_path(run_id)}/events"
+        while True:
+            try:
+                async with aclosing(self._follow(path, {}, state, event_of)) as events:
+                    async for event in events:
+                        yield event
+                        if isinstance(event, TERMINAL_EVENTS):
+                            return
+                raise httpx.RemoteProtocolError("the service ended the run's events early")
+            except (ApiError, httpx.TransportError) as error:
+                await anyio.sleep(state.failed(error))
+
     # pauses ---------------------------------------------------------------
 
     async def list_pauses(
@@ -225,10 +292,20 @@ class AsyncSymfonicClient:
             except (ApiError, httpx.TransportError) as error:
                 await anyio.sleep(state.failed(error))
 
-    async def _feed_once(self, state: Reconnect, details: bool) -> AsyncGenerator[FeedEvent, None]:
-        params, headers = feed_params(details), state.headers()
+    def _feed_once(self, state: Reconnect, details: bool) -> AsyncGenerator[FeedEvent, None]:
+        return self._follow(FEED_PATH, feed_params(details), state, feed_event_of)
+
+    async def _follow(
+        self,
+        path: str,
+        params: dict[str, Any],
+        state: Reconnect,
+        parse: Callable[[Frame], E | None],
+    ) -> AsyncGenerator[E, None]:
+        """One connection to a stream that resumes from ``Last-Event-ID``: its parsed frames."""
+        headers = state.headers()
         async with self._http.stream(
-            "GET", FEED_PATH, params=params, headers=headers, timeout=FEED_TIMEOUT
+            "GET", path, params=params, headers=headers, timeout=FEED_TIMEOUT
         ) as response:
             if response.status_code >= 400:
                 await response.aread()
@@ -238,7 +315,7 @@ class AsyncSymfonicClient:
             async for line in response.aiter_lines():
                 frame = reader.feed(line)
                 state.read(reader)
-                event = None if frame is None else feed_event_of(frame)
+                event = None if frame is None else parse(frame)
                 if event is not None:
                     yield event
 

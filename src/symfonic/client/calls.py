@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
+from symfonic.client.events import started_or_counted
 from symfonic.client.models import (
     Delivery,
     DeliveryList,
@@ -23,10 +24,17 @@ from symfonic.client.models import (
     Health,
     Pause,
     PausePage,
+    Run,
+    RunStarted,
     Session,
     SessionCreated,
 )
-from symfonic.core.contracts.types import AnswerStatus, InteractionKind, PauseState
+from symfonic.core.contracts.types import (
+    AnswerStatus,
+    ApprovalRecordedEvent,
+    InteractionKind,
+    PauseState,
+)
 
 T = TypeVar("T")
 OnPendingPause = Literal["reject", "abandon"]
@@ -112,6 +120,27 @@ def resume_body(
     if args_digest is not None:
         body["args_digest"] = args_digest
     return body
+
+
+def start_turn(session_id: str, body: dict[str, Any]) -> Call[RunStarted]:
+    path = f"{session_path(session_id)}/turns"
+    return Call("POST", path, RunStarted.model_validate, body={**body, "background": True})
+
+
+def start_resume(body: dict[str, Any]) -> Call[RunStarted | ApprovalRecordedEvent]:
+    return Call("POST", "/v1/resume", started_or_counted, body={**body, "background": True})
+
+
+def run_path(run_id: str) -> str:
+    return f"/v1/runs/{quote(run_id, safe='')}"
+
+
+def get_run(run_id: str) -> Call[Run]:
+    return Call("GET", run_path(run_id), Run.model_validate)
+
+
+def cancel_run(run_id: str) -> Call[Run]:
+    return Call("POST", f"{run_path(run_id)}/cancel", Run.model_validate)
 
 
 def pause_page(which: PauseFilter, limit: int, cursor: str | None) -> Call[PausePage]:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from symfonic.client.models import ApiModel, Pause, PausePage, Readdressed
+from symfonic.client.models import ApiModel, Pause, PausePage, Readdressed, RunStarted
 from symfonic.client.sse import Frame
 from symfonic.core.contracts.types import (
     STREAM_EVENTS,
@@ -60,6 +60,12 @@ def approval_recorded(body: dict[str, Any]) -> ApprovalRecordedEvent:
         session_id=body["session_id"],
         base_revision=body["revision"],
     )
+
+
+def started_or_counted(body: dict[str, Any]) -> RunStarted | ApprovalRecordedEvent:
+    """A background resume's 202: the run it started, or, for an approval only counted
+    toward a pause that needs several, no run and the event an attached resume ends with."""
+    return RunStarted.model_validate(body) if "run_id" in body else approval_recorded(body)
 
 
 def result_of(body: dict[str, Any]) -> TurnResult:

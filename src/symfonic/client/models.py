@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from symfonic.core.contracts.run_events import RunState
 from symfonic.core.contracts.types import PauseQuestion, PauseState
 from symfonic.core.contracts.webhooks import (
     CircuitState,
@@ -103,6 +104,39 @@ class Session(ApiModel):
     parent_session_id: str | None = None
     pending_pause: Pause | None = None
     messages: list[Message]
+
+
+class RunStarted(ApiModel):
+    """A turn or resume accepted to run in the background: its id and where its events are."""
+
+    run_id: str
+    events_url: str
+
+
+class ErrorDetail(ApiModel):
+    code: str
+    message: str
+
+
+class RunOutcome(ApiModel):
+    """How a run ended; never a pause's token (its ``turn.paused`` event carries that)."""
+
+    status: Literal["complete", "paused", "failed"]
+    revision: int
+    answer: str | None = None
+    pause_id: str | None = None
+    error: ErrorDetail | None = None
+
+
+class Run(ApiModel):
+    """A background run as its viewers see it; ``outcome`` once it has ended."""
+
+    run_id: str
+    session_id: str
+    state: RunState
+    outcome: RunOutcome | None = None
+    created_at: datetime
+    ended_at: datetime | None = None
 
 
 class Delivery(ApiModel):

@@ -13,7 +13,7 @@ differs.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import closing
 from typing import Any, TypeVar
 
@@ -47,13 +47,23 @@ from symfonic.client.models import (
     Health,
     Pause,
     PausePage,
+    Run,
+    RunStarted,
     Session,
     SessionCreated,
 )
-from symfonic.client.sse import FrameReader
-from symfonic.core.contracts.types import Answer, AnswerStatus, Event, TurnResult
+from symfonic.client.sse import Frame, FrameReader
+from symfonic.core.contracts.types import (
+    TERMINAL_EVENTS,
+    Answer,
+    AnswerStatus,
+    ApprovalRecordedEvent,
+    Event,
+    TurnResult,
+)
 
 T = TypeVar("T")
+E = TypeVar("E")
 
 
 class SymfonicClient:
@@ -180,6 +190,63 @@ class SymfonicClient:
                 if event is not None:
                     yield event
 
+    # background runs ------------------------------------------------------
+
+    def start(
+        self,
+        message: str,
+        session_id: str | None = None,
+        *,
+        base_revision: int | None = None,
+        on_pending_pause: OnPendingPause = "reject",
+    ) -> RunStarted:
+        """A turn run in the background (``"background": true``): every refusal is raised
+        before it starts; then it runs on the service whether or not anyone follows it."""
+        if session_id is None:
+            session_id = (self.create_session()).session_id
+        body = calls.turn_body(message, base_revision, on_pending_pause)
+        return self._send(calls.start_turn(session_id, body))
+
+    def start_resume(
+        self,
+        token: str,
+        answer: Answer = None,
+        *,
+        status: AnswerStatus = "resolved",
+        args_digest: str | None = None,
+    ) -> RunStarted | ApprovalRecordedEvent:
+        """Answer a pause and run the resumed turn in the background; the pause is claimed
+        before this returns. An approval only counted toward several starts no run."""
+        body = calls.resume_body(token, answer, status, args_digest)
+        return self._send(calls.start_resume(body))
+
+    def get_run(self, run_id: str) -> Run:
+        return self._send(calls.get_run(run_id))
+
+    def cancel_run(self, run_id: str) -> Run:
+        """Cancel a running run: it publishes nothing; 409 ``run_not_running`` once it settled."""
+        return self._send(calls.cancel_run(run_id))
+
+    def run_events(
+        self, run_id: str, *, last_event_id: str | None = None, attempts: int = 5
+    ) -> Generator[Event, None, None]:
+        """A run's events, the turn stream's own, from the first (or after
+        ``last_event_id``) to its terminal one, reconnecting with ``Last-Event-ID``
+        as the pause feed does, so each arrives once. Leaving early stops following,
+        never the run."""
+        state = Reconnect(last_event_id, attempts)
+        path = f"{calls.run_path(run_id)}/events"
+        while True:
+            try:
+                with closing(self._follow(path, {}, state, event_of)) as events:
+                    for event in events:
+                        yield event
+                        if isinstance(event, TERMINAL_EVENTS):
+                            return
+                raise httpx.RemoteProtocolError("the service ended the run's events early")
+            except (ApiError, httpx.TransportError) as error:
+                time.sleep(state.failed(error))
+
     # pauses ---------------------------------------------------------------
 
     def list_pauses(
@@ -223,9 +290,19 @@ class SymfonicClient:
                 time.sleep(state.failed(error))
 
     def _feed_once(self, state: Reconnect, details: bool) -> Generator[FeedEvent, None, None]:
-        params, headers = feed_params(details), state.headers()
+        return self._follow(FEED_PATH, feed_params(details), state, feed_event_of)
+
+    def _follow(
+        self,
+        path: str,
+        params: dict[str, Any],
+        state: Reconnect,
+        parse: Callable[[Frame], E | None],
+    ) -> Generator[E, None, None]:
+        """One connection to a stream that resumes from ``Last-Event-ID``: its parsed frames."""
+        headers = state.headers()
         with self._http.stream(
-            "GET", FEED_PATH, params=params, headers=headers, timeout=FEED_TIMEOUT
+            "GET", path, params=params, headers=headers, timeout=FEED_TIMEOUT
         ) as response:
             if response.status_code >= 400:
                 response.read()
@@ -235,7 +312,7 @@ class SymfonicClient:
             for line in response.iter_lines():
                 frame = reader.feed(line)
                 state.read(reader)
-                event = None if frame is None else feed_event_of(frame)
+                event = None if frame is None else parse(frame)
                 if event is not None:
                     yield event
 
