@@ -24,7 +24,6 @@ continues.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from symfonic.core.contracts.approvals import VoteOutcome
 from symfonic.core.contracts.audit import AuditEntry
@@ -34,7 +33,7 @@ from symfonic.core.contracts.webhooks import WebhookEventType
 from symfonic.storage.audit_log import append
 from symfonic.storage.history import read_history
 from symfonic.storage.pause_changes import APPROVED
-from symfonic.storage.pause_writes import CLAIM
+from symfonic.storage.pause_writes import CLAIM, claim_params
 from symfonic.storage.readdressing import OWE, RECORD_CHANGE
 from symfonic.storage.rows import PAUSE_COLUMNS, approvals_json, aware, checkpoint_of, pause_of
 from symfonic.storage.statements import Dialect, Row, Statement, first, json_text
@@ -72,19 +71,6 @@ def _vote_of(row: Row) -> ApprovalVote:
     return ApprovalVote(row["principal"], at)
 
 
-def _claim_params(claim: Claim) -> dict[str, Any]:
-    return {
-        "pause_id": claim.pause_id,
-        "claim_id": claim.claim_id,
-        "lease_until": claim.lease_until,
-        "principal": claim.principal,
-        "at": claim.at,
-        "answer": json_text(claim.answer),
-        "status": claim.status,
-        "edited_args_digest": claim.edited_args_digest,
-    }
-
-
 def _audited(pause: PauseRecord, principal: str) -> AuditEntry:
     return AuditEntry(
         event="approved",
@@ -100,7 +86,7 @@ def _audited(pause: PauseRecord, principal: str) -> AuditEntry:
 
 async def _claim(connection: Connection, dialect: Dialect, claim: Claim) -> ClaimedPause | None:
     """The quorum's claim, inside the vote's transaction: the statement any claim runs."""
-    row = first(await connection.rows(CLAIM[Dialect.SQLITE], _claim_params(claim)))
+    row = first(await connection.rows(CLAIM[Dialect.SQLITE], claim_params(claim)))
     if row is None:
         return None
     history = await read_history(connection, dialect, row["session_id"], row["base_revision"])

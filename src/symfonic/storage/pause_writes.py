@@ -282,17 +282,7 @@ class SqlPauseWrites(SqlTransactions):
         await self.transaction(end_run_then_insert)
 
     async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
-        params = {
-            "pause_id": claim.pause_id,
-            "claim_id": claim.claim_id,
-            "lease_until": claim.lease_until,
-            "principal": claim.principal,
-            "at": claim.at,
-            "answer": json_text(claim.answer),
-            "status": claim.status,
-            "edited_args_digest": claim.edited_args_digest,
-        }
-        won = await with_history(self, CLAIM, params, "base_revision")
+        won = await with_history(self, CLAIM, claim_params(claim), "base_revision")
         if won is None:
             return None
         row, history = won
@@ -405,3 +395,17 @@ async def _in_batches(store: SqlTransactions, statement: Statement, now: datetim
         moved += count
         if count < SWEEP_BATCH:
             return moved
+
+
+def claim_params(claim: Claim) -> dict[str, Any]:
+    """The parameters of :data:`CLAIM` for ``claim``."""
+    return {
+        "pause_id": claim.pause_id,
+        "claim_id": claim.claim_id,
+        "lease_until": claim.lease_until,
+        "principal": claim.principal,
+        "at": claim.at,
+        "answer": json_text(claim.answer),
+        "status": claim.status,
+        "edited_args_digest": claim.edited_args_digest,
+    }
