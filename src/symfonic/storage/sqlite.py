@@ -154,7 +154,8 @@ class SqliteStore(SqlStore):
 
     async def _emptying_the_wal(self, write: Callable[[], Awaitable[T]]) -> T:
         """``write``; run once more if the disk was full and a checkpoint then emptied
-        the WAL (the likeliest thing filling it), so that costs a checkpoint, not a turn.
+        the WAL (the likeliest thing filling it) and left room, so that costs a
+        checkpoint, not a turn.
 
         The write was rolled back whole, and a transaction's body may be run again.
         """
@@ -179,7 +180,9 @@ class SqliteStore(SqlStore):
                 await self._checkpoints.committed()
                 return value
         async with self._waiting:
-            return await self._transaction_on_thread(body)
+            value = await self._transaction_on_thread(body)
+        await self._checkpoints.committed()
+        return value
 
     async def _statement_once(self, body: Body[T], *, write: bool) -> T:
         # One statement is a transaction by itself: no BEGIN and COMMIT around it.
@@ -194,7 +197,9 @@ class SqliteStore(SqlStore):
                 return value
         if write:
             async with self._waiting:
-                return await body(OnThread(await self._writer()))
+                value = await body(OnThread(await self._writer()))
+            await self._checkpoints.committed()
+            return value
         return await self._read_on_thread(body)
 
     async def _run_background(self, body: Body[T]) -> T:
@@ -210,11 +215,13 @@ class SqliteStore(SqlStore):
         async with self._waiting:
             started = anyio.current_time()
             try:
-                return await self._transaction_on_thread(body)
+                value = await self._transaction_on_thread(body)
             finally:
                 ended = anyio.current_time()
                 rest = max(ended - started, BACKGROUND_REST_SECONDS)
                 self._background_rest_until = ended + rest
+        await self._checkpoints.committed()
+        return value
 
     async def _run_converted(
         self, statement: Statement, params: Params, convert: Callable[[Sequence[Row]], T]

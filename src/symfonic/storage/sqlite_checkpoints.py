@@ -14,8 +14,14 @@ owed until one succeeds:
 - while one is owed, each write first runs one (on a worker thread): the first
   write after space is freed empties the WAL before it adds to it, instead of
   filling the freed space again before the retry's next turn;
-- every few commits the free space is compared with the WAL, and the WAL is
-  checkpointed early while the database file still has room to take its pages;
+- the free space is compared with the WAL every few commits, and at every
+  commit once the disk has less than :data:`SHORT_OF_SPACE` free, and the WAL is
+  checkpointed early while the database file still has room to take its pages:
+  a disk that short can be filled by the WAL of fewer commits than the few
+  between two looks, and a checkpoint cannot then run at all;
+- a checkpoint that empties the WAL pays the debt only if the disk then has
+  room for a write (:data:`ROOM_TO_WRITE`): an empty WAL on a disk still full
+  is logged as such, and the retries go on until space is freed;
 - a write the disk refused runs one at once, and if it emptied the WAL the
   store runs the write again (:meth:`SqliteStore._emptying_the_wal`): a disk
   that the WAL filled costs that write a checkpoint, not its turn.
@@ -52,6 +58,12 @@ CHECKPOINT_WAIT_MS = 250
 # fill the disk is checkpointed while the database file still has room to grow,
 # since a checkpoint copies the WAL's pages into it before it empties the WAL.
 SPACE_CHECK_EVERY = 16
+# Below this much free space it is looked at after every commit: 16 commits of
+# a few large turns' WAL could take it all between two looks.
+SHORT_OF_SPACE = 64 * 1024 * 1024
+# Free space a write needs before the store says writes can resume: about a
+# turn's (the health check's probe writes as much).
+ROOM_TO_WRITE = 64 * 1024
 # Checkpoint early when the disk has less free than this many times the WAL.
 SPACE_MARGIN = 2
 # Backoff of an owed checkpoint's retries, in seconds.
@@ -77,7 +89,9 @@ class Checkpointer:
         self._after = after
         self._connection: sqlite3.Connection | None = None
         self._commits = 0
+        self._space_check_at = 0  # the first commit looks
         self._running = False
+        self._said_still_full = False
         self._one_at_a_time = threading.Lock()
         self._starting = threading.Lock()
         self._owed = threading.Event()
@@ -93,19 +107,23 @@ class Checkpointer:
         or sooner when the WAL could take the disk's last free space."""
         self._commits += 1
         due = self._commits >= CHECKPOINT_EVERY
-        if not due and self._commits % SPACE_CHECK_EVERY == 0:
+        if not due and self._commits >= self._space_check_at:
             due = self._disk_is_short()
         if due and not self._running:
             self._commits = 0
+            self._space_check_at = 0  # look again at the next commit after a checkpoint
             await self._on_thread()
 
     def _disk_is_short(self) -> bool:
+        """Whether the WAL should be checkpointed now for want of space; sets when to
+        look next: in a few commits, or at the next one while the disk is short."""
         try:
-            stats = os.statvfs(self._path)
+            free = _free_space(self._path)
             wal = os.stat(f"{self._path}-wal").st_size
         except OSError:
             return False
-        return stats.f_bavail * stats.f_frsize < SPACE_MARGIN * wal
+        self._space_check_at = self._commits + (1 if free < SHORT_OF_SPACE else SPACE_CHECK_EVERY)
+        return free < SPACE_MARGIN * wal
 
     async def before_write(self) -> None:
         """While a checkpoint is owed, run one before the write adds to the WAL."""
@@ -114,7 +132,8 @@ class Checkpointer:
 
     async def now(self) -> bool:
         """Checkpoint now, on a thread (a write found the disk full); whether it emptied
-        the WAL. One already running is waited for on its lock, then run again."""
+        the WAL and left room to write. One already running is waited for on its
+        lock, then run again."""
         return await self._on_thread()
 
     def write_refused(self, reason: str) -> None:
@@ -158,7 +177,8 @@ class Checkpointer:
         readers of older snapshots (both brief; at most ``CHECKPOINT_WAIT_MS``),
         copies everything and cuts the file to zero. The loop's writers that
         arrive meanwhile find the lock taken and wait for it on a thread, as
-        they do for another process. Returns whether the WAL was emptied.
+        they do for another process. Returns whether the WAL was emptied and,
+        while a checkpoint is owed, the disk has room for writes again.
         """
         with self._one_at_a_time:
             if self._closed.is_set():
@@ -169,12 +189,34 @@ class Checkpointer:
                     self._after(self._connection)
             except sqlite3.Error as error:
                 return self._failed(error, loud=retrying or not self._owed.is_set())
-        if busy:
-            logger.debug("a checkpoint could not empty the WAL; the next one tries again")
+            if busy:
+                logger.debug("a checkpoint could not empty the WAL; the next one tries again")
+                return False
+            return self._paid() if self._owed.is_set() else True
+
+    def _paid(self) -> bool:
+        """The WAL is empty; the debt is paid once the disk has room for a write too.
+
+        An empty WAL on a full disk gives nothing back, so writes would still
+        be refused: that is said once, and the retries go on until space is freed.
+        """
+        try:
+            free = _free_space(self._path)
+        except OSError:
+            free = ROOM_TO_WRITE  # cannot tell: let the next write find out
+        if free < ROOM_TO_WRITE:
+            logger.log(
+                logging.DEBUG if self._said_still_full else logging.WARNING,
+                "the WAL of %s is empty, but its disk is still full (%d bytes free); "
+                "writes resume once space is freed",
+                self._path,
+                free,
+            )
+            self._said_still_full = True
             return False
-        if self._owed.is_set():
-            self._owed.clear()
-            logger.warning("the WAL of %s is checkpointed again; writes can resume", self._path)
+        self._owed.clear()
+        self._said_still_full = False
+        logger.warning("the WAL of %s is checkpointed again; writes can resume", self._path)
         return True
 
     def _checkpoint(self) -> int:
@@ -219,3 +261,9 @@ class Checkpointer:
             if self.run(retrying=True):
                 return
             delay = min(delay * 2, LONGEST_RETRY_DELAY)
+
+
+def _free_space(path: str) -> int:
+    """Bytes free to this process on the file system holding ``path``."""
+    stats = os.statvfs(path)
+    return stats.f_bavail * stats.f_frsize
