@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from http_support import Gate, payment_agent
-from symfonic.client import ApiError, AsyncSymfonicClient, Run, RunStarted
+from symfonic.client import ApiError, AsyncSymfonicClient, RunStarted
 from symfonic.core.contracts.run_events import RunState
 from symfonic.core.contracts.types import (
     ErrorEvent,
@@ -36,22 +36,12 @@ async def events_of(client: AsyncSymfonicClient, run_id: str) -> list[Event]:
         return [event async for event in client.run_events(run_id)]
 
 
-async def ended(client: AsyncSymfonicClient, run_id: str) -> Run:
-    """The run once it is recorded ended, which may come just after its terminal event."""
-    with anyio.fail_after(5):
-        while True:
-            run = await client.get_run(run_id)
-            if run.state is not RunState.RUNNING:
-                return run
-            await anyio.sleep(0.02)
-
-
 async def test_a_background_turn_and_resume_replay_their_events_and_end(store_url: str) -> None:
     async with served(payment_agent(store_url)) as (client, _):
         started = await client.start("pay 5")
-        paused_run = await ended(client, started.run_id)
-        assert paused_run.state is RunState.PAUSED and paused_run.outcome is not None
         events = await events_of(client, started.run_id)
+        paused_run = await client.get_run(started.run_id)  # its stream ended: so did the run
+        assert paused_run.state is RunState.PAUSED and paused_run.outcome is not None
         assert [type(e) for e in events] == [TurnStartedEvent, ToolCallEvent, TurnPausedEvent]
         first, paused = events[0], events[-1]
         assert isinstance(first, TurnStartedEvent) and first.run_id == started.run_id
@@ -66,7 +56,7 @@ async def test_a_background_turn_and_resume_replay_their_events_and_end(store_ur
         assert isinstance(done, ResponseCompleteEvent) and not isinstance(done, ErrorEvent)
         assert done.answer == "Paid."
         assert any(isinstance(e, ToolResultEvent) and e.content == "paid 5" for e in events)
-        run = await ended(client, resumed.run_id)
+        run = await client.get_run(resumed.run_id)
         assert run.state is RunState.COMPLETE and run.session_id == first.session_id
         assert run.outcome is not None and run.outcome.answer == "Paid."
 
@@ -123,4 +113,5 @@ async def test_another_principals_run_is_not_found(sqlite_url: str) -> None:
                 async with aclosing(bob.run_events(started.run_id)) as events:
                     await anext(events)
             assert (refused.value.status, refused.value.code) == (404, "run_not_found")
-        assert (await ended(client, started.run_id)).state is RunState.PAUSED
+        await events_of(client, started.run_id)
+        assert (await client.get_run(started.run_id)).state is RunState.PAUSED

@@ -329,3 +329,24 @@ async def test_a_cancelled_background_resume_abandons_its_pause(
         again = await b.post("/v1/resume", json={**body, "background": False}, headers=ALICE)
         assert again.status_code == 410
     assert gate.calls == []
+
+
+async def test_whoever_read_the_final_event_reads_the_run_ended(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = payment_agent(store_url)
+    async with serve(agent, api_keys=KEYS) as client:
+        end_run_log = agent.store.end_run_log
+
+        async def slow_end(*args: Any) -> bool:
+            await anyio.sleep(0.3)  # a slow writer: the end commits late
+            return await end_run_log(*args)
+
+        monkeypatch.setattr(agent.store, "end_run_log", slow_end)
+        session_id = await new_session(client, **ALICE)
+        run_id = (await background_turn(client, session_id, **ALICE))["run_id"]
+        # The stream ends at the run's final event; the run then reads ended.
+        events = await replayed(client, f"/v1/runs/{run_id}/events", **ALICE)
+        run = (await client.get(f"/v1/runs/{run_id}", headers=ALICE)).json()
+    assert events[-1].event == "turn.paused"
+    assert run["state"] == "paused" and run["outcome"]["pause_id"] == events[-1].data["pause_id"]

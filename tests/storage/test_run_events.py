@@ -106,6 +106,21 @@ async def test_a_run_keeps_at_most_its_bound_and_always_its_terminal_event(store
     assert record is not None and record.dropped == 11
 
 
+async def test_a_runs_final_event_is_kept_with_its_end_and_only_while_running(
+    store: Store,
+) -> None:
+    run_id = await begun(store)
+    await store.append_run_events(run_id, [started(run_id)])
+    done = ResponseCompleteEvent(answer="hi", revision=1)
+    assert await store.end_run_log(run_id, RunState.COMPLETE, {"answer": "hi"}, T0, [done])
+    assert await kept(store, run_id) == [(1, started(run_id)), (2, done)]
+    record = await store.run_record(run_id)
+    assert record is not None and (record.state, record.events) == (RunState.COMPLETE, 2)
+    # An ended run keeps no second final event.
+    assert not await store.end_run_log(run_id, RunState.FAILED, None, T0, [call(1)])
+    assert len(await kept(store, run_id)) == 2
+
+
 async def test_an_ended_run_takes_no_more_events_and_ends_once(store: Store) -> None:
     run_id = await begun(store)
     assert await store.end_run_log(run_id, RunState.CANCELLED, None, T0)

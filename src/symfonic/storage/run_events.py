@@ -180,31 +180,48 @@ class SqlRunEvents(SqlTransactions):
 
     async def append_run_events(self, run_id: str, events: Sequence[Event]) -> int:
         async def append(connection: Connection) -> int:
-            counts = first(await connection.rows(COUNTS, {"run_id": run_id}))
-            if counts is None:
-                return 0  # not running: its worker lost it, or it ended
-            stored, dropped = int(counts["events"]), int(counts["dropped"])
-            merged = coalesced(events)
-            keep = kept(merged, stored)
-            rows = [_event_row(run_id, stored + n, e) for n, e in enumerate(keep, start=1)]
-            if rows:
-                await connection.each(INSERT_EVENT, rows)
-            skipped = len(merged) - len(keep)
-            await connection.count(
-                SET_COUNTS,
-                {"run_id": run_id, "events": stored + len(keep), "dropped": dropped + skipped},
-            )
-            await self._notify(connection, run_id)
-            return len(keep)
+            appended = await self._append(connection, run_id, events)
+            if appended is not None:
+                await self._notify(connection, run_id)
+            return appended or 0
 
         return await self.transaction(append)
 
+    async def _append(
+        self, connection: Connection, run_id: str, events: Sequence[Event]
+    ) -> int | None:
+        """Keep ``events`` after the run's last; ``None`` when it is not running."""
+        counts = first(await connection.rows(COUNTS, {"run_id": run_id}))
+        if counts is None:
+            return None  # not running: its worker lost it, or it ended
+        stored, dropped = int(counts["events"]), int(counts["dropped"])
+        merged = coalesced(events)
+        keep = kept(merged, stored)
+        rows = [_event_row(run_id, stored + n, e) for n, e in enumerate(keep, start=1)]
+        if rows:
+            await connection.each(INSERT_EVENT, rows)
+        skipped = len(merged) - len(keep)
+        await connection.count(
+            SET_COUNTS,
+            {"run_id": run_id, "events": stored + len(keep), "dropped": dropped + skipped},
+        )
+        return len(keep)
+
     async def end_run_log(
-        self, run_id: str, state: RunState, outcome: dict[str, Any] | None, at: datetime
+        self,
+        run_id: str,
+        state: RunState,
+        outcome: dict[str, Any] | None,
+        at: datetime,
+        last: Sequence[Event] = (),
     ) -> bool:
+        """See the role: ``last`` and the end are one transaction, so whoever reads
+        the run's final event also reads it ended."""
         params = {"run_id": run_id, "state": state.value, "outcome": json_text(outcome), "at": at}
 
         async def end(connection: Connection) -> bool:
+            if last and await self._append(connection, run_id, last) is None:
+                return False
             ended = await connection.count(END, params) == 1
             if ended:
                 await self._notify(connection, run_id)

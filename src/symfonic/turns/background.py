@@ -13,8 +13,10 @@ the run, no longer renewed, reads as ``failed``.
 Events are kept by a second task, so a slow write never holds the turn back:
 text deltas wait up to ``FLUSH_SECONDS`` to be written together (one row each
 time, :func:`~symfonic.core.contracts.run_events.coalesced`), any other event is
-written at once with what waits before it. A paused turn's token is not kept:
-the stream that replays the event mints it again for whoever may answer.
+written at once with what waits before it. The terminal event is not the
+keeper's: it is kept with the run's end, in one transaction, so whoever has
+read it reads the run ended. A paused turn's token is not kept: the stream
+that replays the event mints it again for whoever may answer.
 
 A run whose task is cancelled (the worker shutting down) closes its turn, which
 runs the turn's shielded cleanup, and is recorded ``failed``. A run cancelled
@@ -208,9 +210,10 @@ async def _drive(
         with anyio.CancelScope(shield=True):
             state = RunState.FAILED if result is None else _STATES[result.status]
             outcome = None if result is None else outcome_of(result)
+            last = [stored(seen[-1])] if isinstance(seen[-1], TERMINAL_EVENTS) else []
             try:
                 # A no-op for a run cancelled in the store: it ended there.
-                await agent.store.end_run_log(first.run_id, state, outcome, agent.clock())
+                await agent.store.end_run_log(first.run_id, state, outcome, agent.clock(), last)
             except Exception as error:
                 logger.warning("a background run's end could not be recorded: %s", error)
             handle._finish(result)
@@ -229,8 +232,8 @@ def _stopped(first: TurnStartedEvent, seen: list[Event]) -> TurnResult:
 async def _driven(
     agent: TurnRuntime, handle: RunHandle, seen: list[Event], rest: AsyncGenerator[Event, None]
 ) -> None:
-    """Every event of the turn into ``seen``, each handed to the keeper; returns once
-    all are kept."""
+    """Every event of the turn into ``seen``, each but the terminal one handed to the
+    keeper (it is kept with the run's end); returns once they are kept."""
     first = seen[0]
     assert isinstance(first, TurnStartedEvent)
     run_id = first.run_id
@@ -244,7 +247,8 @@ async def _driven(
                 async with aclosing(rest):
                     async for event in rest:
                         seen.append(event)
-                        send.send_nowait(event)
+                        if not isinstance(event, TERMINAL_EVENTS):
+                            send.send_nowait(event)
         renewing.cancel_scope.cancel()
 
 

@@ -119,9 +119,16 @@ class RunEventLog(Protocol):
         ...
 
     async def end_run_log(
-        self, run_id: str, state: RunState, outcome: dict[str, Any] | None, at: datetime
+        self,
+        run_id: str,
+        state: RunState,
+        outcome: dict[str, Any] | None,
+        at: datetime,
+        last: Sequence[Event] = (),
     ) -> bool:
-        """Move a running run to ``state`` with its outcome; ``False`` if it had ended."""
+        """Keep ``last`` (its final events) and move a running run to ``state`` with its
+        outcome, in one transaction, so that whoever has read the run's terminal event
+        reads it ended; ``False`` (and nothing kept) if it had ended."""
         ...
 
     async def cancel_run(self, run_id: str, at: datetime) -> bool:

@@ -157,10 +157,15 @@ class StoreRoles:
         )
 
     async def end_run_log(
-        self, run_id: str, state: RunState, outcome: dict[str, Any] | None, at: datetime
+        self,
+        run_id: str,
+        state: RunState,
+        outcome: dict[str, Any] | None,
+        at: datetime,
+        last: Sequence[Event] = (),
     ) -> bool:
         return await self._through(
-            "end_run_log", self._store.end_run_log(run_id, state, outcome, at)
+            "end_run_log", self._store.end_run_log(run_id, state, outcome, at, last)
         )
 
     async def cancel_run(self, run_id: str, at: datetime) -> bool:
