@@ -49,7 +49,7 @@ from symfonic.core.contracts.types import (
     TurnResult,
     TurnStartedEvent,
 )
-from symfonic.turns.outcomes import collect
+from symfonic.turns.outcomes import collect, first_event
 from symfonic.turns.runtime import TurnRuntime
 
 logger = logging.getLogger("symfonic")
@@ -142,13 +142,7 @@ async def start_run(
     run (default: the session's owner, read once the turn has started). A
     repeat of a resume that already ran in the background is that run again.
     """
-    try:
-        first = await anext(events)
-    except StopAsyncIteration:
-        raise RuntimeError("a turn's stream ended before its first event") from None
-    except BaseException:
-        await events.aclose()
-        raise
+    first = await first_event(events)
     if not isinstance(first, TurnStartedEvent):
         return await _counted(first, events)
     handle = RunHandle(first.run_id, first.session_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from typing import TypeVar
 
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
@@ -28,6 +29,19 @@ from symfonic.core.contracts.types import (
 )
 
 logger = logging.getLogger("symfonic")
+
+E = TypeVar("E")
+
+
+async def first_event(events: AsyncGenerator[E, None]) -> E:
+    """Pull a turn's first event: its refusals raise here, and the stream is closed."""
+    try:
+        return await anext(events)
+    except StopAsyncIteration:
+        raise RuntimeError("a turn's stream ended before its first event") from None
+    except BaseException:
+        await events.aclose()
+        raise
 
 
 def error_event(error: Exception) -> ErrorEvent:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Generic, TypeVar
 
+from symfonic.turns.outcomes import first_event
+
 E = TypeVar("E")
 
 
@@ -25,14 +27,7 @@ class StartedTurn(Generic[E]):
     @classmethod
     async def start(cls, events: AsyncGenerator[E, None]) -> StartedTurn[E]:
         """Pull the first event; refusals raise here and the stream is closed."""
-        try:
-            first = await anext(events)
-        except StopAsyncIteration:
-            raise RuntimeError("a turn's stream ended before its first event") from None
-        except BaseException:
-            await events.aclose()
-            raise
-        return cls(first, events)
+        return cls(await first_event(events), events)
 
     async def __aiter__(self) -> AsyncGenerator[E, None]:
         yield self.first
