@@ -18,6 +18,7 @@ SDK records.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ from symfonic.capabilities.human.interactions import Interaction
 from symfonic.capabilities.human.toolbox import Approval, ToolBox
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.run_events import RunRecord
 from symfonic.core.contracts.store import SessionRecord, Store
 from symfonic.core.contracts.types import Answer, AnswerStatus, Escalation, Event, TurnResult
 from symfonic.core.telemetry.turns import traced_turn
@@ -52,6 +54,7 @@ from symfonic.turns.delegation import (
 from symfonic.turns.outcomes import collect
 from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resume import resume_turn
+from symfonic.turns.run_access import cancel_run, visible_run
 from symfonic.turns.start import OnPendingPause, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
@@ -132,6 +135,8 @@ class SymfonicAgent(SessionsAndPauses):
         self.record_answers = record_answers
         self._bound_model: BoundModel | None = None
         self._streaming = streams_natively(self.model)
+        # The runs this agent started and still drives, so a cancel stops them here.
+        self._started: weakref.WeakValueDictionary[str, RunHandle] = weakref.WeakValueDictionary()
 
     def __repr__(self) -> str:
         return f"SymfonicAgent(name={self.name!r}, tools={sorted(self.toolbox.tools)!r})"
@@ -325,7 +330,7 @@ class SymfonicAgent(SessionsAndPauses):
             base_revision=base_revision,
             on_pending_pause=on_pending_pause,
         )
-        return await start_run(self, turn, tasks)
+        return self._driving(await start_run(self, turn, tasks))
 
     async def start_resume(
         self,
@@ -345,7 +350,33 @@ class SymfonicAgent(SessionsAndPauses):
         pause = token.pause
         turn = self.resume_stream(token, answer, principal, status=status, args_digest=args_digest)
         owner = RunOwner(pause.principal, pause.audience, pause.pause_id)
-        return await start_run(self, turn, tasks, owner)
+        return self._driving(await start_run(self, turn, tasks, owner))
+
+    def _driving(self, handle: RunHandle) -> RunHandle:
+        if handle.run_id is not None and not handle.done:
+            self._started[handle.run_id] = handle
+        return handle
+
+    # runs -------------------------------------------------------------------
+
+    async def get_run(self, run_id: str, principal: Principal | str = "local") -> RunRecord:
+        """A run ``principal`` may see (docs/runs.md); :class:`RunNotFound` otherwise."""
+        await self.open()
+        return await visible_run(self, run_id, Principal.of(principal))
+
+    async def cancel_run(self, run_id: str, principal: Principal | str = "local") -> RunRecord:
+        """Cancel a run started here or on any worker, as it reads once cancelled.
+
+        It publishes nothing, and a resume's pause is ``abandoned``. A run this
+        agent started is stopped at its next step here; elsewhere its worker hears
+        of the cancel. :class:`RunNotRunning` when it already ended or settled.
+        """
+        await self.open()
+        cancelled = await cancel_run(self, run_id, Principal.of(principal))
+        started = self._started.get(run_id)
+        if started is not None:
+            started.stop()
+        return cancelled
 
     def _traced(
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None

@@ -52,8 +52,7 @@ def runs_router(service: HttpService) -> APIRouter:
         pause is `abandoned`, a first turn's session takes new turns. The worker running
         it stops the turn at its next step. 409 `run_not_running` when it already ended
         or its turn already settled."""
-        record = await service.runs.visible_run(run_id, principal)
-        cancelled = await service.runs.cancel(record)
+        cancelled = await service.runs.cancel(run_id, principal)
         return RunView.of(cancelled, service.runs.state_of(cancelled))
 
     @router.get(

@@ -21,10 +21,11 @@ runs, and the watch is kept while there is one: a cancel made on any worker
 event, which wakes this worker, which reads the run and stops its turn at its
 next step. On PostgreSQL that is a notification away; on SQLite, a poll.
 
-Who may see a run: its session's owner, and for a resume whoever may answer
-the pause it answered; to anyone else it does not exist (404). A paused turn's
-token was not kept; it is minted again for a follower who may answer the
-pause while it is still answerable.
+Who may see a run, and what a cancel does, are the agent's
+(:meth:`~symfonic.SymfonicAgent.get_run`, :meth:`~symfonic.SymfonicAgent.cancel_run`),
+so the HTTP API and a Python caller answer alike. A paused turn's token was not
+kept; it is minted again for a follower who may answer the pause while it is
+still answerable.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from contextlib import aclosing
 import anyio
 import anyio.abc
 
+from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import RequestError, StoreUnavailable
-from symfonic.core.contracts.principal import WILDCARD, Principal
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.run_events import RunEvent, RunRecord, RunState
 from symfonic.core.contracts.types import TERMINAL_EVENTS, ErrorEvent, TurnPausedEvent
 from symfonic.turns.background import RunHandle
@@ -48,18 +50,6 @@ logger = logging.getLogger("symfonic.http")
 RECHECK_SECONDS = 1.0
 RETRY_DELAY = 1.0
 READ_BATCH = 200
-
-
-class RunNotFound(RequestError):
-    code = "run_not_found"
-    status = 404
-
-
-class RunNotRunning(RequestError):
-    """A cancel of a run that already ended, or whose turn already settled."""
-
-    code = "run_not_running"
-    status = 409
 
 
 class RunsUnavailable(RequestError):
@@ -159,44 +149,28 @@ class BackgroundRuns:
         if record is None or record.state is RunState.CANCELLED:
             handle.stop()
 
-    async def cancel(self, record: RunRecord) -> RunRecord:
-        """Cancel the run on whichever worker runs it; 409 when it is too late."""
-        agent = self._host.agents[self._host.default_agent]
-        # Through the agent's store, which logs the pause a cancel abandons.
-        if not await agent.store.cancel_run(record.run_id, agent.clock()):
-            state = self.state_of(record)
-            raise RunNotRunning(
-                f"the run already ended ({state.value}); nothing was cancelled"
-                if state is not RunState.RUNNING
-                else "the run's turn already settled; nothing was cancelled",
-                run_id=record.run_id,
-            )
-        local = self._local.get(record.run_id)
+    async def cancel(self, run_id: str, principal: Principal) -> RunRecord:
+        """Cancel the run on whichever worker runs it (the agent's cancel, whose store
+        logs the pause it abandons), and stop it now if it runs here."""
+        cancelled = await self._agent.cancel_run(run_id, principal)
+        local = self._local.get(run_id)
         if local is not None:
             local.stop()
-        cancelled = await self._host.store.run_record(record.run_id)
-        return cancelled if cancelled is not None else record
+        return cancelled
 
     # reading runs -------------------------------------------------------------
 
-    async def visible_run(self, run_id: str, principal: Principal) -> RunRecord:
-        """The run, if ``principal`` may see it; 404 otherwise."""
-        record = await self._host.store.run_record(run_id)
-        if record is None or not await self._sees(principal, record):
-            raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
-        return record
+    @property
+    def _agent(self) -> SymfonicAgent:
+        return self._host.agents[self._host.default_agent]
 
-    async def _sees(self, principal: Principal, record: RunRecord) -> bool:
-        if WILDCARD in principal.scopes or record.principal == principal.name:
-            return True
-        if record.pause_id is None:
-            return False
-        pause = await self._host.store.get_pause(record.pause_id)
-        return pause is not None and principal.may_answer(pause)
+    async def visible_run(self, run_id: str, principal: Principal) -> RunRecord:
+        """The run, if ``principal`` may see it; 404 ``run_not_found`` otherwise."""
+        return await self._agent.get_run(run_id, principal)
 
     def state_of(self, record: RunRecord) -> RunState:
         """The run's state now, on the default agent's clock."""
-        return record.state_at(self._host.agents[self._host.default_agent].clock())
+        return record.state_at(self._agent.clock())
 
     async def follow(
         self, record: RunRecord, principal: Principal, after: int = 0

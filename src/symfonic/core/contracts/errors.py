@@ -12,6 +12,7 @@
     └── RequestError                   the caller can act on these; each has .code
         ├── SessionNotFound            404
         ├── PauseNotFound              404  token that does not verify or names no pause
+        ├── RunNotFound                404  no such run, or one the caller may not see
         ├── PauseForbidden             403
         │   └── OwnRequest             403  the requester approving its own request
         ├── InvalidAnswer              422  answer fails the pause's response_schema
@@ -23,6 +24,7 @@
         ├── RevisionConflict           409
         ├── SessionBusy                409  a turn is running
         ├── SessionPaused              409  a pause is pending and on_pending_pause=reject
+        ├── RunNotRunning              409  a cancel of a run that ended or already settled
         ├── PauseExpired               410
         ├── PauseAbandoned             410
         └── BudgetRefused              429  refused before the claim; .retry_after
@@ -106,6 +108,13 @@ class PauseNotFound(RequestError):
     status = 404
 
 
+class RunNotFound(RequestError):
+    """No run by that id, or one the caller may not see: the same answer for both."""
+
+    code = "run_not_found"
+    status = 404
+
+
 class PauseForbidden(RequestError):
     code = "forbidden"
     status = 403
@@ -160,6 +169,13 @@ class PauseNotPending(RequestError):
 
 class RevisionConflict(RequestError):
     code = "revision_conflict"
+    status = 409
+
+
+class RunNotRunning(RequestError):
+    """A cancel of a run that already ended, or whose turn already settled."""
+
+    code = "run_not_running"
     status = 409
 
 

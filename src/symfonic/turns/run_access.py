@@ -1,0 +1,55 @@
+"""Who may see a run, and cancelling one: the Python API's and the HTTP API's one rule.
+
+A run is visible to its session's owner and, for a resume, to whoever may answer
+the pause it answered; to anyone else it does not exist, with the same
+:class:`~symfonic.core.contracts.errors.RunNotFound` as an id nobody made, so a
+stranger learns nothing from the answer. A cancel is the store's, one
+transaction (:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`):
+it either takes away everything the turn could settle with, or, when the turn
+already ended or settled, changes nothing and says so
+(:class:`~symfonic.core.contracts.errors.RunNotRunning`). Stopping the task
+that runs the turn is its worker's business, not this module's.
+"""
+
+from __future__ import annotations
+
+from symfonic.core.contracts.errors import RunNotFound, RunNotRunning
+from symfonic.core.contracts.principal import WILDCARD, Principal
+from symfonic.core.contracts.run_events import RunRecord, RunState
+from symfonic.turns.runtime import TurnRuntime
+
+
+async def visible_run(agent: TurnRuntime, run_id: str, principal: Principal) -> RunRecord:
+    """The run, if ``principal`` may see it; :class:`RunNotFound` otherwise."""
+    record = await agent.store.run_record(run_id)
+    if record is None or not await _sees(agent, principal, record):
+        raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+    return record
+
+
+async def _sees(agent: TurnRuntime, principal: Principal, record: RunRecord) -> bool:
+    if WILDCARD in principal.scopes or record.principal == principal.name:
+        return True
+    if record.pause_id is None:
+        return False
+    pause = await agent.store.get_pause(record.pause_id)
+    return pause is not None and principal.may_answer(pause)
+
+
+async def cancel_run(agent: TurnRuntime, run_id: str, principal: Principal) -> RunRecord:
+    """Cancel the run ``principal`` may see, as it reads once cancelled.
+
+    :class:`RunNotRunning` when it already ended or its turn already settled:
+    a cancel never undoes what was published.
+    """
+    record = await visible_run(agent, run_id, principal)
+    if not await agent.store.cancel_run(run_id, agent.clock()):
+        now = await agent.store.run_record(run_id) or record
+        state = now.state_at(agent.clock())
+        raise RunNotRunning(
+            f"the run already ended ({state.value}); nothing was cancelled"
+            if state is not RunState.RUNNING
+            else "the run's turn already settled; nothing was cancelled",
+            run_id=run_id,
+        )
+    return await agent.store.run_record(run_id) or record
