@@ -1731,7 +1731,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -1804,7 +1804,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -1887,7 +1887,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2006,7 +2006,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2075,7 +2075,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2179,7 +2179,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2318,7 +2318,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2392,7 +2392,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2475,7 +2475,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2553,7 +2553,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2655,7 +2655,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2729,7 +2729,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2853,7 +2853,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -2932,7 +2932,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -3014,7 +3014,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */
@@ -3085,7 +3085,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
+            /** @description Budget refused before the claim (the token is not spent; `budget_refused`), the caller holds as many streams (background runs count) as one principal may (`too_many_streams`), or too many wrong keys came from this address or for this key (`too_many_failed_keys`); see `Retry-After`. */
             429: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */

@@ -4,7 +4,9 @@ A turn or resume sent with ``"background": true`` is refused exactly as an
 attached one would be, before the 202; once accepted it runs with nobody
 listening, and ``GET /v1/runs/{id}/events`` replays its events from the start
 or after ``Last-Event-ID``, then follows it live, each event once. A run is
-another principal's 404, and its events are gone after the TTL.
+another principal's 404, and its events are gone after the TTL. A running
+background run holds a place in its principal's share of streams, as an open
+stream does, and gives it back when it ends.
 """
 
 from __future__ import annotations
@@ -350,3 +352,46 @@ async def test_whoever_read_the_final_event_reads_the_run_ended(
         run = (await client.get(f"/v1/runs/{run_id}", headers=ALICE)).json()
     assert events[-1].event == "turn.paused"
     assert run["state"] == "paused" and run["outcome"]["pause_id"] == events[-1].data["pause_id"]
+
+
+async def test_a_running_background_run_holds_a_place_in_its_principals_streams(
+    store_url: str,
+) -> None:
+    gate = Gate()
+    agent = payment_agent(store_url, tool=gate.pay, approval=())
+    async with serve(agent, api_keys=KEYS, max_streams_per_principal=2) as client:
+        sessions = [await new_session(client, **ALICE) for _ in range(3)]
+        runs = [(await background_turn(client, s, **ALICE))["run_id"] for s in sessions[:2]]
+        refused = await client.post(
+            f"/v1/sessions/{sessions[2]}/turns",
+            json={"message": "pay 5", "background": True},
+            headers=ALICE,
+        )
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "too_many_streams"
+        assert int(refused.headers["retry-after"]) > 0
+        # Refused before anything ran: the third session is as it was.
+        untouched = (await client.get(f"/v1/sessions/{sessions[2]}", headers=ALICE)).json()
+        assert (untouched["revision"], untouched["status"]) == (0, "idle")
+        # An attached stream counts against the same share; another principal has its own.
+        attached = await client.post(
+            f"/v1/sessions/{sessions[2]}/turns", json={"message": "pay 5"}, headers=ALICE
+        )
+        assert attached.status_code == 429
+        bob = await new_session(client, **BOB)
+        runs.append((await background_turn(client, bob, **BOB))["run_id"])
+        gate.release.set()
+        for run_id in runs[:2]:
+            assert (await ended(client, run_id, **ALICE))["state"] == "complete"
+        assert (await ended(client, runs[2], **BOB))["state"] == "complete"
+        with anyio.fail_after(5):  # the runs gave their places back as they ended
+            while True:
+                again = await client.post(
+                    f"/v1/sessions/{sessions[2]}/turns",
+                    json={"message": "pay 5", "background": True},
+                    headers=ALICE,
+                )
+                if again.status_code != 429:
+                    break
+                await anyio.sleep(0.02)
+        assert again.status_code == 202, again.text

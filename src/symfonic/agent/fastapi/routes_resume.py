@@ -49,18 +49,20 @@ def resume_router(service: HttpService) -> APIRouter:
     ) -> Response:
         agent, resolved = await host.resolve(body.token)
         if body.background:
-            started = await agent.start_resume(
-                resolved,
-                body.answer,
+            started = await service.in_background(
                 principal,
-                tasks=service.runs.tasks,
-                status=body.status,
-                args_digest=body.args_digest,
+                lambda tasks: agent.start_resume(
+                    resolved,
+                    body.answer,
+                    principal,
+                    tasks=tasks,
+                    status=body.status,
+                    args_digest=body.args_digest,
+                ),
             )
             if started.run_id is None:  # an approval counted toward a quorum: nothing ran
                 outcome = TurnOutcome.of(await started.join()).model_dump(mode="json")
                 return JSONResponse(outcome, status_code=202)
-            service.runs.track(started)
             return JSONResponse(RunStarted.of(started.run_id).model_dump(), status_code=202)
         events = agent.resume_stream(
             resolved, body.answer, principal, status=body.status, args_digest=body.args_digest

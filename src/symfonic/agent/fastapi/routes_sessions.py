@@ -114,16 +114,18 @@ async def background_turn(
     service: HttpService,
 ) -> Response:
     """Start the turn in this worker's background runs; 202 once nothing can refuse it."""
-    started = await agent.start(
-        body.message,
-        session_id,
+    started = await service.in_background(
         principal,
-        tasks=service.runs.tasks,
-        base_revision=body.base_revision,
-        on_pending_pause=body.on_pending_pause,
+        lambda tasks: agent.start(
+            body.message,
+            session_id,
+            principal,
+            tasks=tasks,
+            base_revision=body.base_revision,
+            on_pending_pause=body.on_pending_pause,
+        ),
     )
     assert started.run_id is not None  # only an approval starts no run
-    service.runs.track(started)
     return JSONResponse(RunStarted.of(started.run_id).model_dump(), status_code=202)
 
 

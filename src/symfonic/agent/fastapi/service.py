@@ -18,9 +18,10 @@ lifespan did not run opens it on the first request instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any
 
+from anyio.abc import TaskGroup
 from fastapi import Depends, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
@@ -40,6 +41,7 @@ from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.runs import BackgroundRuns
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
+from symfonic.turns.background import RunHandle
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -139,6 +141,21 @@ class HttpService:
         if found is None:
             self.brake.failed(address, key)
         return found
+
+    async def in_background(
+        self, principal: Principal, start: Callable[[TaskGroup], Awaitable[RunHandle]]
+    ) -> RunHandle:
+        """Start a run in this worker's background runs, holding one of ``principal``'s
+        streams until it ends: a run with nobody listening costs what an open stream
+        does, so past the share it is a 429 before anything starts (no turn, no claim)."""
+        slot = self.shares.acquire(principal, {}, idle=False)  # no connection to close
+        try:
+            started = await start(self.runs.tasks)
+        except BaseException:
+            slot.release()
+            raise
+        self.runs.track(started, on_end=slot.release)
+        return started
 
     async def principal(
         self,

@@ -152,7 +152,8 @@ _WHEN = {
     422: "Malformed body, an answer that fails the pause's `response_schema`, or an edit of "
     "a call that needs several approvals (the token is not spent).",
     429: "Budget refused before the claim (the token is not spent; `budget_refused`), the "
-    "caller holds as many streams as one principal may (`too_many_streams`), or too many "
+    "caller holds as many streams (background runs count) as one principal may "
+    "(`too_many_streams`), or too many "
     "wrong keys came from this address or for this key (`too_many_failed_keys`); see "
     "`Retry-After`.",
     503: "The store is unreachable and nothing was claimed (`store_unavailable`); "

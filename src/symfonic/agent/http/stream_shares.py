@@ -3,7 +3,9 @@
 A pause feed, a turn's event stream and an AG-UI run each hold a connection for
 as long as they last, and a feed lasts until its client leaves. So one key could
 hold every connection the server accepts with streams that cost it nothing.
-This module owns two rules that stop that:
+A background run holds a place too while it runs, with no connection under it:
+it costs the worker what a turn's stream does, listened to or not. The shares
+are this process's: each worker counts its own. This module owns two rules:
 
 - **A cap per principal.** A principal holds at most ``per_principal`` streams
   at once; one more is refused with :class:`TooManyStreams` (429, with

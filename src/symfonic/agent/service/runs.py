@@ -31,7 +31,7 @@ still answerable.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 
 import anyio
@@ -129,19 +129,24 @@ class BackgroundRuns:
 
     # this worker's runs -------------------------------------------------------
 
-    def track(self, handle: RunHandle) -> None:
-        """A run this worker runs: stopped as soon as the store says it was cancelled."""
+    def track(self, handle: RunHandle, on_end: Callable[[], None] = lambda: None) -> None:
+        """A run this worker runs: stopped as soon as the store says it was cancelled.
+        ``on_end`` is called once it ended here (at once for a run that is not running)."""
         if handle.run_id is None or handle.done:
+            on_end()
             return
         self._local[handle.run_id] = handle
         self._wanted.set()
-        self.tasks.start_soon(self._forget_when_done, handle.run_id, handle)
+        self.tasks.start_soon(self._forget_when_done, handle.run_id, handle, on_end)
 
-    async def _forget_when_done(self, run_id: str, handle: RunHandle) -> None:
+    async def _forget_when_done(
+        self, run_id: str, handle: RunHandle, on_end: Callable[[], None]
+    ) -> None:
         try:
             await handle.wait()
         finally:
             self._local.pop(run_id, None)
+            on_end()
             self._stop_watching_if_idle()
 
     async def _stop_if_cancelled(self, handle: RunHandle) -> None:
