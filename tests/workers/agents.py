@@ -2,12 +2,15 @@
 
 The model is a pure function of the transcript (as a real deployment's model is
 the same on every worker): "ask ..." asks the person a question, "work ..." calls
-``slow_work``, which needs approval; once a tool answered, it replies with what
-the tool said. ``slow_work`` announces that it started (a ``{"started": note}``
-line on stdout, the worker's reply channel, when ``SYMFONIC_TEST_ANNOUNCE_WORK``
-is set) and then takes ``SYMFONIC_TEST_WORK_SECONDS``, so a test can kill its
-worker while it holds a claim. With ``SYMFONIC_TEST_DELEGATING`` set, a worker
-runs a parent agent that hands every message to that agent as its delegate.
+``slow_work``, which needs approval, "busy ..." calls ``busy_work``, which does
+not; once a tool answered, it replies with what the tool said. Either tool
+announces that it started (a ``{"started": note}`` line on stdout, the worker's
+reply channel, when ``SYMFONIC_TEST_ANNOUNCE_WORK`` is set), and that it was
+cancelled (``{"cancelled": note}``), and takes ``SYMFONIC_TEST_WORK_SECONDS``,
+so a test can kill or cancel its worker's turn while it runs. With
+``SYMFONIC_TEST_DELEGATING`` set, a worker runs a parent agent that hands every
+message to that agent as its delegate. ``symfonic serve
+workers.agents:served_agent`` serves the agent on the store the command names.
 """
 
 from __future__ import annotations
@@ -33,15 +36,30 @@ def respond(messages: list[BaseMessage]) -> AIMessage | str:
         return call("ask_human", {"question": asked})
     if asked.startswith("work"):
         return call("slow_work", {"note": asked})
+    if asked.startswith("busy"):
+        return call("busy_work", {"note": asked})
     return reply(f"echo: {asked}")
+
+
+def _announce(what: str, note: str) -> None:
+    if os.environ.get("SYMFONIC_TEST_ANNOUNCE_WORK"):
+        print(json.dumps({what: note}), flush=True)
 
 
 async def slow_work(note: str) -> str:
     """Do some slow work; a person must approve it first."""
-    if os.environ.get("SYMFONIC_TEST_ANNOUNCE_WORK"):
-        print(json.dumps({"started": note}), flush=True)
-    await anyio.sleep(float(os.environ.get("SYMFONIC_TEST_WORK_SECONDS", "0")))
+    _announce("started", note)
+    try:
+        await anyio.sleep(float(os.environ.get("SYMFONIC_TEST_WORK_SECONDS", "0")))
+    except anyio.get_cancelled_exc_class():
+        _announce("cancelled", note)
+        raise
     return f"worked on {note}"
+
+
+async def busy_work(note: str) -> str:
+    """Do some slow work, unasked."""
+    return await slow_work(note)
 
 
 def delegating(messages: list[BaseMessage]) -> AIMessage | str:
@@ -70,10 +88,15 @@ def delegating_agent(store: str, *, claim_lease: float = 120.0) -> SymfonicAgent
     )
 
 
-def helper_agent(store: str, *, claim_lease: float = 120.0) -> SymfonicAgent:
+def served_agent() -> SymfonicAgent:
+    """The helper, for ``symfonic serve``: its store is the one the command names."""
+    return helper_agent(None)
+
+
+def helper_agent(store: str | None, *, claim_lease: float = 120.0) -> SymfonicAgent:
     return SymfonicAgent(
         model=ScriptedChatModel(respond=respond),
-        tools=[slow_work],
+        tools=[slow_work, busy_work],
         approval={"slow_work"},
         store=store,
         claim_lease=claim_lease,
