@@ -30,8 +30,6 @@ SCOPE = "finance"
 SCOPE_EVERY = 8
 STEADY = "steady"
 STEADY_PAUSES = 60
-# The audit trail's trigger on new pauses, which the audit benchmark turns off to compare.
-AUDIT_ASKED = "symfonic_audit_asked"
 # About the size of a paused payment turn's checkpoint (1,053 bytes measured).
 CHECKPOINT = '{"turn":[' + ",".join(['{"role":"ai","content":"' + "x" * 90 + '"}'] * 9) + "]}"
 
