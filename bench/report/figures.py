@@ -20,7 +20,6 @@ SYSTEM_TITLES = {
     BASELINE: "symfonic, baseline tree",
     "langgraph": "LangGraph",
     "floor": "floor",
-    "floor+model": "floor + model calls",
 }
 
 

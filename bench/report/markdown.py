@@ -1,9 +1,8 @@
 """``docs/benchmarks.md``: generated from results.json, never edited by hand.
 
 Per store, one table per figure: a row per (history, concurrency), a column per
-system, then the ratios of symfonic to LangGraph, to the floor and to the floor + model
-calls for that same row, so every comparison is pair by pair (same store, history and
-concurrency).
+system, then the ratios of symfonic to LangGraph and to the floor for that same row,
+so every comparison is pair by pair (same store, history and concurrency).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from bench.report.figures import (
 from bench.report.http import render_http
 from bench.report.targets import check_targets
 
-RATIOS = (("symfonic", "langgraph"), ("symfonic", "floor"), ("symfonic", "floor+model"))
+RATIOS = (("symfonic", "langgraph"), ("symfonic", "floor"))
 # Rounds that differ by more than this (max ÷ min cycles/s) are worth a note.
 SPREAD_NOTE = 1.25
 
@@ -162,8 +161,7 @@ def render(results: Results) -> str:
         "pauses; it is resumed with an approval, the tool runs and the model answers. Each",
         "session already holds the given number of messages of history (~200 B each).",
         "Concurrency = sessions cycling at once in one process. The floor is the same database",
-        "doing only a cycle's unavoidable commits (pause, claim, publish) on the raw driver;",
-        "the floor + model calls adds the cycle's two langchain-core model calls to it.",
+        "doing only a cycle's unavoidable commits (pause, claim, publish) on the raw driver.",
         "Ratios are symfonic's figure divided by the other system's, in the same row.",
         f"The whole matrix ran {_rounds(results)}, the systems' order rotated each round;",
         "each configuration's figures are those of its median round by cycles per second.",

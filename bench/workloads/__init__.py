@@ -11,7 +11,7 @@ import importlib
 
 from bench.workloads.base import StoreKind, Workload
 
-SYSTEMS = ("symfonic", "langgraph", "floor", "floor+model")
+SYSTEMS = ("symfonic", "langgraph", "floor")
 # Measured only when named: symfonic on SQLite with ``?synchronous=normal``, what
 # syncing every commit costs, beside ``symfonic`` in the same run.
 OPTIONAL_SYSTEMS = ("symfonic+normal",)
@@ -30,7 +30,6 @@ _REGISTRY: dict[str, str | dict[StoreKind, str]] = {
         "sqlite": "bench.workloads.floor:SqliteFloor",
         "postgresql": "bench.workloads.floor:PostgresFloor",
     },
-    "floor+model": "bench.workloads.floor_model:ModelFloor",
 }
 
 

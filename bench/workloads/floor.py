@@ -134,9 +134,7 @@ class FloorSession:
 class Floor(Workload):
     """A floor's cycle as its three commits: pause, then claim and publish.
 
-    A resume is the claim and the publish back to back; they are separate so that
-    :mod:`bench.workloads.floor_model` can call a model between them, where a
-    runtime's resumed turn does.
+    A resume is the claim and the publish back to back, each its own commit.
     """
 
     system = "floor"
@@ -181,11 +179,6 @@ class Floor(Workload):
 
     async def resume(self, session: str, handle: Any) -> None:
         await self.publish(session, handle, await self.claim(handle))
-
-
-def floor_for(spec: WorkloadSpec) -> Floor:
-    """The floor of the spec's store."""
-    return SqliteFloor(spec) if spec.store == "sqlite" else PostgresFloor(spec)
 
 
 BUMP_REVISION = (
