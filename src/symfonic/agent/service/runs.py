@@ -9,7 +9,9 @@ lifespan (an app mounted in another) a background request is a 503.
 Following a run reads its kept events from the store (any worker's run), then
 waits for more. One watch of the store per worker
 (:meth:`~symfonic.core.contracts.run_events.RunEventLog.watch_run_events`),
-kept while anyone follows, wakes the followers of the runs it names; a
+kept while anyone follows, wakes the followers of the runs it names, and
+every follower once it starts listening (what was kept while it was being set
+up was heard by nobody, and a worker idle between runs sets it up for each); a
 follower also looks again every ``RECHECK_SECONDS`` whatever the watch says,
 so a lost watch costs latency, never an event, and a run whose worker died
 (its lease lapsed) is seen to have ended. A run that ended without a terminal
@@ -106,8 +108,12 @@ class BackgroundRuns:
             try:
                 with anyio.CancelScope() as self._watching:
                     async with aclosing(self._host.store.watch_run_events()) as watch:
+                        listening = False
                         async for run_ids in watch:
-                            self._wake(set(run_ids))
+                            # What was kept before the watch listened was heard by
+                            # nobody: once it listens, every run watched here looks again.
+                            self._wake(set(run_ids) if listening else self._watched())
+                            listening = True
             except StoreUnavailable as error:
                 logger.warning(
                     "the watch of run events was lost; again in %gs: %s", RETRY_DELAY, error
@@ -115,6 +121,9 @@ class BackgroundRuns:
                 await anyio.sleep(RETRY_DELAY)
             finally:
                 self._watching = None
+
+    def _watched(self) -> set[str]:
+        return {follower.run_id for follower in self._followers} | set(self._local)
 
     def _wake(self, run_ids: set[str]) -> None:
         for follower in self._followers:
