@@ -19,7 +19,6 @@ from symfonic import ConfigurationError, Limits, SymfonicAgent
 from symfonic.testing import ScriptedChatModel, reply
 
 PUBLIC = {
-    "AlreadyApproved",
     "BudgetRefused",
     "ConfigurationError",
     "InvalidAnswer",

@@ -6,7 +6,6 @@ from symfonic.capabilities.human.approval_rules import needs_approval
 from symfonic.capabilities.human.escalation import escalation
 from symfonic.capabilities.human.interactions import interaction
 from symfonic.core.contracts.errors import (
-    AlreadyApproved,
     BudgetRefused,
     ConfigurationError,
     InvalidAnswer,
@@ -31,7 +30,6 @@ from symfonic.kernel.limits import Limits
 from symfonic.turns.budget import Quota
 
 __all__ = [
-    "AlreadyApproved",
     "BudgetRefused",
     "ConfigurationError",
     "InvalidAnswer",

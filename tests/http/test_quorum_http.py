@@ -2,9 +2,12 @@
 
 alice asks and is refused with 403 ``own_request``; carol's approval is counted
 with 202 and the pause, listed, says where the vote stands; carol again gets
-409 ``already_approved``; dave's approval runs the turn on, once. A request for
-a stream whose approval is only counted gets the same 202 JSON, and the typed
-client reads it as an ``approval.recorded`` event.
+the same 202, counted once; dave's approval runs the turn on, once. On two
+workers, dave's edit resets the count: every view shows his arguments, digest
+and vote, carol's approval of the old digest is 409 ``stale_question``, and
+erin's runs the edited call once. A request for a stream whose approval is only
+counted gets the same 202 JSON, and the typed client reads it as an
+``approval.recorded`` event.
 """
 
 from __future__ import annotations
@@ -38,9 +41,16 @@ KEYS = (
 
 
 async def resume(
-    client: httpx.AsyncClient, name: str, token: str, headers: dict[str, str] = JSON
+    client: httpx.AsyncClient,
+    name: str,
+    token: str,
+    headers: dict[str, str] = JSON,
+    answer: dict[str, Any] = APPROVE,
+    digest: str | None = None,
 ) -> httpx.Response:
-    body = {"token": token, "answer": APPROVE}
+    body: dict[str, Any] = {"token": token, "answer": answer}
+    if digest is not None:
+        body["args_digest"] = digest
     return await client.post("/v1/resume", json=body, headers={**auth(name), **headers})
 
 
@@ -74,11 +84,48 @@ async def test_two_approvals_over_http(store_url: str) -> None:
         assert pause["approvals"][0]["at"]
 
         again = await resume(client, "carol", token)
-        assert again.status_code == 409 and again.json()["error"]["code"] == "already_approved"
+        assert again.status_code == 202, again.text
+        assert again.json() == counted.json()  # a replay: the same outcome, counted once
 
         done = await resume(client, "dave", token)
         assert done.status_code == 200 and done.json()["status"] == "complete"
         assert await listed(client, "erin") == []
+
+
+async def test_an_edit_on_another_worker_resets_the_count_and_runs_once(store_url: str) -> None:
+    paid: list[int] = []
+
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    def worker() -> Any:
+        rule = needs_approval(audience="payments", approvers=2)
+        return payment_agent(store_url, tool=pay, approval={"pay": rule})
+
+    async with serve(worker(), api_keys=KEYS) as one, serve(worker(), api_keys=KEYS) as two:
+        _, paused = await paused_turn(one, auth("alice"))
+        token, asked = paused["pause_token"], paused["args_digest"]
+        assert (await resume(two, "carol", token, digest=asked)).status_code == 202
+
+        edit = {"decision": "edit", "args": {"amount": 4}}
+        edited = await resume(one, "dave", token, answer=edit, digest=asked)
+        assert edited.status_code == 202, edited.text
+        proposed = edited.json()["pause"]
+        assert [v["principal"] for v in proposed["approvals"]] == ["dave"]
+        assert proposed["args_digest"] not in (None, asked)
+        shown = await two.get("/v1/pauses?details=true", headers=auth("erin"))
+        (listed_pause,) = shown.json()["pauses"]
+        assert listed_pause["tool_args"] == {"amount": 4}
+        assert listed_pause["args_digest"] == proposed["args_digest"]
+        assert [v["principal"] for v in listed_pause["approvals"]] == ["dave"]
+
+        stale = await resume(two, "carol", token, digest=asked)
+        assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_question"
+        done = await resume(two, "erin", token, digest=proposed["args_digest"])
+        assert done.status_code == 200 and done.json()["status"] == "complete", done.text
+        assert paid == [4]
 
 
 async def test_a_counted_approval_asked_as_a_stream_is_a_202_and_an_event_to_the_client(

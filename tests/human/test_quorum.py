@@ -1,9 +1,12 @@
 """Four eyes: a gated call that needs two approvals, through whole turns on SQLite and PostgreSQL.
 
 alice asks and may not approve her own request; carol approves and the pause
-still waits, nothing run; carol again counts once; dave approves and the tool
-runs once. One reject after an approval rejects. The last two approvals sent to
-two workers at once run the tool once. Every vote is in the audit trail.
+still waits, nothing run; carol again is a replay that counts once; dave approves
+and the tool runs once. An edit on another worker resets the count: the edited
+call, approved by its editor and one more, runs once with the edited arguments,
+and an approval of the old ones is refused as stale. One reject after an
+approval rejects. The last two approvals sent to two workers at once run the
+tool once. Every vote is in the audit trail.
 """
 
 from __future__ import annotations
@@ -16,16 +19,16 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from symfonic import (
-    AlreadyApproved,
     ConfigurationError,
-    InvalidAnswer,
     OwnRequest,
     PauseAlreadyClaimed,
     Principal,
+    StaleQuestion,
     SymfonicAgent,
     TurnResult,
     needs_approval,
 )
+from symfonic.core.contracts.audit import verify_log
 from symfonic.core.contracts.types import PauseState, ToolResultEvent
 from symfonic.testing import ScriptedChatModel, calls, current_turn, reply
 
@@ -90,10 +93,9 @@ async def test_alice_asks_carol_approves_and_waits_dave_approves_and_it_runs_onc
             (asked.pause.pause_id, ["carol"])
         ]
 
-        with pytest.raises(AlreadyApproved, match="carol already approved this"):
-            await agent.resume(token, APPROVE, principal=CAROL)
-        with pytest.raises(InvalidAnswer, match="needs 2 approvals"):
-            await agent.resume(token, {"decision": "edit", "args": {"amount": 5}}, principal=DAVE)
+        again = await agent.resume(token, APPROVE, principal=CAROL)
+        assert again.status == "paused" and again.pause is not None
+        assert again.pause.approvals == voted.pause.approvals  # the same vote, counted once
 
         done = await agent.resume(token, APPROVE, principal=DAVE)
         assert done.status == "complete" and done.answer == "done"
@@ -107,6 +109,50 @@ async def test_alice_asks_carol_approves_and_waits_dave_approves_and_it_runs_onc
         records = await agent.store.audit_records(limit=100)
         votes = [(r.event, r.principal) for r in records if r.event in ("approved", "answered")]
         assert votes == [("approved", "carol"), ("approved", "dave"), ("answered", "dave")]
+
+
+async def test_an_edit_resets_the_count_and_the_edited_call_runs_once(store_url: str) -> None:
+    bank = Bank()
+    async with bank.agent(store_url) as one, bank.agent(store_url) as two:
+        asked = await one.run("pay 500", principal=ALICE)
+        assert asked.pause is not None
+        token, pause_id, asked_digest = asked.pause.token, asked.pause.pause_id, asked.pause.args_digest
+        await two.resume(token, APPROVE, principal=CAROL, args_digest=asked_digest)
+
+        edit = {"decision": "edit", "args": {"amount": 450}}
+        edited = await one.resume(token, edit, principal=DAVE, args_digest=asked_digest)
+        assert edited.status == "paused" and edited.pause is not None
+        assert [v.principal for v in edited.pause.approvals] == ["dave"]  # carol's no longer counts
+        new_digest = edited.pause.args_digest
+        assert new_digest is not None and new_digest != asked_digest
+        (listed,) = await two.pauses(ERIN)
+        assert (listed.args_digest, [v.principal for v in listed.approvals]) == (new_digest, ["dave"])
+        assert bank.paid == []
+
+        with pytest.raises(StaleQuestion):
+            await two.resume(token, APPROVE, principal=CAROL, args_digest=asked_digest)
+        done = await two.resume(token, APPROVE, principal=ERIN, args_digest=new_digest)
+        assert done.status == "complete"
+        status, content = _result(done)
+        assert status == "ok" and "paid 450" in content and "edited" in content
+        assert bank.paid == [450]
+        row = await two.store.get_pause(pause_id)
+        assert row is not None and row.state is PauseState.PUBLISHED
+        assert [v.principal for v in row.approvals] == ["dave", "erin"]
+
+        records = await one.store.audit_records(limit=100)
+        said = [
+            (r.principal, r.decision, r.args_digest, r.edited_args_digest)
+            for r in records
+            if r.event == "approved"
+        ]
+        assert said == [
+            ("carol", "approve", asked_digest, None),
+            ("dave", "edit", asked_digest, new_digest),
+            ("erin", "approve", new_digest, None),
+        ]
+        checked, broken = await verify_log(one.store)
+        assert broken is None and checked == len(records)
 
 
 async def test_a_reject_after_one_approval_rejects(store_url: str) -> None:

@@ -4,7 +4,9 @@ What people rely on: the person who asked sees the pause and where its vote
 stands, but no Approve; the first approver's approval is counted in place (the
 card stays, saying "1 of 2 approvals, by you", with no second Approve); the
 next approver's card says who approved, live, and their approval runs the
-payment once.
+payment once. An edit is a new proposal: the editor's card and the others'
+(live) show the edited arguments and only the editor's approval, the first
+approver may approve again, and that approval pays the edited amount once.
 
 The screenshots (``/tmp/inbox-quorum-*.png``) show a card with one of its two
 approvals, at desktop and phone width.
@@ -26,7 +28,7 @@ __all__ = ["browser"]  # the fixture, used by name
 
 KEYS = (
     "alice=alice-secret-key:approvers,carol=carol-secret-key:approvers,"
-    "dave=dave-secret-key:approvers"
+    "dave=dave-secret-key:approvers,erin=erin-secret-key:approvers"
 )
 AGENTS = ("inbox_agents:four_eyes",)
 SHOTS = Path("/tmp")
@@ -84,4 +86,41 @@ def test_the_requester_cannot_approve_one_approval_counts_and_the_second_pays_on
     expect_text(left(carol, pause), "approved by dave", timeout=LIVE)
     assert len(served.payments("uma")) == 1
     for page in (alice, carol, dave):
+        page.context.close()
+
+
+def amount_shown(page_card: Any) -> Any:
+    return page_card.locator(".call dt", has_text="amount").locator("xpath=following-sibling::dd[1]")
+
+
+def test_an_edit_resets_the_count_and_every_card_shows_the_edited_call(
+    browser: Any, served: Inbox
+) -> None:
+    from playwright.sync_api import expect
+
+    carol = signed_in(browser, served.url, "carol")
+    erin = signed_in(browser, served.url, "erin", **PHONE)
+    erin.wait_for_timeout(1_000)  # the feeds are open
+    pause = ask(served.url, "pay vic 9", agent="four_eyes")
+    for page in (carol, erin):
+        expect_text(amount_shown(card(page, pause)), "^9$", timeout=LIVE)
+
+    approve_button(card(carol, pause)).click()
+    expect_text(card(erin, pause).locator(".votes"), "^1 of 2 approvals, by carol$", timeout=LIVE)
+
+    editing = card(erin, pause)
+    editing.get_by_role("button", name="Edit").click()
+    editing.get_by_label("Amount", exact=True).fill("8")
+    editing.get_by_role("button", name="Submit").click()
+    expect_text(card(erin, pause).locator(".votes"), "^1 of 2 approvals, by you$")
+    expect_text(amount_shown(card(erin, pause)), "^8$")
+    # carol's approval was of 9: her card shows the new proposal, live, and asks her again.
+    expect_text(card(carol, pause).locator(".votes"), "^1 of 2 approvals, by erin$", timeout=LIVE)
+    expect_text(amount_shown(card(carol, pause)), "^8$")
+    assert served.payments("vic") == []
+
+    approve_button(card(carol, pause)).click()
+    expect_text(left(carol, pause), "approved by you")
+    assert [entry["amount"] for entry in served.payments("vic")] == [8]
+    for page in (carol, erin):
         page.context.close()

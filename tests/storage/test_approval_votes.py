@@ -2,9 +2,11 @@
 
 Each vote is one transaction: counted while fewer than needed, the pause still
 pending; the one that completes the quorum claims the pause in it; a principal
-is counted once; a pause no longer pending takes no vote. Two workers' last
-approvals arriving at once are counted one after the other, so exactly one of
-them claims. Every vote is an ``approved`` audit record.
+is counted once (a second vote writes nothing); a pause no longer pending takes
+no vote. An edit replaces the call in the checkpoint and the digest, and leaves
+only the editor's vote; a vote for the old digest then writes nothing. Two
+workers' last approvals arriving at once are counted one after the other, so
+exactly one of them claims. Every vote is an ``approved`` audit record.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import anyio
@@ -20,7 +23,15 @@ import pytest
 from symfonic.agent.service.webhook_payloads import body_of
 from symfonic.core.contracts.audit import verify_log
 from symfonic.core.contracts.retention import PruneBatch
-from symfonic.core.contracts.store import Claim, PauseRecord, Store, VoteOutcome
+from symfonic.core.contracts.store import (
+    Ballot,
+    CheckpointRecord,
+    Claim,
+    PauseRecord,
+    Proposal,
+    Store,
+    VoteOutcome,
+)
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.core.contracts.webhooks import DeliveryQuery, WebhookEventType
 from symfonic.storage import open_store
@@ -54,8 +65,9 @@ async def needing(store: Store, approvers: int) -> PauseRecord:
     )
 
 
-def vote_of(pause: PauseRecord, principal: str, at: datetime = VOTED_AT) -> Claim:
-    return Claim(pause.pause_id, uuid.uuid4().hex, principal, APPROVE, "resolved", at, at + HOUR)
+def vote_of(pause: PauseRecord, principal: str, at: datetime = VOTED_AT) -> Ballot:
+    claim = Claim(pause.pause_id, uuid.uuid4().hex, principal, APPROVE, "resolved", at, at + HOUR)
+    return Ballot(claim, pause.args_digest)
 
 
 async def current(store: Store, pause_id: str) -> PauseRecord:
@@ -69,8 +81,8 @@ async def test_the_first_of_two_approvals_is_counted_and_the_second_claims(store
     assert (pause.approvals_required, pause.allow_requester) == (2, False)
 
     first = await store.vote_pause(vote_of(pause, "carol"))
-    assert first is not None and first.counted is not None and first.claimed is None
-    assert [v.principal for v in first.counted.approvals] == ["carol"]
+    assert first is not None and first.claimed is None and not first.already
+    assert [v.principal for v in first.pause.approvals] == ["carol"]
     row = await current(store, pause.pause_id)
     assert row.state is PauseState.PENDING
     assert [(v.principal, v.at) for v in row.approvals] == [("carol", VOTED_AT)]
@@ -78,21 +90,72 @@ async def test_the_first_of_two_approvals_is_counted_and_the_second_claims(store
 
     last = vote_of(pause, "dave", VOTED_AT + timedelta(seconds=5))
     second = await store.vote_pause(last)
-    assert second is not None and second.claimed is not None and second.counted is None
+    assert second is not None and second.claimed is not None
     assert second.claimed.checkpoint is not None
     row = await current(store, pause.pause_id)
-    assert (row.state, row.answered_by, row.claim_id) == (PauseState.CLAIMED, "dave", last.claim_id)
+    claim_id = last.claim.claim_id
+    assert (row.state, row.answered_by, row.claim_id) == (PauseState.CLAIMED, "dave", claim_id)
     assert [v.principal for v in row.approvals] == ["carol", "dave"]
 
 
-async def test_a_principal_is_counted_once(store: Store) -> None:
+async def test_a_principal_is_counted_once_and_a_second_vote_is_a_replay(store: Store) -> None:
     pause = await needing(store, 2)
     await store.vote_pause(vote_of(pause, "carol"))
     again = await store.vote_pause(vote_of(pause, "carol", VOTED_AT + timedelta(seconds=9)))
-    assert again == VoteOutcome(already=(await current(store, pause.pause_id)).approvals[0])
-    assert again.already is not None and again.already.at == VOTED_AT
     row = await current(store, pause.pause_id)
+    assert again == VoteOutcome(row, already=True)
+    assert [(v.principal, v.at) for v in again.pause.approvals] == [("carol", VOTED_AT)]
     assert row.state is PauseState.PENDING and len(row.approvals) == 1
+    approved = [r for r in await store.audit_records(limit=100) if r.event == "approved"]
+    assert [r.principal for r in approved] == ["carol"]
+
+
+def edit_of(pause: PauseRecord, principal: str, checkpoint: CheckpointRecord) -> Ballot:
+    """dave's edit: the checkpoint's call proposed with other arguments and digest."""
+    answer = {"decision": "edit", "args": {"amount": 5}}
+    at = VOTED_AT + timedelta(seconds=2)
+    claim = Claim(pause.pause_id, uuid.uuid4().hex, principal, answer, "resolved", at, at + HOUR)
+    interaction = {**checkpoint.body.get("interaction", {}), "args": {"amount": 5}}
+    body = {**checkpoint.body, "interaction": interaction}
+    return Ballot(claim, pause.args_digest, Proposal(replace(checkpoint, body=body), "cd" * 32))
+
+
+async def test_an_edit_is_a_new_proposal_and_a_vote_for_the_old_one_writes_nothing(
+    store: Store,
+) -> None:
+    pause = await needing(store, 2)
+    checkpoint = await store.load_checkpoint(pause.pause_id)
+    assert checkpoint is not None
+    await store.vote_pause(vote_of(pause, "carol"))
+    edited = await store.vote_pause(edit_of(pause, "dave", checkpoint))
+    assert edited is not None and edited.claimed is None and not edited.stale
+    assert [v.principal for v in edited.pause.approvals] == ["dave"]
+    row = await current(store, pause.pause_id)
+    assert (row.state, row.args_digest) == (PauseState.PENDING, "cd" * 32)
+    assert [v.principal for v in row.approvals] == ["dave"]
+    proposed = await store.load_checkpoint(pause.pause_id)
+    assert proposed is not None and proposed.body["interaction"]["args"] == {"amount": 5}
+
+    # erin read the pause before the edit: her vote is for arguments no longer proposed.
+    stale = await store.vote_pause(vote_of(pause, "erin"))
+    assert stale == VoteOutcome(row, stale=True)
+    assert [v.principal for v in (await current(store, pause.pause_id)).approvals] == ["dave"]
+    # carol's earlier vote no longer counts: hers, for the new digest, is counted anew.
+    carol = await store.vote_pause(vote_of(row, "carol"))
+    assert carol is not None and carol.claimed is not None
+    done = await current(store, pause.pause_id)
+    assert [v.principal for v in done.approvals] == ["dave", "carol"]
+
+    records = [r for r in await store.audit_records(limit=100) if r.pause_id == pause.pause_id]
+    said = [(r.event, r.principal, r.decision, r.args_digest, r.edited_args_digest) for r in records]
+    assert said[1:] == [
+        ("approved", "carol", "approve", "ab" * 32, None),
+        ("approved", "dave", "edit", "ab" * 32, "cd" * 32),
+        ("approved", "carol", "approve", "cd" * 32, None),
+        ("answered", "carol", "approve", "cd" * 32, None),
+    ]
+    checked, broken = await verify_log(store)
+    assert broken is None and checked >= len(records)
 
 
 async def test_a_pause_no_longer_pending_or_past_its_expiry_takes_no_vote(store: Store) -> None:
@@ -128,7 +191,7 @@ async def test_the_last_two_approvals_racing_on_two_workers_claim_once(
             group.start_soon(approve, other, "erin")
 
         claims = [o for o in outcomes if o is not None and o.claimed is not None]
-        counted = [o for o in outcomes if o is not None and o.counted is not None]
+        counted = [o for o in outcomes if o is not None and o.claimed is None]
         assert (len(claims), len(counted)) == (1, 1)
         row = await current(store, pause.pause_id)
         assert row.state is PauseState.CLAIMED and len(row.approvals) == 3

@@ -9,23 +9,29 @@ on two workers are counted one after the other, and only the second sees the
 quorum complete. A vote that read its count without the lock could see one
 vote too few on both workers, and the pause would wait for ever.
 
-The vote itself is a row of ``symfonic_pause_approvals`` keyed by
-``(pause_id, principal)``; its insert does nothing for a principal who voted
-already, and the earlier vote is handed back instead. The votes so far are
-written onto the pause row (``approvals``) so every view of the pause reads
-them from the row alone, each vote is an ``approved`` audit record in the same
-transaction, and a vote that leaves the pause waiting is a change on the live
-feed and owed to webhooks (``pause.approved``), recorded as a re-addressing is. The vote that
-completes the quorum also claims the pause, by the same conditional statement
-as any claim, and reads the checkpoint and the history the claimed turn
-continues.
+Under the lock, the pause's ``args_digest`` must still be the one the approver
+was shown: an edit that committed first proposed other arguments, and a vote
+for the old ones is stale and writes nothing. The vote itself is a row of
+``symfonic_pause_approvals`` keyed by ``(pause_id, principal)``; its insert
+does nothing for a principal who voted already, which is a replay: nothing is
+written and the pause is handed back as it stands. An edit is a new proposal:
+the old votes are deleted, the checkpoint's call and the pause's digest are
+replaced, and the editor's vote is the one counted, all in the vote's
+transaction. The votes so far are written onto the pause row (``approvals``) so
+every view of the pause reads them from the row alone, each vote is an
+``approved`` audit record in the same transaction (an edit's with both
+digests), and a vote that leaves the pause waiting is a change on the live feed
+and owed to webhooks (``pause.approved``), recorded as a re-addressing is. The
+vote that completes the quorum also claims the pause, by the same conditional
+statement as any claim, and reads the checkpoint and the history the claimed
+turn continues.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from symfonic.core.contracts.approvals import VoteOutcome
+from symfonic.core.contracts.approvals import Ballot, Proposal, VoteOutcome
 from symfonic.core.contracts.audit import AuditEntry
 from symfonic.core.contracts.pauses import Claim, ClaimedPause, PauseRecord
 from symfonic.core.contracts.types import ApprovalVote
@@ -52,9 +58,11 @@ CAST_VOTE = Statement(
     " VALUES (:pause_id, :principal, :at, :args_digest)"
     " ON CONFLICT (pause_id, principal) DO NOTHING"
 )
-EARLIER_VOTE = Statement(
-    "SELECT principal, at FROM symfonic_pause_approvals"
-    " WHERE pause_id = :pause_id AND principal = :principal"
+DROP_VOTES = Statement("DELETE FROM symfonic_pause_approvals WHERE pause_id = :pause_id")
+PROPOSE = Statement(
+    "UPDATE symfonic_pauses SET args_digest = :args_digest,"
+    " checkpoint_format = :checkpoint_format, checkpoint = :checkpoint"
+    " WHERE pause_id = :pause_id AND state = 'pending'"
 )
 VOTES = Statement(
     "SELECT principal, at FROM symfonic_pause_approvals WHERE pause_id = :pause_id"
@@ -71,17 +79,33 @@ def _vote_of(row: Row) -> ApprovalVote:
     return ApprovalVote(row["principal"], at)
 
 
-def _audited(pause: PauseRecord, principal: str) -> AuditEntry:
+def _audited(pause: PauseRecord, principal: str, proposal: Proposal | None) -> AuditEntry:
+    """The vote's audit record; an edit's holds the digest it replaced and its own."""
     return AuditEntry(
         event="approved",
         session_id=pause.session_id,
         agent=pause.agent,
         pause_id=pause.pause_id,
         principal=principal,
-        decision="approve",
+        decision="approve" if proposal is None else "edit",
         args_digest=pause.args_digest,
+        edited_args_digest=None if proposal is None else proposal.args_digest,
         parent_session_id=pause.parent_session_id,
     )
+
+
+async def _propose(connection: Connection, pause: PauseRecord, proposal: Proposal) -> PauseRecord:
+    """Make the edit the pause's proposal: its votes dropped, its call and digest replaced."""
+    await connection.count(DROP_VOTES, {"pause_id": pause.pause_id})
+    checkpoint = proposal.checkpoint
+    proposed = {
+        "pause_id": pause.pause_id,
+        "args_digest": proposal.args_digest,
+        "checkpoint_format": checkpoint.format_version,
+        "checkpoint": json_text(checkpoint.body),
+    }
+    await connection.count(PROPOSE, proposed)
+    return replace(pause, args_digest=proposal.args_digest, approvals=())
 
 
 async def _claim(connection: Connection, dialect: Dialect, claim: Claim) -> ClaimedPause | None:
@@ -108,14 +132,18 @@ async def _told(connection: Connection, dialect: Dialect, pause: PauseRecord, cl
     await connection.count(OWE, owed)
 
 
-async def vote(connection: Connection, dialect: Dialect, claim: Claim) -> VoteOutcome | None:
+async def vote(connection: Connection, dialect: Dialect, ballot: Ballot) -> VoteOutcome | None:
     """One approval, in the caller's transaction; see the module's docstring."""
+    claim, proposal = ballot.claim, ballot.proposal
     taken = first(
         await connection.rows(TAKE_PAUSE[dialect], {"pause_id": claim.pause_id, "at": claim.at})
     )
     if taken is None:
         return None
-    pause = pause_of(taken)
+    asked = pause_of(taken)
+    if asked.args_digest != ballot.asked_digest:
+        return VoteOutcome(asked, stale=True)
+    pause = asked if proposal is None else await _propose(connection, asked, proposal)
     cast = {
         "pause_id": claim.pause_id,
         "principal": claim.principal,
@@ -123,28 +151,28 @@ async def vote(connection: Connection, dialect: Dialect, claim: Claim) -> VoteOu
         "args_digest": pause.args_digest,
     }
     if await connection.count(CAST_VOTE, cast) == 0:
-        (earlier,) = await connection.rows(EARLIER_VOTE, cast)
-        return VoteOutcome(already=_vote_of(earlier))
+        return VoteOutcome(pause, already=True)
     votes = tuple(_vote_of(row) for row in await connection.rows(VOTES, cast))
     await connection.count(
         SET_APPROVALS, {"pause_id": claim.pause_id, "approvals": json_text(approvals_json(votes))}
     )
-    await append(connection, _audited(pause, claim.principal))
+    await append(connection, _audited(asked, claim.principal, proposal))
+    counted = replace(pause, approvals=votes)
     if len(votes) < pause.approvals_required:
         await _told(connection, dialect, pause, claim)
-        return VoteOutcome(counted=replace(pause, approvals=votes))
+        return VoteOutcome(counted)
     claimed = await _claim(connection, dialect, claim)
     # The row is held since it was read pending and unexpired: the claim cannot miss.
-    return None if claimed is None else VoteOutcome(claimed=claimed)
+    return None if claimed is None else VoteOutcome(counted, claimed=claimed)
 
 
 class SqlApprovalVotes(SqlTransactions):
     """The port's :class:`~symfonic.core.contracts.approvals.ApprovalVotes`, in SQL."""
 
-    async def vote_pause(self, claim: Claim) -> VoteOutcome | None:
+    async def vote_pause(self, ballot: Ballot) -> VoteOutcome | None:
         dialect = self.dialect
 
         async def cast(connection: Connection) -> VoteOutcome | None:
-            return await vote(connection, dialect, claim)
+            return await vote(connection, dialect, ballot)
 
         return await self.transaction(cast)

@@ -32,6 +32,17 @@ def same_question(pause: PauseRecord, given: str) -> None:
         )
 
 
+def edited_meanwhile(pause: PauseRecord) -> StaleQuestion:
+    """The refusal of an approval an edit overtook: the pause proposes other arguments now."""
+    return StaleQuestion(
+        "the call's arguments were edited while this approval was on its way, and "
+        f"approvals of the old ones no longer count; the pause now asks {pause.args_digest}: "
+        "read it again and answer what it asks",
+        pause_id=pause.pause_id,
+        args_digest=pause.args_digest,
+    )
+
+
 async def edited_digest(
     store: Store, pause: PauseRecord, answer: Answer, status: AnswerStatus
 ) -> str | None:

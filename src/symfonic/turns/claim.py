@@ -25,11 +25,12 @@ import anyio
 from symfonic.capabilities.human.turnstate import ClaimedTurn, TurnCheckpointStore
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import Claim, PauseRecord, Store
+from symfonic.core.contracts.store import Ballot, Claim, PauseRecord, Store
 from symfonic.core.contracts.types import Answer, AnswerStatus
+from symfonic.turns.asked_digest import edited_meanwhile
 from symfonic.turns.budget import IssuerScope
 from symfonic.turns.lease import ClaimLease
-from symfonic.turns.quorum import already_approved, is_vote
+from symfonic.turns.quorum import is_vote, proposal
 from symfonic.turns.resumed_turn import ResumedTurn, admit_turn
 from symfonic.turns.runtime import TurnRuntime
 
@@ -50,25 +51,26 @@ async def take_claim(store: Store, claim: Claim, *, session_id: str) -> ClaimedT
 
 
 async def take_vote(
-    store: Store, claim: Claim, pause: PauseRecord
+    store: Store, ballot: Ballot, *, session_id: str
 ) -> ClaimedTurn | PauseRecord | None:
     """Count one approval toward the pause's quorum: the turn its claim won when it was
     the last one needed, else the pause as the vote left it; ``None``: no longer pending.
 
+    A principal already counted gets the pause as it stands, counted once: a replay.
+    A vote for arguments an edit replaced meanwhile is refused as ``stale_question``.
     A vote whose reply was lost is treated as :func:`take_claim` treats a claim's.
     """
     try:
-        voted = await TurnCheckpointStore(store).vote(claim)
+        voted = await TurnCheckpointStore(store).vote(ballot)
     except StoreUnavailable:
         with anyio.CancelScope(shield=True), suppress(StoreUnavailable):
-            await store.abandon_claim(pause.session_id, claim.claim_id)
+            await store.abandon_claim(session_id, ballot.claim.claim_id)
         raise
     if voted is None or isinstance(voted, ClaimedTurn):
         return voted
-    if voted.already is not None:
-        raise already_approved(pause, voted.already)
-    assert voted.counted is not None
-    return voted.counted
+    if voted.stale:
+        raise edited_meanwhile(voted.pause)
+    return voted.pause
 
 
 async def claim(
@@ -84,9 +86,12 @@ async def claim(
 
     An approval of a pause that needs several is a vote (:mod:`~symfonic.turns.quorum`):
     it claims only when it is the last one needed, and otherwise hands back the
-    pause as the vote left it, still pending. ``edited_args_digest``: an edit's
-    digest of the call it runs, written with the claim.
+    pause as the vote left it, still pending; an edit of it is a new proposal.
+    ``edited_args_digest``: an edit's digest of the call it runs, written with the claim.
     """
+    proposed = None
+    if is_vote(pause, answer, status):
+        proposed = await proposal(agent.store, pause, answer, principal.name, edited_args_digest)
     scope = IssuerScope(pause.principal, pause.agent)
     admitted = admit_turn(agent, scope, budgeted=True)
     claim_id = uuid.uuid4().hex
@@ -104,7 +109,8 @@ async def claim(
         edited_args_digest,
     )
     if is_vote(pause, answer, status):
-        voted = await take_vote(agent.store, request, pause)
+        ballot = Ballot(request, pause.args_digest, proposed)
+        voted = await take_vote(agent.store, ballot, session_id=pause.session_id)
         if voted is None or isinstance(voted, PauseRecord):
             return voted
         claimed: ClaimedTurn | None = voted

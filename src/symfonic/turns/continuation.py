@@ -140,6 +140,9 @@ async def _settle(
         message, result = went_on
         return _Settled(result, message.status == "error", message.artifact)
     resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
+    if resolution.run_args is not None and pending.edited_by is not None:
+        # Approved as a quorum's edit proposed it: the model is told its call was edited.
+        resolution = replace(resolution, edited=True)
     if resolution.run_args is None:
         observation = resolution.observation or ""
         return _Settled(

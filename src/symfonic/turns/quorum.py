@@ -4,28 +4,33 @@ A pause whose rule needs N approvers (``needs_approval(..., approvers=N)``) is
 answered with its one token by N distinct principals. What can refuse an
 approval is decided with every other refusal, before anything is written: the
 requester approving its own request where the rule says someone else must (403
-``own_request``), an edit (it cannot count toward approvals others gave of the
-arguments they saw), and a principal already counted (409
-``already_approved``; the store decides this again under its lock). Each
-approval is then one vote in the store: counted, the pause still pending, and
-the resume ends with ``approval.recorded``; or, for the N-th, the claim itself,
-made in the vote's transaction, so the gated call runs once however the last
-approvals race. A reject is no vote: it claims the pause like any answer and
-rejects it, whoever approved before.
+``own_request``), or an approval given to arguments the pause no longer
+proposes (409 ``stale_question``, decided again by the store under its lock).
+Each approval is then one vote in the store: counted, the pause still pending,
+and the resume ends with ``approval.recorded``; or, for the N-th, the claim
+itself, made in the vote's transaction, so the gated call runs once however the
+last approvals race. A principal already counted who approves again is a
+replay: it gets the same ``approval.recorded`` with the vote as it stands, and
+counts once.
+
+An edit is a new proposal (:func:`proposal`): the edited call replaces the one
+in the checkpoint, the editor's approval is the only one counted, and the
+approvals of the old arguments no longer count. A reject is no vote: it claims
+the pause like any answer and rejects it, whoever approved before.
 """
 
 from __future__ import annotations
 
-from datetime import UTC
+from collections.abc import Mapping
 
-from symfonic.core.contracts.errors import AlreadyApproved, InvalidAnswer, OwnRequest
+from symfonic.capabilities.human.turnstate import TurnCheckpointStore
+from symfonic.core.contracts.errors import InvalidAnswer, OwnRequest
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import PauseRecord
+from symfonic.core.contracts.store import PauseRecord, Proposal, Store
 from symfonic.core.contracts.types import (
     Answer,
     AnswerStatus,
     ApprovalRecordedEvent,
-    ApprovalVote,
     InteractionKind,
     asked,
 )
@@ -55,15 +60,6 @@ def standing(pause: PauseRecord) -> str:
     return f"{words}, by {', '.join(vote.principal for vote in pause.approvals)}"
 
 
-def already_approved(pause: PauseRecord, vote: ApprovalVote) -> AlreadyApproved:
-    return AlreadyApproved(
-        f"{vote.principal} already approved this at "
-        f"{vote.at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC, and one person's approval "
-        f"counts once; it needs {pause.approvals_required} approvals from different people",
-        pause_id=pause.pause_id,
-    )
-
-
 def refuse_approval(
     pause: PauseRecord, answer: Answer, principal: Principal, status: AnswerStatus
 ) -> None:
@@ -76,17 +72,43 @@ def refuse_approval(
             "someone else of its audience must",
             pause_id=pause.pause_id,
         )
-    if pause.approvals_required == 1:
-        return
-    if answer.get("decision") == "edit":
+    if answer.get("decision") == "edit" and is_vote(pause, answer, status):
+        if pause.delegated_pause_id is not None:
+            # The call is in the delegate's checkpoint, which its caller's vote cannot
+            # rewrite in the same transaction.
+            raise InvalidAnswer(
+                f"this call was asked by a delegate and needs {pause.approvals_required} "
+                "approvals; approve it as it is, or reject it with a reason",
+                pause_id=pause.pause_id,
+            )
+
+
+async def proposal(
+    store: Store, pause: PauseRecord, answer: Answer, editor: str, edited_digest: str | None
+) -> Proposal | None:
+    """The new proposal an edit of a call that needs several approvals makes, or
+    ``None``: the answer is no edit, or it edits nothing (its call's digest is the
+    pause's, so it is an approval of the arguments as they stand).
+
+    The checkpoint is read outside the vote's transaction; the store writes the
+    proposal only if the pause's digest is still the one read with it, so an edit
+    that landed in between cannot be overwritten.
+    """
+    if not isinstance(answer, Mapping) or answer.get("decision") != "edit":
+        return None
+    if edited_digest is not None and edited_digest == pause.args_digest:
+        return None
+    record = await store.load_checkpoint(pause.pause_id)
+    if record is None:
+        return None  # settled meanwhile: the vote finds the pause no longer pending
+    if edited_digest is None:
         raise InvalidAnswer(
-            f"this call needs {pause.approvals_required} approvals, and an edit would not be "
-            "the call the others approved; approve it as it is, or reject it with a reason",
+            "the edited arguments cannot be given a digest (a number too large for "
+            "JSON to hold exactly), and the other approvers must approve exactly them",
             pause_id=pause.pause_id,
         )
-    counted = next((v for v in pause.approvals if v.principal == principal.name), None)
-    if counted is not None:
-        raise already_approved(pause, counted)
+    edited = TurnCheckpointStore.proposed(record, answer["args"], edited_digest, editor)
+    return Proposal(edited, edited_digest)
 
 
 def recorded(pause: PauseRecord, token: str) -> ApprovalRecordedEvent:

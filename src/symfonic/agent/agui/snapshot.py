@@ -3,7 +3,8 @@
 A thread's messages are its session's committed history, followed by the turn
 an open interrupt paused (kept only in that pause's checkpoint until the turn
 commits). A front end that replaces its messages with the snapshot gets what
-symfonic will run on: the real tool results, not its own placeholders.
+symfonic will run on: the real tool results, not its own placeholders, and a
+pending call with the arguments an edit proposed for the other approvers.
 
 Message ids are the thread's id and the message's place in the conversation,
 so two snapshots of one thread name each message alike.
@@ -25,6 +26,7 @@ from ag_ui.core import (
     UserMessage,
 )
 
+from symfonic.capabilities.human.turnstate import with_proposed_call
 from symfonic.core.contracts.readdressing import ReaddressKind
 from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.core.contracts.types import PauseState
@@ -43,8 +45,8 @@ async def thread_bodies(store: Store, session_id: str) -> list[Mapping[str, Any]
     if paused is not None and paused.state in OPEN:
         checkpoint = await store.load_checkpoint(paused.pause_id)
         if checkpoint is not None:
-            turn = checkpoint.body.get("messages") or ()
-            bodies += [m for m in turn if isinstance(m, Mapping)]
+            turn = [m for m in checkpoint.body.get("messages") or () if isinstance(m, Mapping)]
+            bodies += with_proposed_call(turn, checkpoint.body)
     return bodies
 
 

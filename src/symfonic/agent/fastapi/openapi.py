@@ -86,7 +86,9 @@ def resume_accepted_response() -> dict[int | str, dict[str, Any]]:
             "listens. Or an approval of a pause that needs several approvers "
             "(`approvals_required`), counted while more are needed (`TurnOutcome`): nothing "
             "ran, the pause stays pending with its token, and `pause.approvals` says who "
-            "approved so far. Always JSON, even to a request for a stream. The approval "
+            "approved so far. The same principal approving again gets the same 202 with the "
+            "vote as it stands, counted once; an edit is a new proposal that only its "
+            "editor has approved. Always JSON, even to a request for a stream. The approval "
             "that completes the quorum runs the turn on, as a 200 (or a background run).",
         }
     }

@@ -2,7 +2,8 @@
 
 Both come from the pause's checkpoint, the only place they are kept: the tool
 call whose id the pause names (its tool and arguments, which an approval's Edit
-starts from), and the last few messages of the paused turn. A pause whose
+starts from; once a quorum's edit proposed other arguments, those), and the last
+few messages of the paused turn. A pause whose
 checkpoint is gone (it was answered meanwhile) is listed without them.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from symfonic.agent.fastapi.schemas import MessageView, PauseView
+from symfonic.capabilities.human.turnstate import with_proposed_call
 from symfonic.core.contracts.store import Store
 
 RECENT_MESSAGES = 4
@@ -29,7 +31,9 @@ def with_details(view: PauseView, checkpoint_body: Mapping[str, Any] | None) -> 
     """``view`` with the gated call and recent messages read from its checkpoint body."""
     if checkpoint_body is None:
         return view
-    messages = [m for m in checkpoint_body.get("messages") or () if isinstance(m, Mapping)]
+    stored = [m for m in checkpoint_body.get("messages") or () if isinstance(m, Mapping)]
+    # An edit that is a new proposal is what an approver approves: shown in place.
+    messages = with_proposed_call(stored, checkpoint_body)
     call = _call_of(messages, view.tool_call_id)
     args = call.get("args") if call is not None else None
     return view.model_copy(

@@ -143,14 +143,14 @@ _WHEN = {
     404: "Unknown session or agent, or a token that does not verify or names no pause.",
     409: "The pause is being answered (`already_claimed`) or was already answered with "
     "another answer (`already_answered`); the answer's `args_digest` is not the pause's "
-    "(`stale_question`, the token is not spent); this principal's approval of a pause that "
-    "needs several is already counted (`already_approved`); the session is busy or paused; or "
+    "(`stale_question`, the token is not spent; an edit of a call that needs several "
+    "approvals makes the old digest stale); the session is busy or paused; or "
     "`base_revision` does not match.",
     410: "The pause expired or was abandoned.",
     413: "The body is larger than the service accepts.",
     415: "The body was sent without `Content-Type: application/json` (`unsupported_media_type`).",
     422: "Malformed body, an answer that fails the pause's `response_schema`, or an edit of "
-    "a call that needs several approvals (the token is not spent).",
+    "a delegate's call that needs several approvals (the token is not spent).",
     429: "Budget refused before the claim (the token is not spent; `budget_refused`), the "
     "caller holds as many streams (background runs count) as one principal may "
     "(`too_many_streams`), or too many "

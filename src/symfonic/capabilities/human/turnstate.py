@@ -17,14 +17,14 @@ in words -- one it could not continue.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from symfonic.core.contracts.errors import InteractionConfigurationError
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import CheckpointRecord, Claim, Store, VoteOutcome
+from symfonic.core.contracts.store import Ballot, CheckpointRecord, Claim, Store, VoteOutcome
 from symfonic.core.contracts.types import (
     Answer,
     AnswerStatus,
@@ -91,6 +91,7 @@ def _interaction_body(pending: PendingInteraction) -> dict[str, Any]:
         "args_digest": pending.args_digest,
         **({"continuation": pending.continuation} if pending.continuation is not None else {}),
         **({"server": pending.server} if pending.server is not None else {}),
+        **({"edited_by": pending.edited_by} if pending.edited_by is not None else {}),
     }
 
 
@@ -108,7 +109,41 @@ def _interaction_of(body: Mapping[str, Any]) -> PendingInteraction:
         args_digest=body.get("args_digest"),
         continuation=body.get("continuation"),
         server=body.get("server"),
+        edited_by=body.get("edited_by"),
     )
+
+
+def proposed_call(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The call an edit proposed, as ``(tool_call_id, args)``, in a checkpoint's body;
+    ``None`` when nobody edited it. The turn's messages keep the call the model made:
+    a view of the pending pause shows what would run, which is this."""
+    interaction = body.get("interaction")
+    if not isinstance(interaction, Mapping) or interaction.get("edited_by") is None:
+        return None
+    args = interaction.get("args")
+    if not isinstance(args, Mapping):
+        return None
+    return str(interaction.get("tool_call_id")), dict(args)
+
+
+def with_proposed_call(
+    messages: Sequence[Mapping[str, Any]], body: Mapping[str, Any]
+) -> list[Mapping[str, Any]]:
+    """``messages`` (a checkpoint's) with the edited call's arguments in place of the
+    model's, for a view of what would run; unchanged when nobody edited the call."""
+    proposed = proposed_call(body)
+    if proposed is None:
+        return list(messages)
+    call_id, args = proposed
+
+    def shown(call: Any) -> Any:
+        is_it = isinstance(call, Mapping) and call.get("id") == call_id
+        return {**call, "args": args} if is_it else call
+
+    return [
+        {**m, "tool_calls": [shown(c) for c in m["tool_calls"]]} if m.get("tool_calls") else m
+        for m in messages
+    ]
 
 
 def _principal_of(body: Mapping[str, Any] | None) -> Principal | None:
@@ -171,14 +206,30 @@ class TurnCheckpointStore:
             return None
         return ClaimedTurn(self._turn_of(claimed.checkpoint), claimed.history)
 
-    async def vote(self, claim: Claim) -> VoteOutcome | ClaimedTurn | None:
+    async def vote(self, ballot: Ballot) -> VoteOutcome | ClaimedTurn | None:
         """One approval toward a quorum: the store's outcome when it did not claim, or
         the turn its claim won, read in the vote's transaction; ``None`` when the
         pause is no longer pending and unexpired."""
-        voted = await self._store.vote_pause(claim)
+        voted = await self._store.vote_pause(ballot)
         if voted is None or voted.claimed is None:
             return voted
         return ClaimedTurn(self._turn_of(voted.claimed.checkpoint), voted.claimed.history)
+
+    @staticmethod
+    def proposed(
+        record: CheckpointRecord, args: Mapping[str, Any], digest: str, editor: str
+    ) -> CheckpointRecord:
+        """``record`` with its call's arguments edited by ``editor``: the checkpoint of an
+        edit that is a new proposal. The turn's messages keep the call as the model
+        made it; the interaction is what a resume runs, so any worker that claims the
+        pause later runs the edited call, and says it was edited."""
+        interaction = {
+            **record.body["interaction"],
+            "args": dict(args),
+            "args_digest": digest,
+            "edited_by": editor,
+        }
+        return replace(record, body={**record.body, "interaction": interaction})
 
     @staticmethod
     def _turn_of(record: CheckpointRecord | None) -> TurnCheckpoint | None:

@@ -3,11 +3,19 @@
 A pause that needs N approvals stays ``pending`` while they come in. Each
 approval is one transaction that takes the pause row's lock first, so votes on
 one pause are counted one after another on any number of workers, and then
-records the vote keyed by ``(pause_id, principal)``: the same principal cannot
-be counted twice. The vote that brings the count to N claims the pause in that
-same transaction, with the same conditional statement as any claim, so the
-gated call runs once, on the worker that received that vote. A vote that finds
-the pause no longer pending and unexpired writes nothing.
+records the vote keyed by ``(pause_id, principal)``: the same principal is
+counted once, and a second approval of theirs is a replay that writes nothing.
+The vote that brings the count to N claims the pause in that same transaction,
+with the same conditional statement as any claim, so the gated call runs once,
+on the worker that received that vote. A vote that finds the pause no longer
+pending and unexpired writes nothing.
+
+A vote counts only toward the arguments its approver was shown: under the
+lock, the pause's digest must still be the one the vote was checked against,
+or nothing is written. An edit is a new proposal: in the same one transaction
+it replaces the call's arguments in the checkpoint (which any worker resumes
+from), sets the pause's digest to theirs, and leaves the editor's approval as
+the only one counted.
 """
 
 from __future__ import annotations
@@ -15,32 +23,62 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from symfonic.core.contracts.pauses import Claim, ClaimedPause, PauseRecord
-from symfonic.core.contracts.types import ApprovalVote
+from symfonic.core.contracts.pauses import CheckpointRecord, Claim, ClaimedPause, PauseRecord
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """An edit of a call that needs several approvals: the arguments it now proposes.
+
+    ``checkpoint``: the pause's checkpoint with the edited call in its
+    interaction; ``args_digest``: the edited call's digest.
+    """
+
+    checkpoint: CheckpointRecord
+    args_digest: str
+
+
+@dataclass(frozen=True)
+class Ballot:
+    """One approval as the store counts it.
+
+    ``claim``: who approves, when, and the claim the vote makes if it completes
+    the quorum. ``asked_digest``: the digest of the arguments the approver was
+    shown (the pause's as the request read it). ``proposal``: for an edit, the
+    new arguments it proposes.
+    """
+
+    claim: Claim
+    asked_digest: str | None
+    proposal: Proposal | None = None
 
 
 @dataclass(frozen=True)
 class VoteOutcome:
-    """What one approval did: exactly one field is set.
+    """What one approval did, and the pause as it left it.
 
-    ``counted``: the pause after the vote, still pending with fewer approvals
-    than it needs. ``claimed``: the vote completed the quorum and claimed the
-    pause. ``already``: this principal's earlier approval; nothing was written.
+    ``pause``: the pause after the vote, its approvals and digest as they now
+    stand. ``claimed``: the vote completed the quorum and claimed the pause.
+    ``already``: this principal was counted already, and nothing was written.
+    ``stale``: the arguments were edited since the approver read them, and
+    nothing was written.
     """
 
-    counted: PauseRecord | None = None
+    pause: PauseRecord
     claimed: ClaimedPause | None = None
-    already: ApprovalVote | None = None
+    already: bool = False
+    stale: bool = False
 
 
 class ApprovalVotes(Protocol):
     """Approvals of a pause that needs several, counted so that no race loses one."""
 
-    async def vote_pause(self, claim: Claim) -> VoteOutcome | None:
-        """Record ``claim.principal``'s approval of a pending, unexpired pause.
+    async def vote_pause(self, ballot: Ballot) -> VoteOutcome | None:
+        """Record ``ballot``'s approval of a pending, unexpired pause.
 
-        One transaction: the pause row locked, the vote recorded, and, when it is
-        the last approval needed, the claim ``claim`` describes made. ``None``
-        when the pause is no longer pending and unexpired: nothing is written.
+        One transaction: the pause row locked, its digest compared with the one
+        the approver was shown, the vote (or the edit's new proposal) recorded,
+        and, when it is the last approval needed, the claim made. ``None`` when
+        the pause is no longer pending and unexpired: nothing is written.
         """
         ...

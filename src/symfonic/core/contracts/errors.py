@@ -19,7 +19,6 @@
         ├── PauseAlreadyClaimed        409  being answered right now
         │   └── PauseAlreadyAnswered   409  superseded or published, with another answer
         ├── StaleQuestion              409  the answer's args_digest is not the pause's
-        ├── AlreadyApproved            409  this principal's approval is already counted
         ├── PauseNotPending            409  a reassignment of a pause no longer pending
         ├── RevisionConflict           409
         ├── SessionBusy                409  a turn is running
@@ -149,14 +148,6 @@ class StaleQuestion(RequestError):
     differs. Refused before the claim, so the token stays usable."""
 
     code = "stale_question"
-    status = 409
-
-
-class AlreadyApproved(RequestError):
-    """A second approval of a pause that needs several, by a principal already
-    counted: one person's approval counts once. Nothing is recorded."""
-
-    code = "already_approved"
     status = 409
 
 

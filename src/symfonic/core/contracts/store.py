@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from symfonic.core.contracts.approvals import ApprovalVotes, VoteOutcome
+from symfonic.core.contracts.approvals import ApprovalVotes, Ballot, Proposal, VoteOutcome
 from symfonic.core.contracts.audit import AuditLog
 from symfonic.core.contracts.outbox import LeasedDelivery, WebhookOutbox
 from symfonic.core.contracts.pause_changes import PauseChange, PauseChangeLog
@@ -64,6 +64,7 @@ from symfonic.core.contracts.sessions import (
 __all__ = [
     "ApprovalVotes",
     "AuditLog",
+    "Ballot",
     "CheckpointRecord",
     "Claim",
     "ClaimedPause",
@@ -79,6 +80,7 @@ __all__ = [
     "PauseRecord",
     "PauseStore",
     "PendingCount",
+    "Proposal",
     "PruneBatch",
     "PruneReport",
     "Reassignment",

@@ -122,11 +122,12 @@ class PauseQuestion:
     is answered through its parent's, and this names the delegate."""
     args_digest: str | None = None
     """An approval's proof of what is asked: the SHA-256 of its tool and arguments as
-    RFC 8785 JSON (:mod:`symfonic.core.args_digest`). Fixed when the pause is asked
-    and stored on its row, not recomputed from the checkpoint: every view of a
-    pause (listing, feed, webhooks) reads the row alone, and the checkpoint that
-    holds the arguments is gone once the pause is answered. ``None`` for other
-    kinds."""
+    RFC 8785 JSON (:mod:`symfonic.core.args_digest`). Written when the pause is asked
+    (and, for a call that needs several approvals, replaced by an edit, which
+    proposes other arguments) and stored on its row, not recomputed from the
+    checkpoint: every view of a pause (listing, feed, webhooks) reads the row alone,
+    and the checkpoint that holds the arguments is gone once the pause is answered.
+    ``None`` for other kinds."""
     approvals_required: int = 1
     """How many distinct principals must approve before the gated call runs; 1 for
     every pause that one answer settles. Fixed when the pause is asked."""
@@ -233,6 +234,9 @@ class PendingInteraction:
     """For an approval: how many distinct principals must approve (:func:`needs_approval`)."""
     allow_requester: bool = True
     """For an approval: whether the principal whose turn paused may approve it."""
+    edited_by: str | None = None
+    """For an approval that needs several: who edited the call's arguments (``args``
+    are then theirs, a new proposal the others approve), so the call runs as edited."""
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,12 @@ TIME_TO_ANSWER: Final = METER.create_histogram(
 RESUMES: Final = METER.create_counter(
     names.RESUMES, unit="{resume}", description="Resume requests, by how the claim ended"
 )
+APPROVALS_COUNTED: Final = METER.create_counter(
+    names.APPROVALS_COUNTED,
+    unit="{approval}",
+    description="Approvals counted toward a pause that needs several, the last one included "
+    "(a replay or a stale approval is not counted)",
+)
 CLAIM_CONFLICTS: Final = METER.create_counter(
     names.CLAIM_CONFLICTS,
     unit="{claim}",

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
-from symfonic.core.contracts.approvals import VoteOutcome
+from symfonic.core.contracts.approvals import Ballot, VoteOutcome
 from symfonic.core.contracts.pauses import Claim, ClaimedPause, NewPause, ResumePublish, SweepReport
 from symfonic.core.contracts.readdressing import Readdressed, ReaddressKind, Reassignment
 from symfonic.core.contracts.sessions import TurnPublish
@@ -64,15 +64,19 @@ class LoggedStore(StoreRoles):
             self._won(claim, claimed)
         return claimed
 
-    async def vote_pause(self, claim: Claim) -> VoteOutcome | None:
-        voted = await self._store.vote_pause(claim)
+    async def vote_pause(self, ballot: Ballot) -> VoteOutcome | None:
+        voted = await self._store.vote_pause(ballot)
+        claim = ballot.claim
         if voted is not None and voted.claimed is not None:
             self._won(claim, voted.claimed)
-        elif voted is not None and voted.counted is not None:
-            pause = voted.counted
+        elif voted is not None and not (voted.already or voted.stale):
+            pause = voted.pause
+            what = "an approval was counted" if ballot.proposal is None else (
+                "the call was edited, a new proposal that only its editor has approved"
+            )
             logs.pause_changed(
                 "approved",
-                f"an approval was counted, {len(pause.approvals)} of the "
+                f"{what}, {len(pause.approvals)} of the "
                 f"{pause.approvals_required} it needs; it waits for the rest",
                 pause_id=pause.pause_id,
                 principal=claim.principal,

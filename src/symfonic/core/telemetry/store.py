@@ -32,7 +32,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from symfonic.core.contracts.approvals import VoteOutcome
+from symfonic.core.contracts.approvals import Ballot, VoteOutcome
 from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.pauses import (
     CheckpointRecord,
@@ -111,14 +111,20 @@ class TracedStore(TracedRoles):
             _won(span, claim, claimed.checkpoint)
             return claimed
 
-    async def vote_pause(self, claim: Claim) -> VoteOutcome | None:
+    async def vote_pause(self, ballot: Ballot) -> VoteOutcome | None:
+        claim = ballot.claim
         with transaction_span(names.CLAIM, "vote_pause", _claim_attributes(claim)) as span:
-            voted = await counting(self._store.vote_pause(claim), "vote_pause")
-            if voted is not None and voted.claimed is not None:
+            voted = await counting(self._store.vote_pause(ballot), "vote_pause")
+            if voted is None or voted.stale:
+                span.set_attribute(names.CLAIM_RESULT, names.LOST)
+                return voted
+            _voted(span, ballot, voted)
+            if voted.claimed is not None:
                 _won(span, claim, voted.claimed.checkpoint)
             else:
-                counted = voted is not None and voted.counted is not None
-                span.set_attribute(names.CLAIM_RESULT, names.VOTED if counted else names.LOST)
+                span.set_attribute(
+                    names.CLAIM_RESULT, names.REPLAY if voted.already else names.VOTED
+                )
             return voted
 
     async def publish_resume(self, publish: ResumePublish) -> int:
@@ -222,6 +228,29 @@ def _pause_attributes(pause: PauseRecord) -> dict[str, Any]:
 def _claim_attributes(claim: Claim) -> dict[str, Any]:
     # Never the answer: only who claimed which pause.
     return {names.PAUSE_ID: claim.pause_id, names.PRINCIPAL: claim.principal}
+
+
+def _voted(span: Span, ballot: Ballot, voted: VoteOutcome) -> None:
+    """Where the vote stands, on the vote's span and its resume's; a counted vote counted.
+
+    A replay (the principal was counted already) says where the vote stands too,
+    and counts nothing.
+    """
+    pause = voted.pause
+    stands: dict[str, Any] = {
+        names.APPROVALS: len(pause.approvals),
+        names.APPROVALS_REQUIRED: pause.approvals_required,
+    }
+    resume = current_resume()
+    for each in (span, None if resume is None else resume.span):
+        if each is not None:
+            each.set_attributes(stands)
+    if resume is not None and voted.already:
+        resume.replayed = True
+    if not voted.already:
+        decision = "approve" if ballot.proposal is None else "edit"
+        labels = {names.AGENT: pause.agent, names.APPROVAL_DECISION: decision}
+        instruments.APPROVALS_COUNTED.add(1, labels)
 
 
 def _won(span: Span, claim: Claim, checkpoint: CheckpointRecord | None) -> None:

@@ -22,6 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from symfonic.core.contracts.errors import RequestError, SymfonicError
 from symfonic.core.contracts.types import (
+    ApprovalRecordedEvent,
     ErrorEvent,
     Event,
     ResponseCompleteEvent,
@@ -56,6 +57,8 @@ class ResumeTrace:
     span: Span
     claim_won: bool = False
     pause_id: str | None = None
+    replayed: bool = False
+    """An approval by a principal already counted toward the pause's quorum."""
 
 
 @dataclass
@@ -77,6 +80,12 @@ def _observe(span: Span, event: Event, seen: _Outcome, resume: ResumeTrace | Non
             result = names.WON if resume.claim_won else names.REPLAY
             span.set_attribute(names.CLAIM_RESULT, result)
             seen.attributes[names.CLAIM_RESULT] = result
+    elif isinstance(event, ApprovalRecordedEvent) and resume is not None:
+        # Counted toward a quorum (or a replay of one counted already): the pause waits.
+        seen.outcome = names.PAUSED
+        result = names.REPLAY if resume.replayed else names.VOTED
+        span.set_attribute(names.CLAIM_RESULT, result)
+        seen.attributes[names.CLAIM_RESULT] = result
     elif isinstance(event, TurnPausedEvent):
         seen.outcome = names.PAUSED
         # A resume's own pause id is the one it answered; the new one is the next.

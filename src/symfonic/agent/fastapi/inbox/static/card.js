@@ -84,15 +84,18 @@ export function cardFor(pause, { me, answer, reassign }) {
 }
 
 // Where the card's vote stands, from `entry.pause`: its line, and no Approve for
-// someone who may not (the requester, or one already counted), no Edit where
-// several must approve the call as asked.
+// someone who may not (the requester, or one already counted). Edit is a new
+// proposal, offered to whoever may approve, except for a delegate's call that
+// needs several approvals (refused: the delegate's checkpoint holds the call).
 export function showVotes(entry, me) {
   const line = votesLine(entry.pause, me);
   entry.votes.textContent = line;
   entry.votes.hidden = !line;
   const approve = mayApprove(entry.pause, me);
   for (const node of entry.card.querySelectorAll('[data-action="approve"]')) node.hidden = !approve;
-  const edit = approve && (entry.pause.approvals_required || 1) <= 1;
+  // One already counted may still edit: the edit is their approval of other arguments.
+  const own = entry.pause.allow_requester === false && entry.pause.asked_by === me;
+  const edit = !own && ((entry.pause.approvals_required || 1) <= 1 || !entry.pause.sub_agent);
   for (const node of entry.card.querySelectorAll('[data-action="edit"]')) node.hidden = !edit;
 }
 

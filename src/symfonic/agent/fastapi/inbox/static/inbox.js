@@ -227,7 +227,7 @@ async function send(pause, answer, status) {
     return sentence;
   }
   const outcome = await response.json();
-  if (response.status === 202) return counted_(pause, outcome);
+  if (response.status === 202) return counted_(pause, outcome, answer);
   const decision = decisionOf(pause, answer, status);
   const edited = decision === "edit" ? changes(pause.tool_args, answer.args) : null;
   const own = { own: true, outcome: decision };
@@ -248,12 +248,13 @@ async function send(pause, answer, status) {
   return null;
 }
 
-// An approval counted toward a pause that needs several: it stays, with its votes.
-function counted_(pause, outcome) {
-  const entry = cards.get(pause.pause_id);
+// An approval counted toward a pause that needs several: it stays, with its votes
+// (and, after this person's edit, with the arguments they proposed).
+function counted_(pause, outcome, answer) {
+  let entry = cards.get(pause.pause_id);
   if (entry) {
-    entry.pause = { ...entry.pause, approvals: outcome.pause.approvals };
-    showVotes(entry, me);
+    const edited = outcome.pause.args_digest !== entry.pause.args_digest && answer && answer.args;
+    entry = revoted(entry, { ...outcome.pause, ...(edited ? { tool_args: answer.args } : {}) });
     entry.outcome.textContent = `Your approval is counted: ${votesLine(entry.pause, me)}.`;
   }
   say("Approval counted.");
@@ -264,8 +265,22 @@ function counted_(pause, outcome) {
 function approved(data) {
   const entry = cards.get(data.pause_id);
   if (!entry || !data.pause) return;
-  entry.pause = { ...entry.pause, approvals: data.pause.approvals };
-  showVotes(entry, me);
+  revoted(entry, data.pause);
+}
+
+// The card after a vote: its votes, and, when an edit made the pause a new proposal
+// (another digest), the card drawn again with the arguments the others now approve.
+function revoted(entry, pause) {
+  if (pause.args_digest === entry.pause.args_digest) {
+    entry.pause = { ...entry.pause, approvals: pause.approvals };
+    showVotes(entry, me);
+    return entry;
+  }
+  const fresh = { ...entry.pause, approvals: pause.approvals, args_digest: pause.args_digest,
+    ...(pause.tool_args ? { tool_args: pause.tool_args } : {}) };
+  remove(entry.pause.pause_id);
+  add(fresh);
+  return cards.get(fresh.pause_id);
 }
 
 async function reassign_(pause, body) {
