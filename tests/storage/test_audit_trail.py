@@ -25,7 +25,7 @@ from symfonic.core.contracts.audit import AuditEntry, AuditRecord, verify_log
 from symfonic.core.contracts.errors import RevisionConflict
 from symfonic.core.contracts.store import ResumePublish, Store
 from symfonic.core.contracts.types import InteractionKind, PauseState
-from symfonic.storage import open_store, pause_writes
+from symfonic.storage import open_store, pause_sweep
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Dialect
 from test_store_pauses import HOUR, T0, TURN, claim_of, claimed, new_session, paused
@@ -184,7 +184,7 @@ async def test_two_workers_appending_at_once_keep_one_chain(store: Any, other: S
 async def test_a_sweep_expiring_500_pauses_in_one_statement_chains_500_records(
     store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pause_writes, "SWEEP_BATCH", 500)
+    monkeypatch.setattr(pause_sweep, "SWEEP_BATCH", 500)
     made = await bulk_pauses(store, [f"pay {n}?" for n in range(500)], start=T0)
     assert (await store.sweep(T0 + timedelta(days=2))).expired == 500
     trail = await records(store)

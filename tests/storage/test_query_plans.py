@@ -45,7 +45,7 @@ from symfonic.core.contracts.store import (
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.storage import open_store
 from symfonic.storage.pause_listing import count_rows
-from symfonic.storage.pause_writes import EXPIRE, SWEEP_BATCH
+from symfonic.storage.pause_sweep import EXPIRE, SWEEP_BATCH
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Dialect, Params, Statement
 

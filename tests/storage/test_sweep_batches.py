@@ -18,7 +18,7 @@ import pytest
 
 from symfonic.core.contracts.store import PauseChange, Store
 from symfonic.core.contracts.types import PauseState
-from symfonic.storage import pause_changes, pause_writes
+from symfonic.storage import pause_changes, pause_sweep
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Dialect
 from test_store_pauses import T0, new_session, paused, state_of
@@ -42,7 +42,7 @@ def _count_background(store: SqlStore) -> list[int]:
 async def test_a_sweep_moves_a_backlog_in_transactions_of_one_batch_each(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pause_writes, "SWEEP_BATCH", 3)
+    monkeypatch.setattr(pause_sweep, "SWEEP_BATCH", 3)
     assert isinstance(store, SqlStore)
     session_id = await new_session(store)
     due = [await paused(store, session_id, expires_at=T0 + timedelta(minutes=1)) for _ in range(7)]

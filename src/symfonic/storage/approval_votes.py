@@ -39,7 +39,7 @@ from symfonic.core.contracts.webhooks import WebhookEventType
 from symfonic.storage.audit_log import append
 from symfonic.storage.history import read_history
 from symfonic.storage.pause_changes import APPROVED
-from symfonic.storage.pause_writes import CLAIM, claim_params
+from symfonic.storage.pause_claims import CLAIM, claim_params
 from symfonic.storage.readdressing import OWE, RECORD_CHANGE
 from symfonic.storage.rows import PAUSE_COLUMNS, approvals_json, aware, checkpoint_of, pause_of
 from symfonic.storage.statements import Dialect, Row, Statement, first, json_text

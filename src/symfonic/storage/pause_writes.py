@@ -1,15 +1,16 @@
-"""A pause's transitions: record, claim, renew, publish, abandon, expire.
+"""A pause's record and settlement: record, publish, supersede, abandon.
 
-Every transition two workers can race for is one conditional ``UPDATE`` whose
-row count (or ``RETURNING`` row) decides it, never a read followed by a write:
+A pause is recorded pending (with its checkpoint, and for a first turn's pause
+only by the run still holding the session); it is claimed and its claim renewed
+in :mod:`symfonic.storage.pause_claims`, and swept in
+:mod:`symfonic.storage.pause_sweep`. Here its claim settles it. Every settlement
+two workers can race for is one conditional ``UPDATE`` whose row count (or
+``RETURNING`` row) decides it, never a read followed by a write:
 
-- claim: ``pending`` and unexpired → ``claimed``, keyed by the pause id;
-- renew, abandon, supersede, publish: only while ``claimed`` by *this* claim id;
+- abandon, supersede, publish: only while ``claimed`` by *this* claim id;
 - publish also moves the session's revision on only from the pause's base
   revision, in the same transaction that appends the history rows, so a lost
-  race raises :class:`RevisionConflict` and rolls the pause update back with it;
-- sweep: ``pending`` past ``expires_at`` → ``expired``, ``claimed`` past its
-  lease → ``abandoned``, skipping rows another transaction holds.
+  race raises :class:`RevisionConflict` and rolls the pause update back with it.
 
 Where a transition writes more than one row, PostgreSQL makes it one statement
 of data-modifying ``WITH`` clauses -- one round trip, where a transaction of
@@ -30,29 +31,16 @@ that replaced it (superseded): its checkpoint is dropped as it settles.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
-from symfonic.core.contracts.pauses import (
-    Claim,
-    ClaimedPause,
-    NewPause,
-    ResumePublish,
-    SweepReport,
-)
+from symfonic.core.contracts.pauses import NewPause, ResumePublish
 from symfonic.core.contracts.webhooks import FailedTurn
-from symfonic.storage.history import (
-    APPEND_AFTER_BUMP,
-    append,
-    body_texts,
-    postgres_history,
-    revision_conflict,
-    with_history,
-)
+from symfonic.storage.history import APPEND_AFTER_BUMP, append, body_texts, revision_conflict
 from symfonic.storage.owed import Kind
-from symfonic.storage.readdressing import escalate_due, first_step_at
-from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of, escalations_json
+from symfonic.storage.pause_claims import CLAIMED_BY
+from symfonic.storage.readdressing import first_step_at
+from symfonic.storage.rows import escalations_json
 from symfonic.storage.runs import END_RUN, END_RUN_TEXT
 from symfonic.storage.statements import Dialect, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
@@ -80,14 +68,12 @@ RECORD_RUN_PAUSE = Statement(
     " SELECT count(*) AS recorded FROM ended"
 )
 
-_CLAIMED_BY = "WHERE session_id = :session_id AND claim_id = :claim_id AND state = 'claimed'"
 _DROP_CHECKPOINT = "checkpoint_format = NULL, checkpoint = NULL"
 SUPERSEDE = Statement(
     f"UPDATE symfonic_pauses SET state = 'superseded', outcome = :outcome, {_DROP_CHECKPOINT}"
-    f" {_CLAIMED_BY} RETURNING pause_id"
+    f" {CLAIMED_BY} RETURNING pause_id"
 )
-RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {_CLAIMED_BY}")
-ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {_CLAIMED_BY}")
+ABANDON_CLAIM = Statement(f"UPDATE symfonic_pauses SET state = 'abandoned' {CLAIMED_BY}")
 # The session's pending pause and, down the chain of delegates, the pending
 # pauses it stands for: in one statement, so none is left answerable alone.
 ABANDON_PENDING = Statement(
@@ -108,33 +94,17 @@ ABANDON_PENDING = Statement(
     " RETURNING pause_id"
 )
 
-_CLAIM = (
-    "UPDATE symfonic_pauses SET state = 'claimed', claim_id = :claim_id,"
-    " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
-    " answer = :answer, answer_status = :status, edited_args_digest = :edited_args_digest"
-    " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :at"
-    f" RETURNING {CHECKPOINT_COLUMNS}"
-)
-CLAIM = {
-    Dialect.SQLITE: Statement(_CLAIM),
-    Dialect.POSTGRESQL: Statement(
-        f"{_CLAIM},"
-        f" {postgres_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')}"
-        " AS history"
-    ),
-}
-
 # SQLite: the pause marked published, then the turn appended at its base revision.
 PUBLISH_PAUSE = Statement(
     f"UPDATE symfonic_pauses SET state = 'published', outcome = :outcome, {_DROP_CHECKPOINT}"
-    f" {_CLAIMED_BY} RETURNING pause_id, base_revision"
+    f" {CLAIMED_BY} RETURNING pause_id, base_revision"
 )
 # PostgreSQL: the same in one statement. Whatever it did not do is reported in
 # its one row: no ``base_revision``, the claim lapsed; no ``revision``, the
 # session had moved on.
 PUBLISH_RESUME = Statement(
     "WITH claimed AS (SELECT pause_id, base_revision FROM symfonic_pauses"
-    f" {_CLAIMED_BY} FOR UPDATE),"
+    f" {CLAIMED_BY} FOR UPDATE),"
     " locked AS (SELECT revision FROM symfonic_sessions WHERE session_id = :session_id"
     " FOR UPDATE),"
     " published AS (UPDATE symfonic_pauses"
@@ -149,45 +119,6 @@ PUBLISH_RESUME = Statement(
     " SELECT (SELECT revision FROM bumped) AS revision,"
     " (SELECT base_revision FROM claimed) AS base_revision"
 )
-
-# Pauses a sweep moves in one transaction: a long backlog (10k pauses expiring at
-# once) becomes many short transactions, so turns' writes interleave with it. On
-# SQLite a write that comes during a batch waits for it: 100 take about 10 ms
-# on a quiet machine.
-SWEEP_BATCH = 100
-
-
-def _stale(dialect: Dialect, new_state: str, state: str, due_by: str) -> Statement:
-    """One batch of ``state`` pauses whose ``due_by`` time has come moved to ``new_state``.
-
-    The batch is picked once through the index on ``(state, due_by)``, then its
-    rows are updated by primary key. The update's own check that each row is
-    still due (what makes two sweepers move a pause once) is written so that no
-    index serves it: only the batch's keys can find the rows, and a batch costs
-    its own rows whatever the statistics say. Were the update matched on the due
-    index too, each batch would read every pause due, and on a PostgreSQL table
-    never analysed would join them to the batch row by row (4,000 due: 400,000
-    comparisons a batch).
-
-    PostgreSQL builds the batch as an array, skipping rows another transaction
-    holds: a ``LIMIT … FOR UPDATE SKIP LOCKED`` subquery under ``IN`` may be run
-    again for each row and move more than a batch. SQLite's writers never
-    overlap, and it runs an ``IN`` subquery once.
-    """
-    batch = f"SELECT pause_id FROM symfonic_pauses WHERE state = '{state}' AND {due_by} <= :now"
-    still_due = f"coalesce(state, state) = '{state}' AND coalesce({due_by}, {due_by}) <= :now"
-    update = f"UPDATE symfonic_pauses SET state = '{new_state}' WHERE"
-    if dialect is Dialect.POSTGRESQL:
-        return Statement(
-            f"{update} pause_id = ANY(ARRAY({batch} LIMIT :batch FOR UPDATE SKIP LOCKED))"
-            f" AND {still_due}"
-        )
-    return Statement(f"{update} pause_id IN ({batch} LIMIT :batch) AND {still_due}")
-
-
-EXPIRE = {d: _stale(d, "expired", "pending", "expires_at") for d in Dialect}
-ABANDON_LAPSED = {d: _stale(d, "abandoned", "claimed", "lease_until") for d in Dialect}
-
 
 def run_lost(session_id: str) -> RevisionConflict:
     return RevisionConflict(
@@ -240,7 +171,8 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
 
 
 class SqlPauseWrites(SqlTransactions):
-    """The transitions of the port's :class:`~symfonic.core.contracts.pauses.PauseStore`."""
+    """The record and settlements of the port's
+    :class:`~symfonic.core.contracts.pauses.PauseStore`."""
 
     async def record_pause(self, new: NewPause) -> None:
         session_id = new.pause.session_id
@@ -280,17 +212,6 @@ class SqlPauseWrites(SqlTransactions):
             await connection.count(INSERT_PAUSE, _pause_params(new, replaced))
 
         await self.transaction(end_run_then_insert)
-
-    async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
-        won = await with_history(self, CLAIM, claim_params(claim), "base_revision")
-        if won is None:
-            return None
-        row, history = won
-        return ClaimedPause(checkpoint_of(row), history)
-
-    async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
-        params = {"session_id": session_id, "claim_id": claim_id, "lease_until": lease_until}
-        return await self.write_count(RENEW_CLAIM, params) == 1
 
     async def publish_resume(self, publish: ResumePublish) -> int:
         session_id, claim_id, bodies = publish.session_id, publish.claim_id, publish.messages
@@ -353,59 +274,3 @@ class SqlPauseWrites(SqlTransactions):
 
     async def abandon_pending(self, session_id: str) -> int:
         return len(await self.write_rows(ABANDON_PENDING, {"session_id": session_id}))
-
-    async def sweep(self, now: datetime) -> SweepReport:
-        """Expire stale pending pauses and abandon claims whose lease ran out, after
-        writing the cleanups owed since the store could not (:mod:`symfonic.storage.owed`)
-        and applying the escalation steps due (:mod:`symfonic.storage.readdressing`).
-
-        Rows another transaction holds (a claim being won, a lease being renewed, a
-        publish) are skipped rather than waited for: a sweep never blocks a turn,
-        and sweepers on many workers never deadlock on each other. Each batch of at
-        most ``SWEEP_BATCH`` pauses is a transaction of its own, run where the
-        adapter keeps long work (:meth:`SqlTransactions.background_transaction`), and
-        each finds its rows through the index of the pauses due, so a pass costs
-        what it moves, not what waits.
-        """
-        # Cleanups owed since the store could not write go first: a failed turn's
-        # claim or session is released within one sweep of writes working again.
-        settled = await self.owed.settle()
-        # Escalation before expiry: a step due now is applied while its pause is pending.
-        escalated = await escalate_due(self, now)
-        expired = await _in_batches(self, EXPIRE[self.dialect], now)
-        abandoned = await _in_batches(self, ABANDON_LAPSED[self.dialect], now)
-        return SweepReport(
-            expired,
-            abandoned,
-            runs_ended=settled[Kind.END_RUN],
-            escalated=len(escalated),
-            escalations=tuple(escalated),
-        )
-
-
-async def _in_batches(store: SqlTransactions, statement: Statement, now: datetime) -> int:
-    params = {"now": now, "batch": SWEEP_BATCH}
-
-    async def one_batch(connection: Connection) -> int:
-        return await connection.count(statement, params)
-
-    moved = 0
-    while True:
-        count = await store.background_transaction(one_batch)
-        moved += count
-        if count < SWEEP_BATCH:
-            return moved
-
-
-def claim_params(claim: Claim) -> dict[str, Any]:
-    """The parameters of :data:`CLAIM` for ``claim``."""
-    return {
-        "pause_id": claim.pause_id,
-        "claim_id": claim.claim_id,
-        "lease_until": claim.lease_until,
-        "principal": claim.principal,
-        "at": claim.at,
-        "answer": json_text(claim.answer),
-        "status": claim.status,
-        "edited_args_digest": claim.edited_args_digest,
-    }

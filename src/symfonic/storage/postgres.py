@@ -4,7 +4,7 @@ asyncpg, straight: each statement is one round trip on a pooled connection, its
 plan prepared once per connection. The isolation level is READ COMMITTED, set
 on every connection and every transaction rather than trusted to the server's
 default, and it is enough: every race goes through one conditional ``UPDATE``
-(see :mod:`symfonic.storage.pause_writes`), which re-evaluates its ``WHERE`` on the
+(see :mod:`symfonic.storage.pause_claims`), which re-evaluates its ``WHERE`` on the
 newest version of the row it locks, so of N concurrent claims exactly one sees
 ``pending``. A single statement runs without ``BEGIN``/``COMMIT``: it is atomic
 by itself, and the transitions that write several rows are one statement each

@@ -3,7 +3,10 @@
 Each role of the port is a class over the same transactions
 (:class:`~symfonic.storage.transactions.SqlTransactions`), in the module that
 owns it: sessions and first turns (:mod:`symfonic.storage.runs`), a pause's
-transitions (:mod:`symfonic.storage.pause_writes`), reads and listings of
+record and settlements (:mod:`symfonic.storage.pause_writes`), its claim
+(:mod:`symfonic.storage.pause_claims`) and sweep
+(:mod:`symfonic.storage.pause_sweep`), approval votes
+(:mod:`symfonic.storage.approval_votes`), reads and listings of
 pauses (:mod:`symfonic.storage.pause_reads`, whose listing queries are
 :mod:`symfonic.storage.pause_listing`'s), the record of pause changes
 (:mod:`symfonic.storage.pause_changes`), runs and their kept events
@@ -31,7 +34,9 @@ from __future__ import annotations
 from symfonic.storage.approval_votes import SqlApprovalVotes
 from symfonic.storage.audit_log import SqlAuditLog
 from symfonic.storage.pause_changes import PauseChangeRecord
+from symfonic.storage.pause_claims import SqlPauseClaims
 from symfonic.storage.pause_reads import SqlPauseListing, SqlPauseReads
+from symfonic.storage.pause_sweep import SqlPauseSweep
 from symfonic.storage.pause_writes import SqlPauseWrites
 from symfonic.storage.readdressing import SqlPauseAddressing
 from symfonic.storage.retention import SqlRetention
@@ -45,6 +50,8 @@ class SqlStore(
     SqlSessions,
     SqlRuns,
     SqlPauseWrites,
+    SqlPauseClaims,
+    SqlPauseSweep,
     SqlPauseReads,
     SqlPauseListing,
     PauseChangeRecord,

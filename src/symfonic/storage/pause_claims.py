@@ -1,0 +1,77 @@
+"""A pause's claim: ``pending`` to ``claimed`` once, and the lease that keeps it.
+
+The claim is one conditional ``UPDATE`` keyed by the pause id: of any number of
+workers whose statements race for one pause, exactly one moves it from
+``pending`` (and unexpired at the claim's own time) to ``claimed``, and its
+``RETURNING`` row is the checkpoint it continues; the others match nothing.
+On PostgreSQL the same statement reads the session's committed history too (a
+data-modifying ``WITH``), so winning costs one round trip; SQLite reads it in
+the same transaction. A claim is then renewed only by its own claim id while
+the pause is still ``claimed``, so a claim the sweeper took back stays lost.
+
+The approval that completes a quorum claims by this same statement inside the
+vote's transaction (:mod:`symfonic.storage.approval_votes`), with the same
+parameters (:func:`claim_params`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from symfonic.core.contracts.pauses import Claim, ClaimedPause
+from symfonic.storage.history import postgres_history, with_history
+from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of
+from symfonic.storage.statements import Dialect, Statement, json_text
+from symfonic.storage.transactions import SqlTransactions
+
+# The rows a claim's own later writes may touch: its pause, while it holds it.
+CLAIMED_BY = "WHERE session_id = :session_id AND claim_id = :claim_id AND state = 'claimed'"
+RENEW_CLAIM = Statement(f"UPDATE symfonic_pauses SET lease_until = :lease_until {CLAIMED_BY}")
+
+_CLAIM = (
+    "UPDATE symfonic_pauses SET state = 'claimed', claim_id = :claim_id,"
+    " lease_until = :lease_until, answered_by = :principal, answered_at = :at,"
+    " answer = :answer, answer_status = :status, edited_args_digest = :edited_args_digest"
+    " WHERE pause_id = :pause_id AND state = 'pending' AND expires_at > :at"
+    f" RETURNING {CHECKPOINT_COLUMNS}"
+)
+CLAIM = {
+    Dialect.SQLITE: Statement(_CLAIM),
+    Dialect.POSTGRESQL: Statement(
+        f"{_CLAIM},"
+        f" {postgres_history('symfonic_pauses.session_id', 'symfonic_pauses.base_revision')}"
+        " AS history"
+    ),
+}
+
+
+def claim_params(claim: Claim) -> dict[str, Any]:
+    """The parameters of :data:`CLAIM` for ``claim``."""
+    return {
+        "pause_id": claim.pause_id,
+        "claim_id": claim.claim_id,
+        "lease_until": claim.lease_until,
+        "principal": claim.principal,
+        "at": claim.at,
+        "answer": json_text(claim.answer),
+        "status": claim.status,
+        "edited_args_digest": claim.edited_args_digest,
+    }
+
+
+class SqlPauseClaims(SqlTransactions):
+    """The claim and its renewal, of the port's
+    :class:`~symfonic.core.contracts.pauses.PauseStore`."""
+
+    async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
+        won = await with_history(self, CLAIM, claim_params(claim), "base_revision")
+        if won is None:
+            return None
+        row, history = won
+        return ClaimedPause(checkpoint_of(row), history)
+
+    async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
+        params = {"session_id": session_id, "claim_id": claim_id, "lease_until": lease_until}
+        return await self.write_count(RENEW_CLAIM, params) == 1
+
