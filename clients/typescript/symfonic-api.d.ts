@@ -1722,7 +1722,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1795,7 +1795,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1878,7 +1878,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2170,7 +2170,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2226,7 +2226,7 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
-            /** @description With `"background": true`: the run's id and events URL (`RunStarted`); the claim was won and the turn runs on whether or not anyone listens. Or an approval of a pause that needs several approvers (`approvals_required`), counted while more are needed (`TurnOutcome`): nothing ran, the pause stays pending with its token, and `pause.approvals` says who approved so far. Always JSON, even to a request for a stream. The approval that completes the quorum runs the turn on, as a 200 (or a background run). */
+            /** @description With `"background": true`: the run's id and events URL (`RunStarted`); the claim was won and the turn runs on whether or not anyone listens. Or an approval of a pause that needs several approvers (`approvals_required`), counted while more are needed (`TurnOutcome`): nothing ran, the pause stays pending with its token, and `pause.approvals` says who approved so far. The same principal approving again gets the same 202 with the vote as it stands, counted once; an edit is a new proposal that only its editor has approved. Always JSON, even to a request for a stream. The approval that completes the quorum runs the turn on, as a 200 (or a background run). */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -2273,7 +2273,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); this principal's approval of a pause that needs several is already counted (`already_approved`); the session is busy or paused; or `base_revision` does not match. */
+            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent; an edit of a call that needs several approvals makes the old digest stale); the session is busy or paused; or `base_revision` does not match. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2309,7 +2309,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2383,7 +2383,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2457,7 +2457,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); this principal's approval of a pause that needs several is already counted (`already_approved`); the session is busy or paused; or `base_revision` does not match. */
+            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent; an edit of a call that needs several approvals makes the old digest stale); the session is busy or paused; or `base_revision` does not match. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2466,7 +2466,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2544,7 +2544,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2646,7 +2646,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2720,7 +2720,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2817,7 +2817,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent); this principal's approval of a pause that needs several is already counted (`already_approved`); the session is busy or paused; or `base_revision` does not match. */
+            /** @description The pause is being answered (`already_claimed`) or was already answered with another answer (`already_answered`); the answer's `args_digest` is not the pause's (`stale_question`, the token is not spent; an edit of a call that needs several approvals makes the old digest stale); the session is busy or paused; or `base_revision` does not match. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2844,7 +2844,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2923,7 +2923,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3005,7 +3005,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3076,7 +3076,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a call that needs several approvals (the token is not spent). */
+            /** @description Malformed body, an answer that fails the pause's `response_schema`, or an edit of a delegate's call that needs several approvals (the token is not spent). */
             422: {
                 headers: {
                     [name: string]: unknown;

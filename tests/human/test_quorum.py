@@ -116,7 +116,11 @@ async def test_an_edit_resets_the_count_and_the_edited_call_runs_once(store_url:
     async with bank.agent(store_url) as one, bank.agent(store_url) as two:
         asked = await one.run("pay 500", principal=ALICE)
         assert asked.pause is not None
-        token, pause_id, asked_digest = asked.pause.token, asked.pause.pause_id, asked.pause.args_digest
+        token, pause_id, asked_digest = (
+            asked.pause.token,
+            asked.pause.pause_id,
+            asked.pause.args_digest,
+        )
         await two.resume(token, APPROVE, principal=CAROL, args_digest=asked_digest)
 
         edit = {"decision": "edit", "args": {"amount": 450}}
@@ -126,7 +130,10 @@ async def test_an_edit_resets_the_count_and_the_edited_call_runs_once(store_url:
         new_digest = edited.pause.args_digest
         assert new_digest is not None and new_digest != asked_digest
         (listed,) = await two.pauses(ERIN)
-        assert (listed.args_digest, [v.principal for v in listed.approvals]) == (new_digest, ["dave"])
+        assert (listed.args_digest, [v.principal for v in listed.approvals]) == (
+            new_digest,
+            ["dave"],
+        )
         assert bank.paid == []
 
         with pytest.raises(StaleQuestion):

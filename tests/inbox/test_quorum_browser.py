@@ -90,13 +90,14 @@ def test_the_requester_cannot_approve_one_approval_counts_and_the_second_pays_on
 
 
 def amount_shown(page_card: Any) -> Any:
-    return page_card.locator(".call dt", has_text="amount").locator("xpath=following-sibling::dd[1]")
+    return page_card.locator(".call dt", has_text="amount").locator(
+        "xpath=following-sibling::dd[1]"
+    )
 
 
 def test_an_edit_resets_the_count_and_every_card_shows_the_edited_call(
     browser: Any, served: Inbox
 ) -> None:
-    from playwright.sync_api import expect
 
     carol = signed_in(browser, served.url, "carol")
     erin = signed_in(browser, served.url, "erin", **PHONE)

@@ -141,13 +141,15 @@ async def test_an_edit_is_a_new_proposal_and_a_vote_for_the_old_one_writes_nothi
     assert stale == VoteOutcome(row, stale=True)
     assert [v.principal for v in (await current(store, pause.pause_id)).approvals] == ["dave"]
     # carol's earlier vote no longer counts: hers, for the new digest, is counted anew.
-    carol = await store.vote_pause(vote_of(row, "carol"))
+    carol = await store.vote_pause(vote_of(row, "carol", VOTED_AT + timedelta(seconds=5)))
     assert carol is not None and carol.claimed is not None
     done = await current(store, pause.pause_id)
     assert [v.principal for v in done.approvals] == ["dave", "carol"]
 
     records = [r for r in await store.audit_records(limit=100) if r.pause_id == pause.pause_id]
-    said = [(r.event, r.principal, r.decision, r.args_digest, r.edited_args_digest) for r in records]
+    said = [
+        (r.event, r.principal, r.decision, r.args_digest, r.edited_args_digest) for r in records
+    ]
     assert said[1:] == [
         ("approved", "carol", "approve", "ab" * 32, None),
         ("approved", "dave", "edit", "ab" * 32, "cd" * 32),

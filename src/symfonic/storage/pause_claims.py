@@ -74,4 +74,3 @@ class SqlPauseClaims(SqlTransactions):
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
         params = {"session_id": session_id, "claim_id": claim_id, "lease_until": lease_until}
         return await self.write_count(RENEW_CLAIM, params) == 1
-

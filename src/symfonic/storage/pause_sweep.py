@@ -20,7 +20,6 @@ from symfonic.storage.readdressing import escalate_due
 from symfonic.storage.statements import Dialect, Statement
 from symfonic.storage.transactions import Connection, SqlTransactions
 
-
 # Pauses a sweep moves in one transaction: a long backlog (10k pauses expiring at
 # once) becomes many short transactions, so turns' writes interleave with it. On
 # SQLite a write that comes during a batch waits for it: 100 take about 10 ms
@@ -90,7 +89,6 @@ class SqlPauseSweep(SqlTransactions):
             escalated=len(escalated),
             escalations=tuple(escalated),
         )
-
 
 
 async def _in_batches(store: SqlTransactions, statement: Statement, now: datetime) -> int:

@@ -120,6 +120,7 @@ PUBLISH_RESUME = Statement(
     " (SELECT base_revision FROM claimed) AS base_revision"
 )
 
+
 def run_lost(session_id: str) -> RevisionConflict:
     return RevisionConflict(
         f"this turn's hold on session {session_id} lapsed while it ran and another turn "

@@ -72,15 +72,15 @@ def refuse_approval(
             "someone else of its audience must",
             pause_id=pause.pause_id,
         )
-    if answer.get("decision") == "edit" and is_vote(pause, answer, status):
-        if pause.delegated_pause_id is not None:
-            # The call is in the delegate's checkpoint, which its caller's vote cannot
-            # rewrite in the same transaction.
-            raise InvalidAnswer(
-                f"this call was asked by a delegate and needs {pause.approvals_required} "
-                "approvals; approve it as it is, or reject it with a reason",
-                pause_id=pause.pause_id,
-            )
+    edit = answer.get("decision") == "edit" and is_vote(pause, answer, status)
+    if edit and pause.delegated_pause_id is not None:
+        # The call is in the delegate's checkpoint, which its caller's vote cannot
+        # rewrite in the same transaction.
+        raise InvalidAnswer(
+            f"this call was asked by a delegate and needs {pause.approvals_required} "
+            "approvals; approve it as it is, or reject it with a reason",
+            pause_id=pause.pause_id,
+        )
 
 
 async def proposal(

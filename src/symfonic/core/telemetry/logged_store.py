@@ -71,8 +71,10 @@ class LoggedStore(StoreRoles):
             self._won(claim, voted.claimed)
         elif voted is not None and not (voted.already or voted.stale):
             pause = voted.pause
-            what = "an approval was counted" if ballot.proposal is None else (
-                "the call was edited, a new proposal that only its editor has approved"
+            what = (
+                "an approval was counted"
+                if ballot.proposal is None
+                else ("the call was edited, a new proposal that only its editor has approved")
             )
             logs.pause_changed(
                 "approved",
