@@ -1147,6 +1147,13 @@ export interface components {
              */
             background?: boolean;
             /**
+             * On Busy
+             * @description While another turn runs on the session: `reject` refuses this one (409 `session_busy`). `enqueue` keeps it in the session's queue: it runs after the turns before it, in order, once each, on whichever worker frees the session, and the answer is always 202 with its run's id (`queued` until it runs; at once when nothing holds the session). `interrupt` cancels the running turn as a cancel of its run does (it publishes nothing; a resume's pause is `abandoned`) and runs this one; `rollback` does the same and deletes the cancelled turn's run and kept events. A refused `interrupt` or `rollback` cancels nothing. A pending pause is not a busy session: `on_pending_pause` decides, when the message is sent and, for a queued one, again when it reaches the head of the queue (docs/runs.md).
+             * @default reject
+             * @enum {string}
+             */
+            on_busy?: "reject" | "enqueue" | "interrupt" | "rollback";
+            /**
              * Status
              * @description `cancelled`: the person dismissed the question without answering. `declined`: they refused it outright; an MCP server's question hears `decline` (and `cancel` for `cancelled`), every other pause reads both as no answer.
              * @default resolved
@@ -1243,10 +1250,10 @@ export interface components {
             session_id: string;
             /**
              * State
-             * @description `failed` also for a run whose worker stopped before it ended.
+             * @description `queued`: a message sent with `on_busy: enqueue`, waiting for its session (a cancel takes it out of the queue). `failed` also for a run whose worker stopped before it ended.
              * @enum {string}
              */
-            state: "running" | "paused" | "complete" | "failed" | "cancelled";
+            state: "queued" | "running" | "paused" | "complete" | "failed" | "cancelled";
         };
         /** SessionCreated */
         SessionCreated: {
@@ -1550,6 +1557,13 @@ export interface components {
              * @description The user's message.
              */
             message: string;
+            /**
+             * On Busy
+             * @description While another turn runs on the session: `reject` refuses this one (409 `session_busy`). `enqueue` keeps it in the session's queue: it runs after the turns before it, in order, once each, on whichever worker frees the session, and the answer is always 202 with its run's id (`queued` until it runs; at once when nothing holds the session). `interrupt` cancels the running turn as a cancel of its run does (it publishes nothing; a resume's pause is `abandoned`) and runs this one; `rollback` does the same and deletes the cancelled turn's run and kept events. A refused `interrupt` or `rollback` cancels nothing. A pending pause is not a busy session: `on_pending_pause` decides, when the message is sent and, for a queued one, again when it reaches the head of the queue (docs/runs.md).
+             * @default reject
+             * @enum {string}
+             */
+            on_busy?: "reject" | "enqueue" | "interrupt" | "rollback";
             /**
              * On Pending Pause
              * @description With a pending pause: refuse the turn (409), or abandon the pause and run.
@@ -2779,7 +2793,7 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
-            /** @description With `"background": true`: the run's id and events URL; it runs on whether or not anyone listens. */
+            /** @description With `"background": true`: the run's id and events URL; it runs on whether or not anyone listens. With `"on_busy": "enqueue"`, always: the run the message will be, `queued` at `GET /v1/runs/{run_id}` until the turns before it on the session have ended. */
             202: {
                 headers: {
                     [name: string]: unknown;

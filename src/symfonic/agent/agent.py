@@ -29,6 +29,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from symfonic.agent.models import resolve_model
+from symfonic.agent.queued import QueuedMessages
 from symfonic.agent.sessions import SessionsAndPauses
 from symfonic.capabilities.human.interactions import Interaction
 from symfonic.capabilities.human.toolbox import Approval, ToolBox
@@ -52,10 +53,11 @@ from symfonic.turns.delegation import (
     check_delegates,
 )
 from symfonic.turns.outcomes import collect
+from symfonic.turns.queue import Started
 from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resume import resume_turn
 from symfonic.turns.run_access import cancel_run, visible_run
-from symfonic.turns.start import OnPendingPause, first_turn, owned_session
+from symfonic.turns.start import OnBusy, OnPendingPause, TakeOver, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
 DEFAULT_CLAIM_LEASE = 120.0
@@ -69,7 +71,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class SymfonicAgent(SessionsAndPauses):
+class SymfonicAgent(SessionsAndPauses, QueuedMessages):
     """Model, instructions, tools and limits, served by name.
 
     ``approval`` names the tools a person must approve (a set), or maps each to
@@ -134,6 +136,8 @@ class SymfonicAgent(SessionsAndPauses):
         self.clock = clock
         self.record_answers = record_answers
         self._bound_model: BoundModel | None = None
+        # Handles given out for messages queued here, finished by the runs they become.
+        self._waiting: dict[str, RunHandle] = {}
         self._streaming = streams_natively(self.model)
         # The runs this agent started and still drives, so a cancel stops them here.
         self._started: weakref.WeakValueDictionary[str, RunHandle] = weakref.WeakValueDictionary()
@@ -228,10 +232,17 @@ class SymfonicAgent(SessionsAndPauses):
         *,
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
+        on_busy: TakeOver = "reject",
     ) -> AsyncGenerator[Event, None]:
-        """Run a turn, yielding its events; request errors raise before the first."""
+        """Run a turn, yielding its events; request errors raise before the first.
+
+        ``on_busy``: while another turn holds the session, refuse this one
+        (``SessionBusy``), or cancel that turn first: ``interrupt``, or
+        ``rollback``, which also deletes its run (docs/runs.md)."""
         await self.open()
-        turn = self._first_turn(message, session_id, principal, base_revision, on_pending_pause)
+        turn = self._first_turn(
+            message, session_id, principal, base_revision, on_pending_pause, on_busy
+        )
         # aclosing: a consumer that stops early closes the turn now, not at GC.
         async with aclosing(turn) as events:
             async for event in events:
@@ -245,11 +256,14 @@ class SymfonicAgent(SessionsAndPauses):
         *,
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
+        on_busy: TakeOver = "reject",
     ) -> TurnResult:
         """Run a turn to its end: what :meth:`stream` yields, collected."""
         await self.open()
         return await collect(
-            self._first_turn(message, session_id, principal, base_revision, on_pending_pause)
+            self._first_turn(
+                message, session_id, principal, base_revision, on_pending_pause, on_busy
+            )
         )
 
     def _first_turn(
@@ -259,6 +273,7 @@ class SymfonicAgent(SessionsAndPauses):
         principal: Principal | str,
         base_revision: int | None,
         on_pending_pause: OnPendingPause,
+        on_busy: TakeOver = "reject",
     ) -> AsyncGenerator[Event, None]:
         who = Principal.of(principal)
         turn = first_turn(
@@ -268,6 +283,7 @@ class SymfonicAgent(SessionsAndPauses):
             session_id,
             base_revision=base_revision,
             on_pending_pause=on_pending_pause,
+            on_busy=on_busy,
         )
         return self._traced(turn, who, session_id)
 
@@ -320,17 +336,42 @@ class SymfonicAgent(SessionsAndPauses):
         tasks: TaskGroup,
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
+        on_busy: OnBusy = "reject",
+        started: Started | None = None,
     ) -> RunHandle:
         """Start a turn that runs in ``tasks`` whether or not anyone listens
-        (docs/runs.md); refusals raise here, before it runs."""
+        (docs/runs.md); refusals raise here, before it runs.
+
+        ``on_busy="enqueue"``: the message waits in the session's queue while
+        another turn holds the session, and runs after it, in order; the handle
+        joins it once it has run here. ``interrupt`` and ``rollback``: as
+        :meth:`stream`. When the run ends, the session's next
+        queued message runs in ``tasks``; ``started`` is told of each such run.
+        """
+        if on_busy == "enqueue":
+            who = Principal.of(principal)
+            if session_id is None:
+                session_id = await self.create_session(who)
+            queued = await self.enqueue(
+                message,
+                session_id,
+                who,
+                base_revision=base_revision,
+                on_pending_pause=on_pending_pause,
+            )
+            waiting = self._waiting[queued] = RunHandle(queued, session_id)
+            await self.run_queued(session_id, tasks, started)
+            return waiting
         turn = self.stream(
             message,
             session_id,
             principal,
             base_revision=base_revision,
             on_pending_pause=on_pending_pause,
+            on_busy=on_busy,
         )
-        return self._driving(await start_run(self, turn, tasks))
+        then = self._then_queued(tasks, started)
+        return self._driving(await start_run(self, turn, tasks, then=then))
 
     async def start_resume(
         self,
@@ -341,16 +382,18 @@ class SymfonicAgent(SessionsAndPauses):
         tasks: TaskGroup,
         status: AnswerStatus = "resolved",
         args_digest: str | None = None,
+        started: Started | None = None,
     ) -> RunHandle:
         """Answer a pause and run its turn on in ``tasks``; refusals and the claim
-        are decided here, before this returns."""
+        are decided here, before this returns. Then as :meth:`start`."""
         await self.open()
         if isinstance(token, str):
             token = await resolve(self.settlement, token, self.clock())
         pause = token.pause
         turn = self.resume_stream(token, answer, principal, status=status, args_digest=args_digest)
         owner = RunOwner(pause.principal, pause.audience, pause.pause_id)
-        return self._driving(await start_run(self, turn, tasks, owner))
+        then = self._then_queued(tasks, started)
+        return self._driving(await start_run(self, turn, tasks, owner, then=then))
 
     def _driving(self, handle: RunHandle) -> RunHandle:
         if handle.run_id is not None and not handle.done:

@@ -26,8 +26,10 @@ from symfonic.client.calls import (
     OUTCOME,
     STREAM,
     Call,
+    OnBusy,
     OnPendingPause,
     PauseFilter,
+    TakeOver,
     auth_headers,
 )
 from symfonic.client.errors import ApiError, error_of
@@ -123,10 +125,11 @@ class AsyncSymfonicClient:
         *,
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
+        on_busy: TakeOver = "reject",
     ) -> AsyncGenerator[Event, None]:
         """A turn's events as they happen, ending with exactly one of
         ``TurnPausedEvent``, ``ResponseCompleteEvent`` or ``ErrorEvent``."""
-        body = calls.turn_body(message, base_revision, on_pending_pause)
+        body = calls.turn_body(message, base_revision, on_pending_pause, on_busy)
         path = f"{calls.session_path(session_id)}/turns"
         async with aclosing(self._events(path, body)) as events:
             async for event in events:
@@ -139,11 +142,12 @@ class AsyncSymfonicClient:
         *,
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
+        on_busy: TakeOver = "reject",
     ) -> TurnResult:
         """A turn's outcome; without ``session_id``, in a new session."""
         if session_id is None:
             session_id = (await self.create_session()).session_id
-        body = calls.turn_body(message, base_revision, on_pending_pause)
+        body = calls.turn_body(message, base_revision, on_pending_pause, on_busy)
         path = f"{calls.session_path(session_id)}/turns"
         return await self._send(Call("POST", path, result_of, body=body), OUTCOME)
 
@@ -200,12 +204,15 @@ class AsyncSymfonicClient:
         *,
         base_revision: int | None = None,
         on_pending_pause: OnPendingPause = "reject",
+        on_busy: OnBusy = "reject",
     ) -> RunStarted:
         """A turn run in the background (``"background": true``): every refusal is raised
-        before it starts; then it runs on the service whether or not anyone follows it."""
+        before it starts; then it runs on the service whether or not anyone follows it.
+        ``on_busy``: what it does while another turn holds the session (docs/runs.md);
+        ``enqueue`` answers with a run that reads ``queued`` until its turn comes."""
         if session_id is None:
             session_id = (await self.create_session()).session_id
-        body = calls.turn_body(message, base_revision, on_pending_pause)
+        body = calls.turn_body(message, base_revision, on_pending_pause, on_busy)
         return await self._send(calls.start_turn(session_id, body))
 
     async def start_resume(

@@ -38,6 +38,9 @@ from symfonic.core.contracts.types import (
 
 T = TypeVar("T")
 OnPendingPause = Literal["reject", "abandon"]
+# What a turn does while another holds its session (docs/runs.md).
+OnBusy = Literal["reject", "enqueue", "interrupt", "rollback"]
+TakeOver = Literal["reject", "interrupt", "rollback"]
 # The largest page the listing gives: fewest requests to read every pause.
 MAX_PAGE = 500
 STREAM = {"Accept": "text/event-stream"}
@@ -105,11 +108,16 @@ def session_path(session_id: str) -> str:
 
 
 def turn_body(
-    message: str, base_revision: int | None, on_pending_pause: OnPendingPause
+    message: str,
+    base_revision: int | None,
+    on_pending_pause: OnPendingPause,
+    on_busy: OnBusy = "reject",
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"message": message, "on_pending_pause": on_pending_pause}
     if base_revision is not None:
         body["base_revision"] = base_revision
+    if on_busy != "reject":
+        body["on_busy"] = on_busy
     return body
 
 

@@ -124,10 +124,15 @@ BUMP = Statement(_BUMP.format(end_run=""))
 # The same, for a first turn: its run marker is cleared with it (only the run
 # holding the marker publishes; a lost marker lost the revision race too).
 # A first turn's publish also ends its run, unless its run was cancelled: a cancel
-# leaves ``CANCELLED_MARK`` + the run's id as the marker (symfonic.storage.run_events).
+# leaves ``CANCELLED_MARK`` + the run's id as the marker (symfonic.storage.run_events),
+# and a run a new message took the session from is recorded ``cancelled`` or
+# ``forgotten`` (symfonic.storage.interrupts), which the publish looks up by its key.
 CANCELLED_MARK = "cancelled:"
 BUMP_ENDING_RUN_TEXT = _BUMP.format(end_run=", run_id = NULL, run_lease = NULL").replace(
-    " RETURNING", " AND (run_id IS NULL OR run_id <> :cancelled) RETURNING"
+    " RETURNING",
+    " AND (run_id IS NULL OR run_id <> :cancelled) AND NOT EXISTS (SELECT 1 FROM"
+    " symfonic_runs r WHERE r.run_id = :run_id AND r.state IN ('cancelled', 'forgotten'))"
+    " RETURNING",
 )
 BUMP_ENDING_RUN = Statement(BUMP_ENDING_RUN_TEXT)
 INSERT_MESSAGE = Statement(
@@ -170,6 +175,7 @@ async def append(
     }
     if ending_run is not None:
         params["cancelled"] = CANCELLED_MARK + ending_run
+        params["run_id"] = ending_run
     row = first(await connection.rows(bump, params))
     if row is None:
         raise revision_conflict(session_id, base_revision)

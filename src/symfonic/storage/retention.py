@@ -48,6 +48,9 @@ _FINISHED_AND_IDLE = (
     " WHERE p.session_id = symfonic_sessions.session_id"
     " AND (p.state IN ('pending', 'claimed') OR p.created_at >= :cutoff"
     " OR p.answered_at >= :cutoff))"
+    # A session with a message waiting in its queue is not finished.
+    " AND NOT EXISTS (SELECT 1 FROM symfonic_run_queue q"
+    " WHERE q.session_id = symfonic_sessions.session_id)"
 )
 DELETE_SESSIONS = Statement(
     "DELETE FROM symfonic_sessions WHERE session_id IN (SELECT session_id"

@@ -9,6 +9,6 @@ to the migrations' head.
 
 from __future__ import annotations
 
-SCHEMA_HEAD = "0022"
+SCHEMA_HEAD = "0023"
 # Alembic's own bookkeeping table; missing in a database never migrated.
 READ_REVISION = "SELECT version_num FROM alembic_version"

@@ -140,7 +140,7 @@ class _Settled(Exception):
     """A cancel that came after its turn settled: its transaction rolls back."""
 
 
-def _event_row(run_id: str, seq: int, event: Event) -> dict[str, Any]:
+def event_row(run_id: str, seq: int, event: Event) -> dict[str, Any]:
     return {"run_id": run_id, "seq": seq, "type": event.type, "data": event.model_dump_json()}
 
 
@@ -197,7 +197,7 @@ class SqlRunEvents(SqlTransactions):
         stored, dropped = int(counts["events"]), int(counts["dropped"])
         merged = coalesced(events)
         keep = kept(merged, stored)
-        rows = [_event_row(run_id, stored + n, e) for n, e in enumerate(keep, start=1)]
+        rows = [event_row(run_id, stored + n, e) for n, e in enumerate(keep, start=1)]
         if rows:
             await connection.each(INSERT_EVENT, rows)
         skipped = len(merged) - len(keep)
@@ -246,7 +246,7 @@ class SqlRunEvents(SqlTransactions):
                 took = await connection.count(ABANDON_CLAIM, params)
             if took != 1:
                 raise _Settled  # the turn settled first: undo the run's update
-            await connection.each(INSERT_EVENT, [_event_row(run_id, int(row["events"]), CANCELLED)])
+            await connection.each(INSERT_EVENT, [event_row(run_id, int(row["events"]), CANCELLED)])
             await self._notify(connection, run_id)
             return True
 

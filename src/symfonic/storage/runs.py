@@ -82,6 +82,8 @@ BEGIN_RUN = {
         " AS history"
     ),
 }
+# The marker set inside a larger transaction (an interrupt's), whose commit waits for the disk.
+BEGIN_RUN_SYNCED = Statement(_BEGIN_RUN)
 END_RUN_TEXT = (
     "UPDATE symfonic_sessions SET run_id = NULL, run_lease = NULL"
     " WHERE session_id = :session_id AND run_id = :run_id"
@@ -179,6 +181,7 @@ class SqlRuns(SqlTransactions):
                 "added": len(bodies),
                 "bodies": body_texts(bodies),
                 "cancelled": CANCELLED_MARK + publish.run_id,
+                "run_id": publish.run_id,
             }
             row = first(await self.write_rows(PUBLISH_TURN, params))
             if row is None:

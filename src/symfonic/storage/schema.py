@@ -181,6 +181,27 @@ run_events = sa.Table(
     sqlite_autoincrement=True,
 )
 
+# Messages queued for a busy session (migration 0023): see symfonic.storage.run_queue.
+run_queue = sa.Table(
+    "symfonic_run_queue",
+    metadata,
+    sa.Column(
+        "position",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        sa.Identity(always=False),
+        primary_key=True,
+    ),
+    sa.Column("run_id", sa.String(64), nullable=False, unique=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
+    sa.Column("principal", sa.String(200), nullable=False),
+    sa.Column("scopes", sa.JSON, nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("on_pending_pause", sa.String(16), nullable=False),
+    sa.Column("queued_at", Timestamp, nullable=False),
+    sa.Index("ix_symfonic_run_queue_session", "session_id", "position"),
+    sqlite_autoincrement=True,
+)
+
 # Which URL wants which webhook event type (migration 0005); never the secret.
 webhook_subscriptions = sa.Table(
     "symfonic_webhook_subscriptions",

@@ -10,7 +10,9 @@ record and settlements (:mod:`symfonic.storage.pause_writes`), its claim
 pauses (:mod:`symfonic.storage.pause_reads`, whose listing queries are
 :mod:`symfonic.storage.pause_listing`'s), the record of pause changes
 (:mod:`symfonic.storage.pause_changes`), runs and their kept events
-(:mod:`symfonic.storage.run_events`), the webhook outbox
+(:mod:`symfonic.storage.run_events`), queued messages
+(:mod:`symfonic.storage.run_queue`), taking a busy session over
+(:mod:`symfonic.storage.interrupts`), the webhook outbox
 (:mod:`symfonic.storage.webhooks`, :mod:`symfonic.storage.webhook_destinations`)
 retention (:mod:`symfonic.storage.retention`) and the audit trail
 (:mod:`symfonic.storage.audit_log`). :class:`SqlStore` is all of
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from symfonic.storage.approval_votes import SqlApprovalVotes
 from symfonic.storage.audit_log import SqlAuditLog
+from symfonic.storage.interrupts import SqlTurnInterrupts
 from symfonic.storage.pause_changes import PauseChangeRecord
 from symfonic.storage.pause_claims import SqlPauseClaims
 from symfonic.storage.pause_reads import SqlPauseListing, SqlPauseReads
@@ -41,6 +44,7 @@ from symfonic.storage.pause_writes import SqlPauseWrites
 from symfonic.storage.readdressing import SqlPauseAddressing
 from symfonic.storage.retention import SqlRetention
 from symfonic.storage.run_events import SqlRunEvents
+from symfonic.storage.run_queue import SqlRunQueue
 from symfonic.storage.runs import SqlRuns, SqlSessions
 from symfonic.storage.webhook_destinations import SqlWebhookDestinations
 from symfonic.storage.webhooks import SqlWebhookDeliveries
@@ -56,6 +60,8 @@ class SqlStore(
     SqlPauseListing,
     PauseChangeRecord,
     SqlRunEvents,
+    SqlRunQueue,
+    SqlTurnInterrupts,
     SqlPauseAddressing,
     SqlWebhookDeliveries,
     SqlWebhookDestinations,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import timedelta
@@ -56,6 +56,9 @@ logger = logging.getLogger("symfonic")
 
 FLUSH_SECONDS = 0.25
 _STATES = {"complete": RunState.COMPLETE, "paused": RunState.PAUSED, "failed": RunState.FAILED}
+
+
+Then = Callable[["RunHandle"], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -135,16 +138,25 @@ async def start_run(
     events: AsyncGenerator[Event, None],
     tasks: anyio.abc.TaskGroup,
     owner: RunOwner | None = None,
+    *,
+    then: Then | None = None,
+    logged: RunHandle | None = None,
 ) -> RunHandle:
     """Start the turn ``events`` yields and hand it to a task of ``tasks``.
 
     Refusals raise here, before anything is kept. ``owner``: who may see the
     run (default: the session's owner, read once the turn has started). A
     repeat of a resume that already ran in the background is that run again.
+    ``then``: awaited once the run has ended here (the session's next queued
+    message is taken there). ``logged``: the handle of a run whose row already
+    exists (a queued message, taken), which the run then finishes.
     """
     first = await first_event(events)
     if not isinstance(first, TurnStartedEvent):
         return await _counted(first, events)
+    if logged is not None:
+        tasks.start_soon(_drive, agent, logged, first, events, then)
+        return logged
     handle = RunHandle(first.run_id, first.session_id)
     try:
         if await agent.store.run_record(first.run_id) is not None:
@@ -169,7 +181,7 @@ async def start_run(
     except BaseException:
         await events.aclose()
         raise
-    tasks.start_soon(_drive, agent, handle, first, events)
+    tasks.start_soon(_drive, agent, handle, first, events, then)
     return handle
 
 
@@ -187,10 +199,27 @@ async def _drive(
     handle: RunHandle,
     first: TurnStartedEvent,
     rest: AsyncGenerator[Event, None],
+    then: Then | None = None,
+) -> None:
+    """Run the turn to its end, keeping its events; record how it ended; then ``then``."""
+    await _ended(agent, handle, first, rest)
+    if then is not None:
+        try:
+            await then(handle)
+        except Exception as error:  # the next run's own failure; this one has ended
+            logger.warning("what follows a background run could not start: %s", error)
+
+
+async def _ended(
+    agent: TurnRuntime,
+    handle: RunHandle,
+    first: TurnStartedEvent,
+    rest: AsyncGenerator[Event, None],
 ) -> None:
     """Run the turn to its end, keeping its events; then record how it ended."""
     result: TurnResult | None = None
     seen: list[Event] = [first]
+    agent.settlement.running[first.run_id] = handle.stop
     try:
         with handle._scope:
             await _driven(agent, handle, seen, rest)
@@ -202,6 +231,7 @@ async def _drive(
         logger.error("a background run failed after it started", exc_info=error)
     finally:
         with anyio.CancelScope(shield=True):
+            agent.settlement.running.pop(first.run_id, None)
             state = RunState.FAILED if result is None else _STATES[result.status]
             outcome = None if result is None else outcome_of(result)
             last = [stored(seen[-1])] if isinstance(seen[-1], TERMINAL_EVENTS) else []

@@ -83,6 +83,11 @@ class AdmittedBudget:
     event_guard: EventGuard
 
 
+def admitted(plan: Limits) -> AdmittedBudget:
+    """A turn admitted already (a queued message, counted when it was queued)."""
+    return AdmittedBudget(prepared_plan=plan, event_guard=EventGuard(plan))
+
+
 def admit_resume_budget(agent: BudgetedAgent, issuer_scope: IssuerScope) -> AdmittedBudget:
     """Admit one turn for ``issuer_scope``'s owner, or raise ``BudgetRefused``."""
     if agent.quota is not None:

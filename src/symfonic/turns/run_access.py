@@ -7,8 +7,10 @@ stranger learns nothing from the answer. A cancel is the store's, one
 transaction (:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`):
 it either takes away everything the turn could settle with, or, when the turn
 already ended or settled, changes nothing and says so
-(:class:`~symfonic.core.contracts.errors.RunNotRunning`). Stopping the task
-that runs the turn is its worker's business, not this module's.
+(:class:`~symfonic.core.contracts.errors.RunNotRunning`). A message still
+queued is taken out of its queue instead
+(:meth:`~symfonic.core.contracts.run_queue.RunQueue.cancel_queued_turn`). Stopping
+the task that runs the turn is its worker's business, not this module's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from symfonic.turns.runtime import TurnRuntime
 async def visible_run(agent: TurnRuntime, run_id: str, principal: Principal) -> RunRecord:
     """The run, if ``principal`` may see it; :class:`RunNotFound` otherwise."""
     record = await agent.store.run_record(run_id)
-    if record is None or not await _sees(agent, principal, record):
+    # A rolled-back run is kept only as what its turn's publish checks: no client's.
+    if record is None or record.state is RunState.FORGOTTEN:
+        raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+    if not await _sees(agent, principal, record):
         raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
     return record
 
@@ -43,7 +48,11 @@ async def cancel_run(agent: TurnRuntime, run_id: str, principal: Principal) -> R
     a cancel never undoes what was published.
     """
     record = await visible_run(agent, run_id, principal)
-    if not await agent.store.cancel_run(run_id, agent.clock()):
+    # A queued message leaves its queue; one taken meanwhile is cancelled as it runs.
+    dequeued = record.state is RunState.QUEUED and await agent.store.cancel_queued_turn(
+        run_id, agent.clock()
+    )
+    if not dequeued and not await agent.store.cancel_run(run_id, agent.clock()):
         now = await agent.store.run_record(run_id) or record
         state = now.state_at(agent.clock())
         raise RunNotRunning(

@@ -81,7 +81,8 @@ class Settlement:
     """An agent's store, signer and pause time to live: every write a turn ends in.
 
     It also keeps the records of the pauses it wrote (``recent``), for the
-    resume that comes back to this agent (:mod:`symfonic.turns.recent_pauses`).
+    resume that comes back to this agent (:mod:`symfonic.turns.recent_pauses`),
+    and how to stop the background runs it runs (``running``).
     """
 
     def __init__(self, store: Store, signer: TokenSigner, *, pause_ttl: float) -> None:
@@ -89,6 +90,9 @@ class Settlement:
         self.signer = signer
         self.pause_ttl = pause_ttl
         self.recent = RecentPauses()
+        # How to stop each background run this process runs, by run id: a turn that
+        # takes its session over here stops it at once (symfonic.turns.start).
+        self.running: dict[str, Callable[[], None]] = {}
 
     def paused_event(self, result: KernelResult, *, now: datetime) -> TurnPausedEvent:
         """The frame announcing a pause, with a freshly minted id and token."""

@@ -42,13 +42,22 @@ from symfonic.core.contracts.types import (
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
 from symfonic.kernel.limits import Limits
-from symfonic.turns.budget import IssuerScope, admit_resume_budget
+from symfonic.turns.budget import (
+    AdmittedBudget,
+    IssuerScope,
+    admit_resume_budget,
+    admitted,
+)
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
 from symfonic.turns.started_turn import StartedTurn
 
 OnPendingPause = Literal["reject", "abandon"]
+# What a message does when another turn holds its session (docs/runs.md).
+OnBusy = Literal["reject", "enqueue", "interrupt", "rollback"]
+# What a turn that runs now (not queued) may do about the turn holding its session.
+TakeOver = Literal["reject", "interrupt", "rollback"]
 
 
 async def owned_session(agent: TurnRuntime, session_id: str, principal: Principal) -> SessionRecord:
@@ -67,11 +76,14 @@ async def _refuse(
     base_revision: int | None,
     on_pending_pause: OnPendingPause,
     now: datetime,
+    takes_over: bool = False,
 ) -> NoReturn:
-    """Say why the run marker was refused, from the session as it is now."""
+    """Say why the run marker was refused, from the session as it is now; a turn
+    that ``takes_over`` a busy session was refused for another reason first."""
     session = await owned_session(agent, session_id, principal)
     open_pause = await agent.store.open_pause(session_id)
-    if open_pause is not None and open_pause.state is PauseState.CLAIMED:
+    claimed = open_pause is not None and open_pause.state is PauseState.CLAIMED
+    if claimed and not takes_over:
         raise SessionBusy("a resumed turn is running on this session", session_id=session_id)
     if open_pause is not None and open_pause.answerable(now) and on_pending_pause == "reject":
         raise SessionPaused(
@@ -94,8 +106,11 @@ async def _begin(
     session_id: str,
     base_revision: int | None,
     on_pending_pause: OnPendingPause,
+    on_busy: OnBusy = "reject",
 ) -> tuple[RunStart, str]:
-    """Set the session's run marker, or raise why not; the run and its id."""
+    """Set the session's run marker, or raise why not; the run and its id. With
+    ``interrupt`` or ``rollback``, whatever turn holds the session is cancelled in
+    the same transaction (:class:`~symfonic.core.contracts.interrupts.TurnInterrupts`)."""
     now = agent.clock()
     run_id = uuid.uuid4().hex
     # Every check that can refuse the turn is in the statement that marks it
@@ -109,7 +124,15 @@ async def _begin(
         base_revision=base_revision,
         refuse_pending=on_pending_pause == "reject",
     )
-    start = await agent.store.begin_run(request)
+    takes_over = on_busy in ("interrupt", "rollback")
+    if takes_over:
+        taken = await agent.store.interrupt_turn(request, forget=on_busy == "rollback")
+        start = None if taken is None else taken.start
+        stop = None if taken is None else agent.settlement.running.get(taken.cancelled_run or "")
+        if stop is not None:
+            stop()  # its run is this process's: stopped now, not when the store is heard
+    else:
+        start = await agent.store.begin_run(request)
     if start is None:
         await _refuse(
             agent,
@@ -118,8 +141,35 @@ async def _begin(
             base_revision=base_revision,
             on_pending_pause=on_pending_pause,
             now=now,
+            takes_over=takes_over,
         )
     return start, run_id
+
+
+async def _held(
+    agent: TurnRuntime,
+    principal: Principal,
+    session_id: str | None,
+    base_revision: int | None,
+    on_pending_pause: OnPendingPause,
+    on_busy: OnBusy,
+    held: tuple[RunStart, str] | None,
+) -> tuple[RunStart, str, AdmittedBudget | None]:
+    """The session held for the turn, its run id, and its budget if admitted already:
+    a queued message's was when it was queued, and a takeover's is admitted before
+    it cancels anything, so that a refused quota cancels nothing."""
+    if held is not None:
+        return *held, admitted(agent.limits)
+    if session_id is None:
+        session_id = await agent.create_session(principal)
+    budget = None
+    if on_busy in ("interrupt", "rollback"):
+        owner = (await owned_session(agent, session_id, principal)).principal
+        budget = admit_resume_budget(agent, IssuerScope(owner, agent.name))
+    start, run_id = await _begin(
+        agent, principal, session_id, base_revision, on_pending_pause, on_busy
+    )
+    return start, run_id, budget
 
 
 async def first_turn(
@@ -130,21 +180,28 @@ async def first_turn(
     *,
     base_revision: int | None = None,
     on_pending_pause: OnPendingPause = "reject",
+    on_busy: OnBusy = "reject",
+    held: tuple[RunStart, str] | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Run ``message`` as a new turn of the session (a new one if ``None``).
 
     Publishing or recording the pause ends the run in the same transaction;
-    only a turn that did neither has a run marker left to clear.
+    only a turn that did neither has a run marker left to clear. ``on_busy``:
+    ``interrupt`` or ``rollback`` cancels the turn that holds the session, as
+    this one begins (``enqueue`` is the caller's: :mod:`symfonic.turns.queue`).
+    ``held``: the session already held for this turn, and its run id (a queued
+    message taken, whose refusals and quota were decided when it was queued).
     """
-    if session_id is None:
-        session_id = await agent.create_session(principal)
-    start, run_id = await _begin(agent, principal, session_id, base_revision, on_pending_pause)
+    start, run_id, budget = await _held(
+        agent, principal, session_id, base_revision, on_pending_pause, on_busy, held
+    )
     session = start.session
+    session_id = session.session_id
     scope = IssuerScope(session.principal, agent.name)
     turn = StartedTurn(agent.settlement, session_id, run_id, scope, session.revision, principal)
     failure: FailedTurn | None = None
     try:
-        budget = admit_resume_budget(agent, scope)
+        budget = budget or admit_resume_budget(agent, scope)
         # Abandoned only once nothing can refuse the turn any more, so a refused
         # turn leaves the pending pause answerable.
         if start.pending_pause:

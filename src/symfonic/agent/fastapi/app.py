@@ -181,6 +181,7 @@ def _lifespan(
                         retention,
                         expiring_lead,
                         run_events_ttl,
+                        runs,
                     )
                 await tasks.start(feed.run)
                 await tasks.start(runs.run)

@@ -66,12 +66,14 @@ def turn_responses(description: str) -> dict[int | str, dict[str, Any]]:
 
 
 def run_started_response() -> dict[int | str, dict[str, Any]]:
-    """The 202 of a turn sent with ``"background": true``."""
+    """The 202 of a turn sent with ``"background": true``, or queued with ``enqueue``."""
     return {
         202: {
             "model": RunStarted,
             "description": 'With `"background": true`: the run\'s id and events URL; it runs '
-            "on whether or not anyone listens.",
+            'on whether or not anyone listens. With `"on_busy": "enqueue"`, always: the run '
+            "the message will be, `queued` at `GET /v1/runs/{run_id}` until the turns "
+            "before it on the session have ended.",
         }
     }
 

@@ -59,6 +59,7 @@ def resume_router(service: HttpService) -> APIRouter:
                     tasks=tasks,
                     status=body.status,
                     args_digest=body.args_digest,
+                    started=service.runs.track,
                 ),
             )
             if started.run_id is None:  # an approval counted toward a quorum: nothing ran
@@ -68,6 +69,8 @@ def resume_router(service: HttpService) -> APIRouter:
         events = agent.resume_stream(
             resolved, body.answer, principal, status=body.status, args_digest=body.args_digest
         )
+        session_id = resolved.pause.session_id
+        events = service.runs.then_queued(agent, session_id, events)
         return await respond(request, events, service.shares, principal)
 
     return router

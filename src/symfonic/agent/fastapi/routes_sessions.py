@@ -6,6 +6,11 @@ before its stream starts -- busy, paused, stale ``base_revision``, budget -- so
 a refusal is a JSON error and a 200 is always a turn that ran. With
 ``"background": true`` the same refusals come first, then a 202 names the run
 (:mod:`symfonic.agent.fastapi.routes_runs`), which goes on without the request.
+With ``"on_busy": "enqueue"`` the message is queued behind the session's turn
+(:mod:`symfonic.turns.queue`) and the 202 names the run it will be; every turn
+that ends here, attached or not, starts the session's next queued message.
+``"interrupt"`` and ``"rollback"`` cancel the turn holding the session as the
+new one begins (:mod:`symfonic.storage.interrupts`).
 """
 
 from collections.abc import Sequence
@@ -92,6 +97,8 @@ def sessions_router(service: HttpService) -> APIRouter:
         session_id: SessionId, body: TurnRequest, request: Request, principal: Caller, host: Host
     ) -> Response:
         agent = await host.agent_of_session(session_id)
+        if body.on_busy == "enqueue":
+            return await queued_turn(agent, session_id, body, principal, service)
         if body.background:
             return await background_turn(agent, session_id, body, principal, service)
         events = agent.stream(
@@ -100,7 +107,9 @@ def sessions_router(service: HttpService) -> APIRouter:
             principal,
             base_revision=body.base_revision,
             on_pending_pause=body.on_pending_pause,
+            on_busy=body.on_busy,
         )
+        events = service.runs.then_queued(agent, session_id, events)
         return await respond(request, events, service.shares, principal)
 
     return router
@@ -114,6 +123,7 @@ async def background_turn(
     service: HttpService,
 ) -> Response:
     """Start the turn in this worker's background runs; 202 once nothing can refuse it."""
+    assert body.on_busy != "enqueue"
     started = await service.in_background(
         principal,
         lambda tasks: agent.start(
@@ -123,10 +133,33 @@ async def background_turn(
             tasks=tasks,
             base_revision=body.base_revision,
             on_pending_pause=body.on_pending_pause,
+            on_busy=body.on_busy,
+            started=service.runs.track,
         ),
     )
     assert started.run_id is not None  # only an approval starts no run
     return JSONResponse(RunStarted.of(started.run_id).model_dump(), status_code=202)
+
+
+async def queued_turn(
+    agent: SymfonicAgent,
+    session_id: str,
+    body: TurnRequest,
+    principal: Principal,
+    service: HttpService,
+) -> Response:
+    """Queue the message behind the session's turn, refusals first; 202 with its run.
+    It runs here at once when nothing holds the session and nothing is queued before it."""
+    tasks = service.runs.tasks  # 503 before anything is queued, where nothing runs them
+    run_id = await agent.enqueue(
+        body.message,
+        session_id,
+        principal,
+        base_revision=body.base_revision,
+        on_pending_pause=body.on_pending_pause,
+    )
+    await agent.run_queued(session_id, tasks, service.runs.track)
+    return JSONResponse(RunStarted.of(run_id).model_dump(), status_code=202)
 
 
 def session_view(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -37,11 +37,17 @@ class RunOutcome(BaseModel):
     error: ErrorDetail | None = None
 
 
+# The states a client is shown: a rolled-back run (``forgotten``) is shown to nobody.
+ShownState = Literal["queued", "running", "paused", "complete", "failed", "cancelled"]
+
+
 class RunView(BaseModel):
     run_id: str
     session_id: str
-    state: Literal["running", "paused", "complete", "failed", "cancelled"] = Field(
-        description="`failed` also for a run whose worker stopped before it ended."
+    state: ShownState = Field(
+        description="`queued`: a message sent with `on_busy: enqueue`, waiting for its "
+        "session (a cancel takes it out of the queue). `failed` also for a run whose "
+        "worker stopped before it ended."
     )
     outcome: RunOutcome | None = Field(
         default=None, description="Once it has ended, how (none for a run its worker lost)."
@@ -55,7 +61,7 @@ class RunView(BaseModel):
         return cls(
             run_id=record.run_id,
             session_id=record.session_id,
-            state=state.value,
+            state=cast(ShownState, state.value),
             outcome=None if outcome is None else RunOutcome.model_validate(outcome),
             created_at=record.created_at,
             ended_at=record.ended_at,

@@ -132,6 +132,20 @@ class TurnRequest(_Body):
         "is 202 with the run's id and events URL, and the turn runs on whether or not "
         "anyone listens (docs/runs.md).",
     )
+    on_busy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
+        default="reject",
+        description="While another turn runs on the session: `reject` refuses this one "
+        "(409 `session_busy`). `enqueue` keeps it in the session's queue: it runs after "
+        "the turns before it, in order, once each, on whichever worker frees the session, "
+        "and the answer is always 202 with its run's id (`queued` until it runs; at once "
+        "when nothing holds the session). `interrupt` cancels the running turn as a "
+        "cancel of its run does (it publishes nothing; a resume's pause is `abandoned`) "
+        "and runs this one; `rollback` does the same and deletes the cancelled turn's "
+        "run and kept events. A refused `interrupt` or `rollback` cancels nothing. A "
+        "pending pause is not a busy session: `on_pending_pause` decides, when the "
+        "message is sent and, for a queued one, again when it reaches the head of the "
+        "queue (docs/runs.md).",
+    )
 
 
 # An answer is required unless the person cancelled or declined; said in the schema
@@ -171,6 +185,20 @@ class ResumeRequest(_Body):
         description="Run in the background: every refusal is decided first, then the answer "
         "is 202 with the run's id and events URL, and the turn runs on whether or not "
         "anyone listens (docs/runs.md).",
+    )
+    on_busy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
+        default="reject",
+        description="While another turn runs on the session: `reject` refuses this one "
+        "(409 `session_busy`). `enqueue` keeps it in the session's queue: it runs after "
+        "the turns before it, in order, once each, on whichever worker frees the session, "
+        "and the answer is always 202 with its run's id (`queued` until it runs; at once "
+        "when nothing holds the session). `interrupt` cancels the running turn as a "
+        "cancel of its run does (it publishes nothing; a resume's pause is `abandoned`) "
+        "and runs this one; `rollback` does the same and deletes the cancelled turn's "
+        "run and kept events. A refused `interrupt` or `rollback` cancels nothing. A "
+        "pending pause is not a busy session: `on_pending_pause` decides, when the "
+        "message is sent and, for a queued one, again when it reaches the head of the "
+        "queue (docs/runs.md).",
     )
 
     @model_validator(mode="after")

@@ -44,14 +44,20 @@ from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.run_events import RunEvent, RunRecord, RunState
-from symfonic.core.contracts.types import TERMINAL_EVENTS, ErrorEvent, TurnPausedEvent
+from symfonic.core.contracts.types import TERMINAL_EVENTS, ErrorEvent, Event, TurnPausedEvent
 from symfonic.turns.background import RunHandle
 
 logger = logging.getLogger("symfonic.http")
 
 RECHECK_SECONDS = 1.0
+# A run still to come or still running: its follower waits for its events.
+_GOING_ON = frozenset({RunState.QUEUED, RunState.RUNNING})
+# A run this worker runs and must stop: cancelled, or rolled back, on any worker.
+_STOPPED = frozenset({RunState.CANCELLED, RunState.FORGOTTEN})
 RETRY_DELAY = 1.0
 READ_BATCH = 200
+# Sessions one sweep looks at for queued messages to take.
+QUEUE_BATCH = 100
 
 
 class RunsUnavailable(RequestError):
@@ -77,6 +83,8 @@ class BackgroundRuns:
         self._local: dict[str, RunHandle] = {}
         self._wanted = anyio.Event()
         self._watching: anyio.CancelScope | None = None
+        # The free queue heads the last sweep found, as (session, run).
+        self._free_heads: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         return f"BackgroundRuns({len(self._followers)} followers)"
@@ -160,7 +168,7 @@ class BackgroundRuns:
 
     async def _stop_if_cancelled(self, handle: RunHandle) -> None:
         record = None if handle.run_id is None else await self._host.store.run_record(handle.run_id)
-        if record is None or record.state is RunState.CANCELLED:
+        if record is None or record.state in _STOPPED:
             handle.stop()
 
     async def cancel(self, run_id: str, principal: Principal) -> RunRecord:
@@ -171,6 +179,56 @@ class BackgroundRuns:
         if local is not None:
             local.stop()
         return cancelled
+
+    # queued messages ----------------------------------------------------------
+
+    def run_queued_soon(self, agent: SymfonicAgent, session_id: str) -> None:
+        """Run the session's next queued message here, if the session is free: a turn
+        on it just ended on this worker."""
+        if self._tasks is not None:
+            self._tasks.start_soon(self._run_queued, agent, session_id)
+
+    async def then_queued(
+        self, agent: SymfonicAgent, session_id: str, events: AsyncGenerator[Event, None]
+    ) -> AsyncGenerator[Event, None]:
+        """An attached turn's ``events``; once it ends, its session's next queued message."""
+        try:
+            async with aclosing(events) as turn:
+                async for event in turn:
+                    yield event
+        finally:
+            self.run_queued_soon(agent, session_id)
+
+    async def _run_queued(self, agent: SymfonicAgent, session_id: str) -> None:
+        try:
+            await agent.run_queued(session_id, self.tasks, self.track)
+        except Exception as error:  # a sweep takes it later
+            logger.warning("a queued message could not be started: %s", error)
+
+    async def take_free_queues(self) -> int:
+        """Start here the queued messages no other worker is taking; how many.
+
+        A head whose session's hold lapsed (the worker holding it died) is taken
+        at once. A head whose session is simply free is taken only when the last
+        pass found it free too: the worker that ended the turn before it takes it
+        first, within milliseconds, unless that worker runs no queue (an AG-UI
+        turn, a Python turn served by no app), and then it waits one pass.
+        """
+        if self._tasks is None:
+            return 0
+        agent = self._host.agents[self._host.default_agent]
+        heads = await self._host.store.free_queue_heads(agent.clock(), QUEUE_BATCH)
+        seen, self._free_heads = self._free_heads, {(h.session_id, h.run_id) for h in heads}
+        taken = 0
+        for head in heads:
+            if not head.lapsed and (head.session_id, head.run_id) not in seen:
+                continue
+            try:
+                owner = await self._host.agent_of_session(head.session_id)
+            except RequestError:
+                continue  # an agent this worker does not serve
+            taken += await owner.run_queued(head.session_id, self.tasks, self.track) is not None
+        return taken
 
     # reading runs -------------------------------------------------------------
 
@@ -216,7 +274,10 @@ class BackgroundRuns:
             if len(events) == READ_BATCH:
                 continue
             record = await store.run_record(run_id)
-            if record is None or self.state_of(record) is not RunState.RUNNING:
+            if record is None or record.state is RunState.FORGOTTEN:
+                yield RunEvent(after + 1, _GONE)  # rolled back, or past its time to live
+                return
+            if self.state_of(record) not in _GOING_ON:
                 if not await store.run_events_after(run_id, after, limit=1):
                     yield RunEvent(after + 1, _ENDED_WITHOUT_OUTCOME)
                     return
@@ -240,6 +301,11 @@ class BackgroundRuns:
         )
 
 
+_GONE = ErrorEvent(
+    code="run_not_found",
+    message="the run is no longer kept: a new message rolled it back, or it ended "
+    "longer ago than runs are kept",
+)
 _ENDED_WITHOUT_OUTCOME = ErrorEvent(
     code="run_failed",
     message="the run ended without an outcome: the worker running it stopped",

@@ -2,7 +2,9 @@
 write while the store was unable (:mod:`symfonic.storage.owed`), then pending
 pauses past their expiry, claims past their lease, the runs whose kept events
 are past their TTL, and, with a retention, finished sessions idle for longer
-than it keeps them.
+than it keeps them. Last, queued messages no other worker is taking (their
+session's hold lapsed with its worker) are taken and started on this worker
+(:meth:`~symfonic.agent.service.runs.BackgroundRuns.take_free_queues`).
 
 A worker that dies mid-resume cannot abandon its own claim; its lease simply
 stops being renewed. Some live worker has to notice, and every worker running
@@ -28,6 +30,7 @@ import anyio
 
 from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.runs import BackgroundRuns
 
 logger = logging.getLogger("symfonic.http")
 
@@ -40,12 +43,16 @@ async def sweep_periodically(
     retention: Retention | None = None,
     expiring_lead: float | None = None,
     run_events_ttl: timedelta = RUN_EVENTS_TTL,
+    runs: BackgroundRuns | None = None,
 ) -> None:
-    """Sweep now, then every ``interval`` seconds, until cancelled."""
+    """Sweep now, then every ``interval`` seconds, until cancelled; with ``runs``,
+    each pass also starts the queued messages of sessions whose hold lapsed."""
     while True:
         try:
             await _sweep_once(host, retention, expiring_lead)
             await host.prune_run_events(run_events_ttl)
+            if runs is not None and (taken := await runs.take_free_queues()):
+                logger.info("started %d queued messages whose session was free", taken)
         except Exception as error:
             logger.warning("the pause sweep failed; retrying in %gs: %s", interval, error)
         await anyio.sleep(interval)

@@ -32,11 +32,16 @@ EVENT_TYPES: dict[str, type[Event]] = {kind.type: kind for kind in STREAM_EVENTS
 
 
 class RunState(enum.StrEnum):
+    # A message waiting in its session's queue (:mod:`.run_queue`): no lease, no events.
+    QUEUED = "queued"
     RUNNING = "running"
     PAUSED = "paused"
     COMPLETE = "complete"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    # Cancelled by a rollback: kept only as what its turn's publish checks, shown to
+    # nobody (a 404, as for a run that never was), deleted with the TTL.
+    FORGOTTEN = "forgotten"
 
 
 @dataclass(frozen=True)

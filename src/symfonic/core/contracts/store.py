@@ -12,6 +12,8 @@ record (an audit chain, a run queue) adds a role rather than members here:
 :class:`PauseChangeLog`      the record of pause changes (:mod:`.pause_changes`)
 :class:`PauseAddressing`     escalating and reassigning a pause (:mod:`.readdressing`)
 :class:`RunEventLog`         runs and their kept events (:mod:`.run_events`)
+:class:`RunQueue`            messages waiting for their session (:mod:`.run_queue`)
+:class:`TurnInterrupts`      taking a busy session over (:mod:`.interrupts`)
 :class:`WebhookOutbox`       deliveries owed, leased and settled (:mod:`.outbox`)
 :class:`RetentionStore`      deleting finished sessions (:mod:`.retention`)
 :class:`AuditLog`            the hash-chained audit trail (:mod:`.audit`)
@@ -31,6 +33,7 @@ from typing import Protocol
 
 from symfonic.core.contracts.approvals import ApprovalVotes, Ballot, Proposal, VoteOutcome
 from symfonic.core.contracts.audit import AuditLog
+from symfonic.core.contracts.interrupts import Interrupted, TurnInterrupts
 from symfonic.core.contracts.outbox import LeasedDelivery, WebhookOutbox
 from symfonic.core.contracts.pause_changes import PauseChange, PauseChangeLog
 from symfonic.core.contracts.pause_listing import (
@@ -52,6 +55,7 @@ from symfonic.core.contracts.pauses import (
 from symfonic.core.contracts.readdressing import PauseAddressing, Reassignment
 from symfonic.core.contracts.retention import PruneBatch, PruneReport, RetentionStore
 from symfonic.core.contracts.run_events import NewRun, RunEvent, RunEventLog, RunRecord
+from symfonic.core.contracts.run_queue import QueuedTurn, QueueHead, RunQueue, TakenTurn
 from symfonic.core.contracts.sessions import (
     RunRequest,
     RunStart,
@@ -68,6 +72,7 @@ __all__ = [
     "CheckpointRecord",
     "Claim",
     "ClaimedPause",
+    "Interrupted",
     "LeasedDelivery",
     "NewPause",
     "NewRun",
@@ -83,11 +88,14 @@ __all__ = [
     "Proposal",
     "PruneBatch",
     "PruneReport",
+    "QueueHead",
+    "QueuedTurn",
     "Reassignment",
     "ResumePublish",
     "RetentionStore",
     "RunEvent",
     "RunEventLog",
+    "RunQueue",
     "RunRecord",
     "RunRequest",
     "RunStart",
@@ -96,6 +104,8 @@ __all__ = [
     "SessionStore",
     "Store",
     "SweepReport",
+    "TakenTurn",
+    "TurnInterrupts",
     "TurnPublish",
     "VoteOutcome",
     "WebhookOutbox",
@@ -110,6 +120,8 @@ class Store(
     PauseChangeLog,
     PauseAddressing,
     RunEventLog,
+    RunQueue,
+    TurnInterrupts,
     WebhookOutbox,
     RetentionStore,
     AuditLog,

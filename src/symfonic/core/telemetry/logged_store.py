@@ -21,9 +21,10 @@ from datetime import datetime
 from typing import Final
 
 from symfonic.core.contracts.approvals import Ballot, VoteOutcome
+from symfonic.core.contracts.interrupts import Interrupted
 from symfonic.core.contracts.pauses import Claim, ClaimedPause, NewPause, ResumePublish, SweepReport
 from symfonic.core.contracts.readdressing import Readdressed, ReaddressKind, Reassignment
-from symfonic.core.contracts.sessions import TurnPublish
+from symfonic.core.contracts.sessions import RunRequest, TurnPublish
 from symfonic.core.contracts.store import Store
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.telemetry import logs
@@ -141,6 +142,19 @@ class LoggedStore(StoreRoles):
                     session_id=run.session_id,
                 )
         return cancelled
+
+    async def interrupt_turn(self, request: RunRequest, *, forget: bool) -> Interrupted | None:
+        interrupted = await self._store.interrupt_turn(request, forget=forget)
+        if interrupted is not None and interrupted.abandoned_pause is not None:
+            if interrupted.cancelled_run is not None:
+                self._settled(interrupted.cancelled_run)  # the claim's id
+            logs.pause_changed(
+                "abandoned",
+                "its resumed turn was cancelled by a new message before it published",
+                pause_id=interrupted.abandoned_pause,
+                session_id=request.session_id,
+            )
+        return interrupted
 
     async def abandon_pending(self, session_id: str) -> int:
         count = await self._store.abandon_pending(session_id)

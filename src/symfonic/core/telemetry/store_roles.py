@@ -1,9 +1,9 @@
 """The store port's plain operations, passed through one hook; traced, a span each.
 
 These are the operations that change no pause: reads, the run marker, the
-record of changes, runs and their kept events, the webhook outbox, retention,
-the audit trail. Each is written out once, role by role, in :class:`StoreRoles`,
-so a wrapper is the port's exact shape. :class:`TracedRoles` puts each in a
+record of changes, runs and their kept events, queued messages, the webhook
+outbox, retention, the audit trail. Each is written out once, role by role, in
+:class:`StoreRoles`, so a wrapper is the port's exact shape. :class:`TracedRoles` puts each in a
 ``symfonic.store.<operation>`` span; the logging wrapper
 (:mod:`symfonic.core.telemetry.logged_store`) passes them through as they are.
 The operations that change a pause are each wrapper's own.
@@ -25,12 +25,14 @@ from opentelemetry.trace import Span
 
 from symfonic.core.contracts.audit import AuditAnchor, AuditEntry, AuditRecord
 from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.interrupts import Interrupted
 from symfonic.core.contracts.outbox import LeasedDelivery
 from symfonic.core.contracts.pause_changes import PauseChange
 from symfonic.core.contracts.pause_listing import PauseQuery, PendingCount
 from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
 from symfonic.core.contracts.retention import PruneBatch, PruneReport
 from symfonic.core.contracts.run_events import NewRun, RunEvent, RunRecord, RunState
+from symfonic.core.contracts.run_queue import QueuedTurn, QueueHead, TakenTurn
 from symfonic.core.contracts.sessions import RunRequest, RunStart, SessionRecord
 from symfonic.core.contracts.store import Store
 from symfonic.core.contracts.types import Event
@@ -186,6 +188,27 @@ class StoreRoles:
         return await self._through(
             "prune_run_events", self._store.prune_run_events(ended_before, batch)
         )
+
+    async def interrupt_turn(self, request: RunRequest, *, forget: bool) -> Interrupted | None:
+        taking = self._store.interrupt_turn(request, forget=forget)
+        return await self._through("interrupt_turn", taking)
+
+    # queued messages
+    async def enqueue_turn(self, turn: QueuedTurn) -> None:
+        await self._through("enqueue_turn", self._store.enqueue_turn(turn))
+
+    async def take_queued_turn(
+        self, session_id: str, now: datetime, lease_until: datetime
+    ) -> TakenTurn | None:
+        taking = self._store.take_queued_turn(session_id, now, lease_until)
+        return await self._through("take_queued_turn", taking)
+
+    async def cancel_queued_turn(self, run_id: str, at: datetime) -> bool:
+        return await self._through("cancel_queued_turn", self._store.cancel_queued_turn(run_id, at))
+
+    async def free_queue_heads(self, now: datetime, limit: int) -> list[QueueHead]:
+        finding = self._store.free_queue_heads(now, limit)
+        return await self._through("free_queue_heads", finding)
 
     # the webhook outbox
     async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:

@@ -1,0 +1,97 @@
+"""Messages that wait for their session: the role that keeps a session's queue.
+
+A message sent with ``on_busy="enqueue"`` is kept in its session's queue, in the
+order it was accepted, with a run of its own that reads ``queued``
+(:class:`~symfonic.core.contracts.run_events.RunState`) until it is taken. It is
+taken when its session is free again, by whichever worker asks first: the one
+whose turn on the session just ended, or any worker's sweep once that worker's
+hold has lapsed. Taking is the only way out of the queue besides a cancel, and
+it is one transaction that sets the session's run marker to the message's run,
+moves that run to ``running`` and removes the message, so a message is taken at
+most once and is never lost between the two: a worker that dies after taking it
+leaves a run that reads ``failed`` when its lease lapses, as any run it held.
+
+Only the head of a session's queue is ever taken, and only while nothing else
+holds the session (no unexpired run marker, no claimed pause); a head sent with
+``on_pending_pause="reject"`` also waits while a pause is pending, until that
+pause is answered, expires or is abandoned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from symfonic.core.contracts.sessions import RunStart
+
+QueuedPausePolicy = Literal["reject", "abandon"]
+
+
+@dataclass(frozen=True)
+class QueuedTurn:
+    """A message waiting for its session, and whose it is.
+
+    ``principal`` and ``scopes``: who sent it, as the turn answers them.
+    ``owner``: the session's owner, who may see the run (as for any run).
+    """
+
+    run_id: str
+    session_id: str
+    owner: str
+    principal: str
+    scopes: frozenset[str]
+    message: str
+    on_pending_pause: QueuedPausePolicy
+    queued_at: datetime
+
+
+@dataclass(frozen=True)
+class TakenTurn:
+    """A queued message taken: its session held by its run, as a first turn's is."""
+
+    turn: QueuedTurn
+    start: RunStart
+
+
+@dataclass(frozen=True)
+class QueueHead:
+    """The first message of a session's queue, whose session no turn holds now.
+
+    ``lapsed``: a run marker is there, past its lease (its worker died); else the
+    session has none (its last turn ended, maybe on a worker that runs no queue).
+    """
+
+    session_id: str
+    run_id: str
+    lapsed: bool
+
+
+class RunQueue(Protocol):
+    """A session's queued messages: kept in order, taken once each, or cancelled."""
+
+    async def enqueue_turn(self, turn: QueuedTurn) -> None:
+        """Keep ``turn`` behind every message already queued on its session, and its
+        run as ``queued``, in one transaction."""
+        ...
+
+    async def take_queued_turn(
+        self, session_id: str, now: datetime, lease_until: datetime
+    ) -> TakenTurn | None:
+        """Take the head of the session's queue if the session is free, in one
+        transaction: the session's run marker becomes the message's run (held until
+        ``lease_until``), its run ``running``, and the message leaves the queue.
+        ``None`` when nothing is queued, the session is held, or the head waits for
+        a pending pause. Of several workers asking at once, one takes it."""
+        ...
+
+    async def cancel_queued_turn(self, run_id: str, at: datetime) -> bool:
+        """Remove a message that is still queued and cancel its run, in one
+        transaction; ``False`` if it was taken (or cancelled) first."""
+        ...
+
+    async def free_queue_heads(self, now: datetime, limit: int) -> list[QueueHead]:
+        """The heads of up to ``limit`` queues whose session no turn holds (no run
+        marker, or one whose lease lapsed, and no claimed pause): those a sweep may
+        take."""
+        ...

@@ -1,0 +1,127 @@
+"""A message for a busy session, queued, then run once when the session is free.
+
+:func:`enqueue` decides every refusal first, exactly as for a turn that would
+run now (not the caller's session, a pending pause it would refuse, a stale
+``base_revision``, the quota), then keeps the message in the session's queue
+(:class:`~symfonic.core.contracts.run_queue.RunQueue`) and hands back its run's
+id, which reads ``queued``. The quota counts it then, not again when it runs.
+
+:func:`run_next` takes the head of a session's queue, if the session is free,
+and starts it as a background run; when that run ends, the same worker takes
+the next, so a queue is drained in order by whichever worker ends the turn
+before it. The take is the store's single claim, so any number of workers may
+ask at once: a worker whose turn just ended, and every worker's sweep, which
+asks for each session whose hold has lapsed (its worker died). A message is
+taken once, and runs once.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Callable, MutableMapping
+from datetime import timedelta
+
+import anyio.abc
+
+from symfonic.core.contracts.errors import RevisionConflict, SessionPaused
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.run_queue import QueuedTurn, TakenTurn
+from symfonic.core.contracts.types import Event, PauseState
+from symfonic.turns.background import RunHandle, start_run
+from symfonic.turns.runtime import TurnRuntime
+from symfonic.turns.start import OnPendingPause, owned_session
+
+logger = logging.getLogger("symfonic")
+
+TurnOf = Callable[[TakenTurn], AsyncGenerator[Event, None]]
+Started = Callable[[RunHandle], None]
+
+
+async def enqueue(
+    agent: TurnRuntime,
+    principal: Principal,
+    message: str,
+    session_id: str,
+    base_revision: int | None = None,
+    on_pending_pause: OnPendingPause = "reject",
+) -> str:
+    """Queue ``message`` behind the session's turn and its earlier messages; its run's id.
+
+    Refused first, as a turn that would run now: 404 for another's session, 409
+    for a pending pause it would refuse or a ``base_revision`` the session is not
+    at, 429 for the quota.
+    """
+    session = await owned_session(agent, session_id, principal)
+    now = agent.clock()
+    pause = await agent.store.open_pause(session_id)
+    if (
+        on_pending_pause == "reject"
+        and pause is not None
+        and pause.state is PauseState.PENDING
+        and pause.answerable(now)
+    ):
+        raise SessionPaused(
+            "this session is waiting for an answer to a pause; answer it, or send the "
+            "message with on_pending_pause=abandon",
+            session_id=session_id,
+            pause_id=pause.pause_id,
+        )
+    if base_revision is not None and base_revision != session.revision:
+        raise RevisionConflict(
+            f"the session is at revision {session.revision}, not {base_revision}",
+            revision=session.revision,
+        )
+    if agent.quota is not None:
+        agent.quota.admit(session.principal)
+    run_id = uuid.uuid4().hex
+    turn = QueuedTurn(
+        run_id=run_id,
+        session_id=session_id,
+        owner=session.principal,
+        principal=principal.name,
+        scopes=principal.scopes,
+        message=message,
+        on_pending_pause=on_pending_pause,
+        queued_at=now,
+    )
+    await agent.store.enqueue_turn(turn)
+    return run_id
+
+
+async def run_next(
+    agent: TurnRuntime,
+    session_id: str,
+    tasks: anyio.abc.TaskGroup,
+    turn_of: TurnOf,
+    started: Started | None = None,
+    waiting: MutableMapping[str, RunHandle] | None = None,
+) -> RunHandle | None:
+    """Take the session's next queued message, if the session is free, and run it in
+    ``tasks``; once it ends, the one after it. ``None`` when nothing was taken.
+
+    ``turn_of``: the turn a taken message runs (the agent's first turn, traced).
+    ``started``: told of each run this starts (a worker tracks it, to stop it
+    when it is cancelled elsewhere). ``waiting``: handles given out when
+    messages were queued here, which the runs they become finish.
+    """
+    now = agent.clock()
+    lease_until = now + timedelta(seconds=agent.run_lease)
+    taken = await agent.store.take_queued_turn(session_id, now, lease_until)
+    if taken is None:
+        return None
+    run_id = taken.turn.run_id
+    handle = (waiting or {}).pop(run_id, None) or RunHandle(run_id, session_id)
+
+    async def after(_: RunHandle) -> None:
+        await run_next(agent, session_id, tasks, turn_of, started, waiting)
+
+    try:
+        await start_run(agent, turn_of(taken), tasks, then=after, logged=handle)
+    except Exception as error:
+        # Its hold and its run lapse with their lease; a sweep takes the next then.
+        logger.warning("a queued message could not start: %s", error)
+        return None
+    if started is not None:
+        started(handle)
+    return handle

@@ -1,0 +1,133 @@
+"""A session's queue of messages, on both stores: taken in order, once each, or cancelled.
+
+Several workers asking at once for a session's next message take it once
+between them, and only ever the head; a session held by a turn, or waiting on a
+pause its head refuses, gives nothing; a cancelled message leaves the queue and
+its run reads ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime, timedelta
+
+import anyio
+import pytest
+
+from symfonic.core.contracts.run_events import RunState
+from symfonic.core.contracts.store import (
+    QueuedTurn,
+    RunRequest,
+    SessionRecord,
+    Store,
+    TakenTurn,
+)
+from symfonic.storage import open_store
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+LEASE = timedelta(minutes=1)
+WORKERS = 4
+
+
+@pytest.fixture
+async def workers(store_url: str, store: Store) -> AsyncIterator[list[Store]]:
+    """Other workers' stores on the same database."""
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(open_store(store_url)) for _ in range(WORKERS)]
+
+
+async def session(store: Store) -> str:
+    session_id = uuid.uuid4().hex
+    await store.create_session(SessionRecord(session_id, "ann", "a", 0, {}, T0))
+    return session_id
+
+
+async def queued(store: Store, session_id: str, message: str) -> str:
+    run_id = uuid.uuid4().hex
+    turn = QueuedTurn(
+        run_id=run_id,
+        session_id=session_id,
+        owner="ann",
+        principal="ann",
+        scopes=frozenset({"payments"}),
+        message=message,
+        on_pending_pause="reject",
+        queued_at=T0,
+    )
+    await store.enqueue_turn(turn)
+    return run_id
+
+
+async def take(store: Store, session_id: str, at: datetime = T0) -> TakenTurn | None:
+    return await store.take_queued_turn(session_id, at, at + LEASE)
+
+
+async def test_workers_asking_at_once_take_each_message_once_in_order(
+    store: Store, workers: list[Store]
+) -> None:
+    session_id = await session(store)
+    run_ids = [await queued(store, session_id, f"m{n}") for n in range(3)]
+    record = await store.run_record(run_ids[0])
+    assert record is not None and record.state is RunState.QUEUED
+    taken_in_order: list[TakenTurn] = []
+
+    async def ask(worker: Store, won: list[TakenTurn]) -> None:
+        taken = await take(worker, session_id)
+        if taken is not None:
+            won.append(taken)
+
+    for n in range(3):
+        won: list[TakenTurn] = []
+        async with anyio.create_task_group() as tasks:
+            for worker in workers:
+                tasks.start_soon(ask, worker, won)
+        assert len(won) == 1, f"message {n} taken {len(won)} times"
+        taken_in_order += won
+        # The session is held by the run taken: nobody takes the next meanwhile.
+        assert await take(store, session_id) is None
+        await store.end_run(session_id, won[0].turn.run_id)
+    assert [t.turn.message for t in taken_in_order] == ["m0", "m1", "m2"]
+    assert [t.turn.run_id for t in taken_in_order] == run_ids
+    first = taken_in_order[0]
+    assert (first.turn.principal, first.turn.scopes) == ("ann", frozenset({"payments"}))
+    assert first.start.session.running
+    record = await store.run_record(run_ids[0])
+    assert record is not None and record.state is RunState.RUNNING
+    assert await take(store, session_id) is None  # the queue is empty
+
+
+async def test_a_held_session_gives_nothing_until_its_marker_lapses(store: Store) -> None:
+    session_id = await session(store)
+    request = RunRequest(session_id, "turn-1", now=T0, lease_until=T0 + LEASE)
+    assert await store.begin_run(request) is not None
+    run_id = await queued(store, session_id, "later")
+    assert await take(store, session_id) is None
+    assert await store.free_queue_heads(T0, 10) == []
+    lapsed = T0 + 2 * LEASE
+    (head,) = await store.free_queue_heads(lapsed, 10)
+    assert (head.session_id, head.run_id, head.lapsed) == (session_id, run_id, True)
+    taken = await take(store, session_id, lapsed)
+    assert taken is not None and taken.turn.run_id == run_id
+
+
+async def test_a_cancelled_message_leaves_the_queue(store: Store) -> None:
+    session_id = await session(store)
+    request = RunRequest(session_id, "turn-1", now=T0, lease_until=T0 + LEASE)
+    assert await store.begin_run(request) is not None
+    first, second = [await queued(store, session_id, m) for m in ("one", "two")]
+    assert await store.cancel_queued_turn(first, T0)
+    assert not await store.cancel_queued_turn(first, T0)
+    record = await store.run_record(first)
+    assert record is not None and record.state is RunState.CANCELLED
+    events = await store.run_events_after(first, 0, limit=10)
+    assert [e.event.type for e in events] == ["error"]
+    await store.end_run(session_id, "turn-1")
+    (head,) = await store.free_queue_heads(T0, 10)
+    assert (head.run_id, head.lapsed) == (second, False)
+    taken = await take(store, session_id)
+    assert taken is not None and taken.turn.message == "two"
+    assert not await store.cancel_queued_turn(second, T0)  # taken: too late
