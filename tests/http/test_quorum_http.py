@@ -5,9 +5,13 @@ with 202 and the pause, listed, says where the vote stands; carol again gets
 the same 202, counted once; dave's approval runs the turn on, once. On two
 workers, dave's edit resets the count: every view shows his arguments, digest
 and vote, carol's approval of the old digest is 409 ``stale_question``, and
-erin's runs the edited call once. A request for a stream whose approval is only
-counted gets the same 202 JSON, and the typed client reads it as an
-``approval.recorded`` event.
+erin's runs the edited call once. An edit words the question again from the
+edited arguments by the rule's description: the pause listed and its
+``pause.approved`` on the feed say "Pay 4 EUR for alice" (worded for who asked,
+not for dave), and a description that fails on the edited arguments asks the
+default question. A request for a stream whose approval is only counted gets
+the same 202 JSON, and the typed client reads it as an ``approval.recorded``
+event.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from http_support import (
 from symfonic import needs_approval
 from symfonic.agent.fastapi.app import create_app
 from symfonic.client import AsyncSymfonicClient
+from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import ApprovalRecordedEvent
 
 pytestmark = pytest.mark.anyio
@@ -170,3 +175,50 @@ async def test_a_counted_approval_is_pause_approved_on_the_feed_with_the_votes(
         assert [v["principal"] for v in told.data["pause"]["approvals"]] == ["carol"]
         assert told.data["pause"]["approvals_required"] == 2
         assert told.data["pause"]["token"] == paused["pause_token"]
+
+
+def worded(args: dict[str, Any], principal: Principal) -> str:
+    """The question, for the principal who asked, also when an edit words it again."""
+    if args["amount"] > 100:
+        raise ValueError("amounts over 100 have no wording")
+    return f"Pay {args['amount']} EUR for {principal.name}"
+
+
+async def test_an_edit_words_the_question_again_for_every_view(store_url: str) -> None:
+    rule = needs_approval(audience="payments", approvers=2, description=worded)
+    agent = payment_agent(store_url, approval={"pay": rule})
+    app = create_app(agent, api_keys=KEYS, sweep_interval=0)
+    async with uvicorn_serving(app) as http:
+        _, paused = await paused_turn(http, auth("alice"))
+        assert paused["query"] == "Pay 5 EUR for alice"
+        async with following(http, auth("erin")) as feed:
+            await feed.until("pauses.snapshot")
+            edit = {"decision": "edit", "args": {"amount": 4}}
+            edited = await resume(http, "dave", paused["pause_token"], answer=edit)
+            assert edited.status_code == 202, edited.text
+            told = await feed.until("pause.approved", paused["pause_id"])
+        assert edited.json()["pause"]["query"] == "Pay 4 EUR for alice"
+        assert told.data["pause"]["query"] == "Pay 4 EUR for alice"
+        (pause,) = await listed(http, "erin")
+        assert (pause["query"], pause["args_digest"]) == (
+            "Pay 4 EUR for alice",
+            told.data["pause"]["args_digest"],
+        )
+        found = await http.get("/v1/pauses?q=pay 4 eur for", headers=auth("erin"))
+        assert [p["pause_id"] for p in found.json()["pauses"]] == [paused["pause_id"]]
+
+
+async def test_a_description_that_fails_on_the_edited_call_asks_the_default_question(
+    store_url: str,
+) -> None:
+    rule = needs_approval(audience="payments", approvers=2, description=worded)
+    agent = payment_agent(store_url, approval={"pay": rule})
+    async with serve(agent, api_keys=KEYS) as client:
+        _, paused = await paused_turn(client, auth("alice"))
+        edit = {"decision": "edit", "args": {"amount": 500}}
+        edited = await resume(client, "dave", paused["pause_token"], answer=edit)
+        assert edited.status_code == 202, edited.text
+        (pause,) = await listed(client, "erin")
+        assert pause["query"] == "Approve pay?"
+        done = await resume(client, "erin", paused["pause_token"], digest=pause["args_digest"])
+        assert done.status_code == 200 and done.json()["status"] == "complete", done.text

@@ -9,7 +9,8 @@ test can count how often it ran. ``payments`` is the default agent;
 seconds. ``approvals`` asks its approvals of the scope ``approvers``, and
 ``escalating`` too, then escalates each to ``team-leads`` after
 ``INBOX_TEST_ESCALATE_AFTER`` seconds unanswered (the approvers keep access).
-``four_eyes`` needs two approvers of ``approvers``, never the one who asked.
+``four_eyes`` needs two approvers of ``approvers``, never the one who asked, and
+words its question from the call ("Pay 9 EUR to vic").
 """
 
 from __future__ import annotations
@@ -107,5 +108,13 @@ escalating = _agent(
     {"send_payment": needs_approval(audience="approvers", escalate=[_LEADS])},
 )
 four_eyes = _agent(
-    "four_eyes", 3600, {"send_payment": needs_approval(audience="approvers", approvers=2)}
+    "four_eyes",
+    3600,
+    {
+        "send_payment": needs_approval(
+            audience="approvers",
+            approvers=2,
+            description=lambda a: f"Pay {a['amount']:g} {a['currency']} to {a['to']}",
+        )
+    },
 )

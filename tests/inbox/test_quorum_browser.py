@@ -5,7 +5,8 @@ stands, but no Approve; the first approver's approval is counted in place (the
 card stays, saying "1 of 2 approvals, by you", with no second Approve); the
 next approver's card says who approved, live, and their approval runs the
 payment once. An edit is a new proposal: the editor's card and the others'
-(live) show the edited arguments and only the editor's approval, the first
+(live) show the edited arguments, the question worded from them ("Pay 8 EUR
+to vic") and only the editor's approval, the first
 approver may approve again, and that approval pays the edited amount once.
 
 The screenshots (``/tmp/inbox-quorum-*.png``) show a card with one of its two
@@ -105,6 +106,7 @@ def test_an_edit_resets_the_count_and_every_card_shows_the_edited_call(
     pause = ask(served.url, "pay vic 9", agent="four_eyes")
     for page in (carol, erin):
         expect_text(amount_shown(card(page, pause)), "^9$", timeout=LIVE)
+        expect_text(card(page, pause).locator("h3"), "^Pay 9 EUR to vic$")
 
     approve_button(card(carol, pause)).click()
     expect_text(card(erin, pause).locator(".votes"), "^1 of 2 approvals, by carol$", timeout=LIVE)
@@ -115,9 +117,11 @@ def test_an_edit_resets_the_count_and_every_card_shows_the_edited_call(
     editing.get_by_role("button", name="Submit").click()
     expect_text(card(erin, pause).locator(".votes"), "^1 of 2 approvals, by you$")
     expect_text(amount_shown(card(erin, pause)), "^8$")
+    expect_text(card(erin, pause).locator("h3"), "^Pay 8 EUR to vic$")
     # carol's approval was of 9: her card shows the new proposal, live, and asks her again.
     expect_text(card(carol, pause).locator(".votes"), "^1 of 2 approvals, by erin$", timeout=LIVE)
     expect_text(amount_shown(card(carol, pause)), "^8$")
+    expect_text(card(carol, pause).locator("h3"), "^Pay 8 EUR to vic$")
     assert served.payments("vic") == []
 
     approve_button(card(carol, pause)).click()

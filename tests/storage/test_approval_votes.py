@@ -3,8 +3,8 @@
 Each vote is one transaction: counted while fewer than needed, the pause still
 pending; the one that completes the quorum claims the pause in it; a principal
 is counted once (a second vote writes nothing); a pause no longer pending takes
-no vote. An edit replaces the call in the checkpoint and the digest, and leaves
-only the editor's vote; a vote for the old digest then writes nothing. Two
+no vote. An edit replaces the call in the checkpoint, the digest and the question,
+and leaves only the editor's vote; a vote for the old digest then writes nothing. Two
 workers' last approvals arriving at once are counted one after the other, so
 exactly one of them claims. Every vote is an ``approved`` audit record.
 """
@@ -117,7 +117,8 @@ def edit_of(pause: PauseRecord, principal: str, checkpoint: CheckpointRecord) ->
     claim = Claim(pause.pause_id, uuid.uuid4().hex, principal, answer, "resolved", at, at + HOUR)
     interaction = {**checkpoint.body.get("interaction", {}), "args": {"amount": 5}}
     body = {**checkpoint.body, "interaction": interaction}
-    return Ballot(claim, pause.args_digest, Proposal(replace(checkpoint, body=body), "cd" * 32))
+    proposal = Proposal(replace(checkpoint, body=body), "cd" * 32, "Pay 5 EUR")
+    return Ballot(claim, pause.args_digest, proposal)
 
 
 async def test_an_edit_is_a_new_proposal_and_a_vote_for_the_old_one_writes_nothing(
@@ -132,6 +133,7 @@ async def test_an_edit_is_a_new_proposal_and_a_vote_for_the_old_one_writes_nothi
     assert [v.principal for v in edited.pause.approvals] == ["dave"]
     row = await current(store, pause.pause_id)
     assert (row.state, row.args_digest) == (PauseState.PENDING, "cd" * 32)
+    assert row.query == edited.pause.query == "Pay 5 EUR"  # the edit's words, in its transaction
     assert [v.principal for v in row.approvals] == ["dave"]
     proposed = await store.load_checkpoint(pause.pause_id)
     assert proposed is not None and proposed.body["interaction"]["args"] == {"amount": 5}

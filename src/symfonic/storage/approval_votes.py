@@ -15,16 +15,16 @@ for the old ones is stale and writes nothing. The vote itself is a row of
 ``symfonic_pause_approvals`` keyed by ``(pause_id, principal)``; its insert
 does nothing for a principal who voted already, which is a replay: nothing is
 written and the pause is handed back as it stands. An edit is a new proposal:
-the old votes are deleted, the checkpoint's call and the pause's digest are
-replaced, and the editor's vote is the one counted, all in the vote's
-transaction. The votes so far are written onto the pause row (``approvals``) so
-every view of the pause reads them from the row alone, each vote is an
-``approved`` audit record in the same transaction (an edit's with both
-digests), and a vote that leaves the pause waiting is a change on the live feed
-and owed to webhooks (``pause.approved``), recorded as a re-addressing is. The
-vote that completes the quorum also claims the pause, by the same conditional
-statement as any claim, and reads the checkpoint and the history the claimed
-turn continues.
+the old votes are deleted, the checkpoint's call, the pause's digest and its
+question (``query``, worded from the edited call) are replaced, and the
+editor's vote is the one counted, all in the vote's transaction. The votes so
+far are written onto the pause row (``approvals``) so every view of the pause
+reads them from the row alone, each vote is an ``approved`` audit record in the
+same transaction (an edit's with both digests), and a vote that leaves the
+pause waiting is a change on the live feed and owed to webhooks
+(``pause.approved``), recorded as a re-addressing is. The vote that completes
+the quorum also claims the pause, by the same conditional statement as any
+claim, and reads the checkpoint and the history the claimed turn continues.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ CAST_VOTE = Statement(
 )
 DROP_VOTES = Statement("DELETE FROM symfonic_pause_approvals WHERE pause_id = :pause_id")
 PROPOSE = Statement(
-    "UPDATE symfonic_pauses SET args_digest = :args_digest,"
+    "UPDATE symfonic_pauses SET args_digest = :args_digest, query = :query,"
     " checkpoint_format = :checkpoint_format, checkpoint = :checkpoint"
     " WHERE pause_id = :pause_id AND state = 'pending'"
 )
@@ -95,17 +95,19 @@ def _audited(pause: PauseRecord, principal: str, proposal: Proposal | None) -> A
 
 
 async def _propose(connection: Connection, pause: PauseRecord, proposal: Proposal) -> PauseRecord:
-    """Make the edit the pause's proposal: its votes dropped, its call and digest replaced."""
+    """Make the edit the pause's proposal: its votes dropped, its call, digest and
+    question replaced."""
     await connection.count(DROP_VOTES, {"pause_id": pause.pause_id})
     checkpoint = proposal.checkpoint
     proposed = {
         "pause_id": pause.pause_id,
         "args_digest": proposal.args_digest,
+        "query": proposal.query,
         "checkpoint_format": checkpoint.format_version,
         "checkpoint": json_text(checkpoint.body),
     }
     await connection.count(PROPOSE, proposed)
-    return replace(pause, args_digest=proposal.args_digest, approvals=())
+    return replace(pause, args_digest=proposal.args_digest, query=proposal.query, approvals=())
 
 
 async def _claim(connection: Connection, dialect: Dialect, claim: Claim) -> ClaimedPause | None:

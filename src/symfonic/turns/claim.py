@@ -91,7 +91,9 @@ async def claim(
     """
     proposed = None
     if is_vote(pause, answer, status):
-        proposed = await proposal(agent.store, pause, answer, principal.name, edited_args_digest)
+        proposed = await proposal(
+            agent.store, agent.toolbox, pause, answer, principal.name, edited_args_digest
+        )
     scope = IssuerScope(pause.principal, pause.agent)
     admitted = admit_turn(agent, scope, budgeted=True)
     claim_id = uuid.uuid4().hex

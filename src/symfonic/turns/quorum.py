@@ -14,16 +14,19 @@ replay: it gets the same ``approval.recorded`` with the vote as it stands, and
 counts once.
 
 An edit is a new proposal (:func:`proposal`): the edited call replaces the one
-in the checkpoint, the editor's approval is the only one counted, and the
-approvals of the old arguments no longer count. A reject is no vote: it claims
-the pause like any answer and rejects it, whoever approved before.
+in the checkpoint, the question is worded again from it by the rule's
+description (so no approver reads the old figure over the new arguments), the
+editor's approval is the only one counted, and the approvals of the old
+arguments no longer count. A reject is no vote: it claims the pause like any
+answer and rejects it, whoever approved before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from symfonic.capabilities.human.turnstate import TurnCheckpointStore
+from symfonic.capabilities.human.toolbox import ToolBox
+from symfonic.capabilities.human.turnstate import TurnCheckpointStore, principal_of
 from symfonic.core.contracts.errors import InvalidAnswer, OwnRequest
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, Proposal, Store
@@ -84,15 +87,23 @@ def refuse_approval(
 
 
 async def proposal(
-    store: Store, pause: PauseRecord, answer: Answer, editor: str, edited_digest: str | None
+    store: Store,
+    tools: ToolBox,
+    pause: PauseRecord,
+    answer: Answer,
+    editor: str,
+    edited_digest: str | None,
 ) -> Proposal | None:
     """The new proposal an edit of a call that needs several approvals makes, or
     ``None``: the answer is no edit, or it edits nothing (its call's digest is the
     pause's, so it is an approval of the arguments as they stand).
 
-    The checkpoint is read outside the vote's transaction; the store writes the
-    proposal only if the pause's digest is still the one read with it, so an edit
-    that landed in between cannot be overwritten.
+    Its question is the gate's description worded from the edited arguments, with
+    the principal the first one was worded for, and the default question when the
+    description fails, as when the pause was asked; a tool no rule gates any more
+    keeps the question it was asked with. The checkpoint is read outside the vote's
+    transaction; the store writes the proposal only if the pause's digest is still
+    the one read with it, so an edit that landed in between cannot be overwritten.
     """
     if not isinstance(answer, Mapping) or answer.get("decision") != "edit":
         return None
@@ -107,8 +118,12 @@ async def proposal(
             "JSON to hold exactly), and the other approvers must approve exactly them",
             pause_id=pause.pause_id,
         )
-    edited = TurnCheckpointStore.proposed(record, answer["args"], edited_digest, editor)
-    return Proposal(edited, edited_digest)
+    args = answer["args"]
+    asker = principal_of(record.body.get("principal")) or Principal(pause.principal)
+    tool = str(record.body["interaction"]["tool_name"])
+    query = await tools.question_for(tool, args, asker) or pause.query
+    edited = TurnCheckpointStore.proposed(record, args, edited_digest, editor, query)
+    return Proposal(edited, edited_digest, query)
 
 
 def recorded(pause: PauseRecord, token: str) -> ApprovalRecordedEvent:

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
+from symfonic.capabilities.human.toolbox import ToolBox
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, Store
 from symfonic.kernel.heartbeat import Heartbeat
@@ -31,6 +32,8 @@ class TurnRuntime(Protocol):
     run_lease: float
     quota: Quota | None
     clock: Callable[[], datetime]
+    toolbox: ToolBox
+    """Its tools and their approval rules: an edit's question is worded by its rule."""
 
     @property
     def store(self) -> Store: ...

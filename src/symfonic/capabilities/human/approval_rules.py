@@ -16,7 +16,10 @@ said no.
 A description is different: it only words the question, so one that raises or
 gives no text falls back to the default question (``Approve send_payment?``) and
 is logged in words; the gate itself still stands. The question it wrote is
-stored with the pause like the audience, so a resume never asks it again.
+stored with the pause like the audience, so a resume never asks it again. An
+edit of a call that several must approve is a new proposal, and only its
+question is worded again, from the edited arguments (:meth:`ApprovalRule.question`):
+the approvers after it read what would now run, and the audience stays as decided.
 """
 
 from __future__ import annotations
@@ -188,11 +191,14 @@ class ApprovalRule:
             raise RuleFailed(
                 f"the approval rule for {tool} failed on this call ({_described(error)})"
             ) from error
-        question = await self._question(tool, args, principal)
+        question = await self.question(tool, args, principal)
         return Approver(audience, question, self._escalate, self._approvers, self._allow_requester)
 
-    async def _question(self, tool: str, args: CallArgs, principal: Principal) -> str:
-        """The description's question for this call, or the default one when it fails."""
+    async def question(self, tool: str, args: CallArgs, principal: Principal) -> str:
+        """The description's question for this call, or the default one when it fails.
+
+        ``principal``: whose message the turn answers, also when an edit words it again.
+        """
         if not isinstance(self._description, _Rule):
             return self._description or default_question(tool)
         try:

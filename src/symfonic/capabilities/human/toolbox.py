@@ -80,6 +80,14 @@ class ToolBox:
             + list(self.delegates.values())
         )
 
+    async def question_for(
+        self, tool: str, args: Mapping[str, Any], principal: Principal
+    ) -> str | None:
+        """The question an approval of this call of ``tool`` asks, worded from ``args`` by
+        its rule's description (or the default one); ``None`` when no rule gates ``tool``."""
+        gate = self.gates.get(tool)
+        return None if gate is None else await gate.question(tool, args, principal)
+
     async def interaction_for(
         self, call: Mapping[str, Any], principal: Principal
     ) -> PendingInteraction | UndecidedCall | None:

@@ -146,7 +146,8 @@ def with_proposed_call(
     ]
 
 
-def _principal_of(body: Mapping[str, Any] | None) -> Principal | None:
+def principal_of(body: Mapping[str, Any] | None) -> Principal | None:
+    """The principal a checkpoint's body records (``body["principal"]``), if any."""
     if body is None:
         return None
     return Principal(str(body["name"]), frozenset(str(s) for s in body.get("scopes", ())))
@@ -217,17 +218,19 @@ class TurnCheckpointStore:
 
     @staticmethod
     def proposed(
-        record: CheckpointRecord, args: Mapping[str, Any], digest: str, editor: str
+        record: CheckpointRecord, args: Mapping[str, Any], digest: str, editor: str, query: str
     ) -> CheckpointRecord:
-        """``record`` with its call's arguments edited by ``editor``: the checkpoint of an
-        edit that is a new proposal. The turn's messages keep the call as the model
-        made it; the interaction is what a resume runs, so any worker that claims the
-        pause later runs the edited call, and says it was edited."""
+        """``record`` with its call's arguments edited by ``editor``, and the question
+        worded from them: the checkpoint of an edit that is a new proposal. The turn's
+        messages keep the call as the model made it; the interaction is what a resume
+        runs, so any worker that claims the pause later runs the edited call, and says
+        it was edited."""
         interaction = {
             **record.body["interaction"],
             "args": dict(args),
             "args_digest": digest,
             "edited_by": editor,
+            "query": query,
         }
         return replace(record, body={**record.body, "interaction": interaction})
 
@@ -248,5 +251,5 @@ class TurnCheckpointStore:
             messages=tuple(body["messages"]),
             counters=Counters(body["rounds"], body["model_calls"], body.get("tokens", 0)),
             interaction=_interaction_of(body["interaction"]),
-            principal=_principal_of(body.get("principal")),
+            principal=principal_of(body.get("principal")),
         )

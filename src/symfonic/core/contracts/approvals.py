@@ -14,8 +14,8 @@ A vote counts only toward the arguments its approver was shown: under the
 lock, the pause's digest must still be the one the vote was checked against,
 or nothing is written. An edit is a new proposal: in the same one transaction
 it replaces the call's arguments in the checkpoint (which any worker resumes
-from), sets the pause's digest to theirs, and leaves the editor's approval as
-the only one counted.
+from), sets the pause's digest to theirs and its question to the one worded
+from them, and leaves the editor's approval as the only one counted.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ class Proposal:
     """An edit of a call that needs several approvals: the arguments it now proposes.
 
     ``checkpoint``: the pause's checkpoint with the edited call in its
-    interaction; ``args_digest``: the edited call's digest.
+    interaction; ``args_digest``: the edited call's digest; ``query``: the question
+    worded from the edited arguments, the pause's headline in every view from then on.
     """
 
     checkpoint: CheckpointRecord
     args_digest: str
+    query: str
 
 
 @dataclass(frozen=True)

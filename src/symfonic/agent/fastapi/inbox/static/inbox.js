@@ -269,7 +269,8 @@ function approved(data) {
 }
 
 // The card after a vote: its votes, and, when an edit made the pause a new proposal
-// (another digest), the card drawn again with the arguments the others now approve.
+// (another digest), the card drawn again with the arguments the others now approve
+// and the question worded from them.
 function revoted(entry, pause) {
   if (pause.args_digest === entry.pause.args_digest) {
     entry.pause = { ...entry.pause, approvals: pause.approvals };
@@ -277,6 +278,7 @@ function revoted(entry, pause) {
     return entry;
   }
   const fresh = { ...entry.pause, approvals: pause.approvals, args_digest: pause.args_digest,
+    ...(pause.query ? { query: pause.query } : {}),
     ...(pause.tool_args ? { tool_args: pause.tool_args } : {}) };
   remove(entry.pause.pause_id);
   add(fresh);
