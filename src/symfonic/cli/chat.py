@@ -6,6 +6,12 @@ person last sent. The person may instead leave a pause, and their next message
 abandons it (``on_pending_pause=abandon``); a message sent while the session
 still waits is offered the same choice rather than a bare 409. Ctrl-C at any
 prompt ends the chat saying what it left undone (exit code 130).
+
+Each turn and each answer runs on the service as a background run, and the
+chat follows its events: a connection that drops mid-turn (a restarted
+service, a proxy that cuts long streams) is reopened where it stopped, after
+one line saying so, and each event is printed once. The turn does not depend
+on the connection: it goes on while the chat reconnects.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import httpx
 from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client, Frame
 from symfonic.cli.prompts import Ask
-from symfonic.cli.render import TurnView
+from symfonic.cli.render import TurnView, reconnecting
 from symfonic.cli.terminal import Interrupted, Terminal, failed
 from symfonic.client.calls import OnPendingPause
 
@@ -36,6 +42,7 @@ class Chat:
 
     def __init__(self, client: Client, term: Terminal, ask: Ask) -> None:
         self.client, self.term, self.ask = client, term, ask
+        client.on_reconnect = reconnecting(term)
         self.session_id = ""
         self.abandon_next = False
 

@@ -5,25 +5,37 @@
 needs on top. The prompts and the stream view read pauses and events as the
 JSON the service sent (``Frame``, plain dicts), so what they print is the
 service's own words and values. :meth:`Client.explain` turns whatever stopped
-a request into one line that says what to do about it. The API key comes from
+a request into one line that says what to do about it. A turn or an answer
+runs in the background on the service and its events are followed with
+reconnects (:meth:`Client.turn`), so a dropped connection loses nothing. The API key comes from
 ``SYMFONIC_API_KEY`` (never a command-line argument, which other users of the
 machine can read) and travels only in the ``Authorization`` header.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from symfonic.client import ApiError, AsyncSymfonicClient, PauseFilter
+from symfonic.client import ApiError, AsyncSymfonicClient, PauseFilter, RunStarted
 from symfonic.client.calls import DEFAULT_URL, MAX_PAGE, OnPendingPause
-from symfonic.core.contracts.types import AnswerStatus, Event, TurnPausedEvent
+from symfonic.core.contracts.types import (
+    AnswerStatus,
+    ApprovalRecordedEvent,
+    Event,
+    TurnPausedEvent,
+)
 
 __all__ = ["DEFAULT_URL", "ApiError", "Client", "Frame"]
+
+# Failed reconnections in a row before a run's events are given up on: with the
+# feed's backoff (0.5 s doubling to 10 s) about half a minute, time for a
+# restarted service to come back.
+RECONNECTS = 8
 
 
 @dataclass(frozen=True)
@@ -53,16 +65,47 @@ class Client(AsyncSymfonicClient):
         pauses = self.iter_pauses(PauseFilter(details=True), page_size=MAX_PAGE)
         return [pause.model_dump(mode="json") async for pause in pauses]
 
+    on_reconnect: Callable[[Exception], None] | None = None
+    """Told of each lost connection to a run's events that is being reopened."""
+
     def turn(
         self, session_id: str, message: str, *, on_pending_pause: OnPendingPause = "reject"
     ) -> AsyncIterator[Frame]:
-        return _frames(self.stream(message, session_id, on_pending_pause=on_pending_pause))
+        """A turn run in the background and followed to its end (:meth:`_followed`)."""
+        return _frames(
+            self._followed(
+                lambda: self.start(message, session_id, on_pending_pause=on_pending_pause)
+            )
+        )
 
     def answer(
         self, token: str, answer: Any, status: AnswerStatus, args_digest: str | None
     ) -> AsyncIterator[Frame]:
-        """Answer a pause; ``args_digest``: the approval's digest the person was shown."""
-        return _frames(self.resume_stream(token, answer, status=status, args_digest=args_digest))
+        """Answer a pause, the resumed turn run in the background and followed to its
+        end; ``args_digest``: the approval's digest the person was shown."""
+        return _frames(
+            self._followed(
+                lambda: self.start_resume(token, answer, status=status, args_digest=args_digest)
+            )
+        )
+
+    async def _followed(
+        self, starting: Callable[[], Awaitable[RunStarted | ApprovalRecordedEvent]]
+    ) -> AsyncGenerator[Event, None]:
+        """The events of the run ``starting`` starts, each once: a connection that
+        drops (a restarted service, a proxy that cuts streams) is reopened after the
+        last event read, and ``on_reconnect`` is told. Refusals raise before any
+        event; an approval only counted starts no run and is its one event."""
+        started = await starting()
+        if isinstance(started, ApprovalRecordedEvent):
+            yield started
+            return
+        events = self.run_events(
+            started.run_id, attempts=RECONNECTS, on_reconnect=self.on_reconnect
+        )
+        async with aclosing(events) as stream:
+            async for event in stream:
+                yield event
 
     def explain(self, error: Exception) -> str:
         """What stopped a request, and what the person can do about it, in one line."""

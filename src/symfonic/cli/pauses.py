@@ -23,7 +23,7 @@ import httpx
 from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client
 from symfonic.cli.prompts import Ask, show_arguments
-from symfonic.cli.render import TurnView, approvals_words
+from symfonic.cli.render import TurnView, approvals_words, reconnecting
 from symfonic.cli.terminal import Interrupted, Terminal, failed
 
 
@@ -107,6 +107,7 @@ async def review(
             show_arguments(term, pause.get("tool_args") or {})
     refused = 0
     if answer:
+        client.on_reconnect = reconnecting(term)
         for pause in pending:
             current = dict(pause.get("tool_args") or {})
             answered = await answer_pause(

@@ -9,7 +9,7 @@ follows reads ``declined`` rather than ``ok``. Values are shown as JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from symfonic.cli.client import Frame
@@ -33,6 +33,18 @@ def approvals_words(pause: dict[str, Any]) -> str | None:
 def shown(value: Any) -> str:
     """A value as a person reads it: text as itself, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def reconnecting(terminal: Terminal) -> Callable[[Exception], None]:
+    """What the person is told when the connection to a run's events drops and is
+    reopened: one line, then the indicator while it reconnects. The output goes on
+    where it stopped, each event once (:meth:`symfonic.cli.client.Client.turn`)."""
+
+    def say(_: Exception) -> None:
+        terminal.line("connection lost, reconnecting…", "yellow")
+        terminal.working("reconnecting")
+
+    return say
 
 
 class TurnView:

@@ -235,12 +235,18 @@ class SymfonicClient:
         return self._send(calls.cancel_run(run_id))
 
     def run_events(
-        self, run_id: str, *, last_event_id: str | None = None, attempts: int = 5
+        self,
+        run_id: str,
+        *,
+        last_event_id: str | None = None,
+        attempts: int = 5,
+        on_reconnect: Callable[[Exception], None] | None = None,
     ) -> Generator[Event, None, None]:
         """A run's events, the turn stream's own, from the first (or after
         ``last_event_id``) to its terminal one, reconnecting with ``Last-Event-ID``
         as the pause feed does, so each arrives once. Leaving early stops following,
-        never the run."""
+        never the run. ``on_reconnect`` hears of each lost connection that will be
+        reopened, with what broke it."""
         state = Reconnect(last_event_id, attempts)
         path = f"{calls.run_path(run_id)}/events"
         while True:
@@ -252,7 +258,10 @@ class SymfonicClient:
                             return
                 raise httpx.RemoteProtocolError("the service ended the run's events early")
             except (ApiError, httpx.TransportError) as error:
-                time.sleep(state.failed(error))
+                delay = state.failed(error)
+                if on_reconnect is not None:
+                    on_reconnect(error)
+                time.sleep(delay)
 
     # pauses ---------------------------------------------------------------
 
