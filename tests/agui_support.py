@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 from ag_ui.core import BaseEvent, Event, EventType, RunFinishedEvent
 from fastapi import FastAPI
@@ -150,3 +151,36 @@ class AguiClient:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+
+class AguiReader:
+    """The AG-UI events of one open run stream, read one at a time as they arrive."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._lines = response.aiter_lines()
+        self.events: list[BaseEvent] = []
+
+    async def next(self, wait: float = 10.0) -> BaseEvent:
+        data: list[str] = []
+        with anyio.fail_after(wait):
+            async for line in self._lines:
+                if line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+                elif line == "" and data:
+                    self.events.append(parse_event("\n".join(data)))
+                    return self.events[-1]
+        raise AssertionError(f"the stream ended after {types(self.events)}")
+
+    async def until(self, kind: str, wait: float = 10.0) -> BaseEvent:
+        """Every event up to the next of type ``kind``; that one."""
+        with anyio.fail_after(wait):
+            while (event := await self.next(wait)).type.value != kind:
+                pass
+        return event
+
+    async def rest(self, wait: float = 10.0) -> list[BaseEvent]:
+        """Every event to the run's closing one; the whole stream is then checked."""
+        while not self.events or self.events[-1].type not in CLOSING:
+            await self.next(wait)
+        check_lifecycle(self.events)
+        return self.events

@@ -202,8 +202,10 @@ async def test_capabilities_declare_interrupts_and_approve_with_edits(
 async def test_a_client_that_goes_away_mid_resume_leaves_no_claim_behind(
     sqlite_url: str,
 ) -> None:
-    """A disconnect while the approved tool runs closes the run at once: the pause is
-    ``abandoned``, never left ``claimed``."""
+    """On an app whose lifespan did not run (mounted in another), the turn lives inside
+    its request: a disconnect while the approved tool runs closes it at once, and the
+    pause is ``abandoned``, never left ``claimed``. (Under the lifespan the turn goes
+    on instead: tests/agui/test_joining.py.)"""
     running = anyio.Event()
 
     async def slow_send(to: str) -> str:

@@ -216,3 +216,22 @@ async def test_a_cancel_after_the_turn_settled_changes_nothing(store: Store) -> 
     record = await store.run_record(run_id)
     assert record is not None and (record.state, record.events) == (RunState.RUNNING, 1)
     assert len(await kept(store, run_id)) == 1
+
+
+async def test_the_run_in_progress_is_the_one_whose_turn_holds_the_session(
+    store: Store,
+) -> None:
+    session_id, run_id = await marked_run(store)
+    found = await store.running_run(session_id, T0)
+    assert found is not None and found.run_id == run_id
+    assert await store.running_run(uuid.uuid4().hex, T0) is None
+    assert await store.running_run(session_id, T0 + 2 * MINUTE) is None  # its lease lapsed
+    # Settled (published) while its row still says running: no longer in progress,
+    # so the session's next message starts a turn of its own.
+    await store.publish_turn(TurnPublish(session_id, 0, ANSWER, run_id))
+    record = await store.run_record(run_id)
+    assert record is not None and record.state is RunState.RUNNING
+    assert await store.running_run(session_id, T0) is None
+    # A run that is not the marker's (its events kept, its turn long gone) is not either.
+    assert await store.begin_run(RunRequest(session_id, uuid.uuid4().hex, T0, T0 + MINUTE))
+    assert await store.running_run(session_id, T0) is None

@@ -94,9 +94,22 @@ TAKE_MARKER = Statement(
     " WHERE session_id = :session_id AND run_id = :run_id"
 )
 NOTIFY = Statement(f"SELECT pg_notify('{RUN_CHANNEL}', :run_id) AS notified")
-RECORD = Statement(
-    "SELECT run_id, session_id, principal, audience, pause_id, state, outcome, created_at,"
-    " ended_at, lease_until, events, dropped FROM symfonic_runs WHERE run_id = :run_id"
+RUN_COLUMNS = (
+    "run_id, session_id, principal, audience, pause_id, state, outcome, created_at,"
+    " ended_at, lease_until, events, dropped"
+)
+RECORD = Statement(f"SELECT {RUN_COLUMNS} FROM symfonic_runs WHERE run_id = :run_id")
+# A session's run in progress, by the index on session_id (a session has few runs
+# kept): one whose turn still holds the session, by its run marker (a first turn)
+# or its claim (a resume). A turn settles before its run's end is recorded, so a
+# run that ended in all but its row is not taken for one in progress.
+RUNNING = Statement(
+    f"SELECT {RUN_COLUMNS} FROM symfonic_runs r WHERE r.session_id = :session_id"
+    " AND r.state = 'running' AND r.lease_until >= :now AND (EXISTS (SELECT 1 FROM"
+    " symfonic_sessions s WHERE s.session_id = r.session_id AND s.run_id = r.run_id"
+    " AND s.run_lease >= :now) OR EXISTS (SELECT 1 FROM symfonic_pauses p"
+    " WHERE p.pause_id = r.pause_id AND p.state = 'claimed' AND p.claim_id = r.run_id))"
+    " ORDER BY r.created_at DESC LIMIT 1"
 )
 AFTER = Statement(
     "SELECT seq, type, data FROM symfonic_run_events WHERE run_id = :run_id AND seq > :after"
@@ -261,6 +274,11 @@ class SqlRunEvents(SqlTransactions):
 
     async def run_record(self, run_id: str) -> RunRecord | None:
         row = first(await self.read_rows(RECORD, {"run_id": run_id}))
+        return None if row is None else record_of(row)
+
+    async def running_run(self, session_id: str, now: datetime) -> RunRecord | None:
+        """The port's :class:`~symfonic.core.contracts.run_events.SessionRuns`."""
+        row = first(await self.read_rows(RUNNING, {"session_id": session_id, "now": now}))
         return None if row is None else record_of(row)
 
     async def run_events_after(self, run_id: str, position: int, *, limit: int) -> list[RunEvent]:

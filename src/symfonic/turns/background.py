@@ -18,6 +18,11 @@ keeper's: it is kept with the run's end, in one transaction, so whoever has
 read it reads the run ended. A paused turn's token is not kept: the stream
 that replays the event mints it again for whoever may answer.
 
+A client on the worker that runs the turn may listen to it as it happens
+(:meth:`RunHandle.events`): the events as the turn yields them, each once and
+without waiting for the keeper, from the first; leaving stops listening,
+never the run. Clients on any worker follow the kept events instead.
+
 A run whose task is cancelled (the worker shutting down) closes its turn, which
 runs the turn's shielded cleanup, and is recorded ``failed``. A run cancelled
 in the store (from any worker) is stopped by :meth:`RunHandle.stop` the same
@@ -42,6 +47,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from symfonic.core.contracts.run_events import CANCELLED, NewRun, RunEventLog, RunState
 from symfonic.core.contracts.types import (
     TERMINAL_EVENTS,
+    ErrorEvent,
     Event,
     TextDeltaEvent,
     TurnError,
@@ -55,6 +61,9 @@ from symfonic.turns.runtime import TurnRuntime
 logger = logging.getLogger("symfonic")
 
 FLUSH_SECONDS = 0.25
+ENDED_WITHOUT_OUTCOME = ErrorEvent(
+    code="run_failed", message="the run ended without an outcome: its turn stopped"
+)
 _STATES = {"complete": RunState.COMPLETE, "paused": RunState.PAUSED, "failed": RunState.FAILED}
 
 
@@ -83,6 +92,8 @@ class RunHandle:
         self._done = anyio.Event()
         self._result: TurnResult | None = None
         self._scope = anyio.CancelScope()
+        self._seen: list[Event] = []
+        self._grew = anyio.Event()
 
     def __repr__(self) -> str:
         return f"RunHandle(run_id={self.run_id!r}, session_id={self.session_id!r})"
@@ -102,14 +113,42 @@ class RunHandle:
             raise RuntimeError("the run did not end on this worker; read it with GET /v1/runs")
         return self._result
 
+    async def events(self) -> AsyncGenerator[Event, None]:
+        """The run's events as its turn yields them on this worker, from the first,
+        each once and at once (a paused turn's with its token); a run stopped before
+        its outcome ends with the ``error`` it ended with. Leaving stops listening,
+        never the run."""
+        index = 0
+        while True:
+            grew = self._grew
+            while index < len(self._seen):
+                index += 1
+                yield self._seen[index - 1]
+            if self.done:
+                break
+            await grew.wait()
+        if not self._seen or not isinstance(self._seen[-1], TERMINAL_EVENTS):
+            error = None if self._result is None else self._result.error
+            yield (
+                ENDED_WITHOUT_OUTCOME
+                if error is None
+                else ErrorEvent(code=error.code, message=error.message)
+            )
+
     def stop(self) -> None:
         """Stop the turn at its next step (its shielded cleanup then runs). Called
         once the store says the run was cancelled, or no longer holds its lease."""
         self._scope.cancel()
 
+    def _saw(self, event: Event) -> None:
+        self._seen.append(event)
+        self._grew.set()
+        self._grew = anyio.Event()
+
     def _finish(self, result: TurnResult | None) -> None:
         self._result = result
         self._done.set()
+        self._grew.set()
 
 
 def stored(event: Event) -> Event:
@@ -157,12 +196,33 @@ async def start_run(
     if logged is not None:
         tasks.start_soon(_drive, agent, logged, first, events, then)
         return logged
+    try:
+        exists = await agent.store.run_record(first.run_id) is not None
+    except BaseException:
+        await events.aclose()
+        raise
+    if exists:  # a replayed resume: its run already exists
+        await events.aclose()
+        handle = RunHandle(first.run_id, first.session_id)
+        handle._finish(None)
+        return handle
+    return await start_started(agent, first, events, tasks, owner, then=then)
+
+
+async def start_started(
+    agent: TurnRuntime,
+    first: TurnStartedEvent,
+    rest: AsyncGenerator[Event, None],
+    tasks: anyio.abc.TaskGroup,
+    owner: RunOwner | None = None,
+    *,
+    then: Then | None = None,
+) -> RunHandle:
+    """Keep and drive, in a task of ``tasks``, a turn whose first event was already
+    pulled (its refusals decided) and whose run is not kept yet; ``then`` as for
+    :func:`start_run`."""
     handle = RunHandle(first.run_id, first.session_id)
     try:
-        if await agent.store.run_record(first.run_id) is not None:
-            await events.aclose()  # a replayed resume: its run already exists
-            handle._finish(None)
-            return handle
         if owner is None:
             session = await agent.store.get_session(first.session_id)
             owner = RunOwner(session.principal if session is not None else "")
@@ -179,9 +239,9 @@ async def start_run(
             )
         )
     except BaseException:
-        await events.aclose()
+        await rest.aclose()
         raise
-    tasks.start_soon(_drive, agent, handle, first, events, then)
+    tasks.start_soon(_drive, agent, handle, first, rest, then)
     return handle
 
 
@@ -218,7 +278,8 @@ async def _ended(
 ) -> None:
     """Run the turn to its end, keeping its events; then record how it ended."""
     result: TurnResult | None = None
-    seen: list[Event] = [first]
+    handle._saw(first)
+    seen = handle._seen
     agent.settlement.running[first.run_id] = handle.stop
     try:
         with handle._scope:
@@ -270,7 +331,7 @@ async def _driven(
                 send.send_nowait(seen[0])
                 async with aclosing(rest):
                     async for event in rest:
-                        seen.append(event)
+                        handle._saw(event)
                         if not isinstance(event, TERMINAL_EVENTS):
                             send.send_nowait(event)
         renewing.cancel_scope.cancel()

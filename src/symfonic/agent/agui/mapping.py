@@ -61,6 +61,9 @@ class RunProjection:
     """Turns one symfonic stream into the AG-UI events of the run ``run_input`` asked for.
 
     ``answered_tool_call_id`` is the call a resumed run's answer settles.
+    ``joined``: the run follows a turn another request started; its
+    ``RUN_STARTED`` says so. Either way ``RUN_STARTED`` names symfonic's run
+    (``metadata.symfonic.runId``), which ``/v1/runs/{id}`` reads and cancels.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class RunProjection:
         self._new_id = new_id
         self.started = False
         self.closed = False
+        self.joined = False
         self._text_id: str | None = None
         self._round_id: str | None = None
         self._round_text = False
@@ -146,9 +150,14 @@ class RunProjection:
         if self.closed:
             return []
         if isinstance(event, TurnStartedEvent):
-            return self.start(
-                {"symfonic": {"baseRevision": event.base_revision, "resumed": event.resumed}}
-            )
+            shown: dict[str, object] = {
+                "baseRevision": event.base_revision,
+                "resumed": event.resumed,
+                "runId": event.run_id,
+            }
+            if self.joined:
+                shown["joined"] = True
+            return self.start({"symfonic": shown})
         if isinstance(event, TextDeltaEvent):
             return self._text(event.text)
         if isinstance(event, ToolCallEvent):

@@ -9,6 +9,10 @@ holding as many streams as it may (a 429 with ``Retry-After``, before anything
 runs), and a store out of reach before the run started: the run's first event
 is pulled before the response exists, so that is a 503 with ``Retry-After`` and
 nothing claimed, the same answer the native API gives.
+
+A run's turn is a kept run of the worker's background runs: the response
+follows it, a client that goes away leaves it running, and a second run for
+the thread while it runs joins it (:mod:`symfonic.agent.agui.joined`).
 """
 
 from collections.abc import Awaitable, Callable
@@ -25,6 +29,7 @@ from symfonic.agent.agui.stream import RunEventStream
 from symfonic.agent.http.errors import ErrorResponse, documented
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost, UnknownAgent
+from symfonic.agent.service.runs import BackgroundRuns
 from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
@@ -68,15 +73,20 @@ def agui_router(
     principal: Callable[..., Any],
     route_class: type[APIRoute] = APIRoute,
     shares: StreamShares | None = None,
+    runs: BackgroundRuns | None = None,
 ) -> APIRouter:
     """The AG-UI routes for ``host``; ``principal`` is the FastAPI dependency that authenticates.
 
     ``route_class``: the native API's, so that here too a caller is authenticated
     before the body is read. ``shares``: the native API's too, so a principal's
-    runs and feeds count against one cap of streams.
+    runs and feeds count against one cap of streams. ``runs``: the worker's
+    background runs, where each run's turn runs as a kept run that outlives its
+    request and that a later request joins (default: none, each turn runs
+    inside its request).
     """
     router = APIRouter(tags=["ag-ui"], route_class=route_class)
     streams = shares if shares is not None else StreamShares()
+    background = runs if runs is not None else BackgroundRuns(host)
     Caller = Annotated[Principal, Depends(principal)]
     Host = Annotated[ServiceHost, Depends(opening(host))]
 
@@ -93,7 +103,7 @@ def agui_router(
         """Run an agent on an AG-UI thread; the response is the run's AG-UI event stream."""
         slot = streams.acquire(caller, request.scope, idle=False)
         try:
-            started = await StartedTurn.start(agui_run(opened, caller, run_input))
+            started = await StartedTurn.start(agui_run(opened, caller, run_input, runs=background))
         except BaseException:
             slot.release()
             raise

@@ -11,9 +11,16 @@ run before it starts) is a stream of exactly one ``RUN_ERROR``; a run that
 started ends with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``. The one
 exception is a store out of reach before the run started: nothing was decided,
 so it raises, and the route answers 503 with ``Retry-After`` as the native API
-does. The symfonic stream is closed with ``aclosing``, so a client that goes
-away mid-run closes the turn at once -- which is what moves a claimed pause to
-``abandoned`` instead of leaving it claimed.
+does.
+
+The turn runs as a kept run of the worker's background runs
+(:mod:`symfonic.agent.service.kept`) and this request listens to it: a client
+that goes away mid-run stops listening, and the turn goes on to its end (a
+claimed pause is carried out, not abandoned), while a later request for the
+thread joins it (:mod:`symfonic.agent.agui.joined`). On an app whose lifespan
+did not run (mounted in another) there are no background runs: the turn runs
+inside the request, and a client that goes away closes it at once, which moves
+a claimed pause to ``abandoned``.
 """
 
 from __future__ import annotations
@@ -23,22 +30,25 @@ from contextlib import aclosing
 
 from ag_ui.core import BaseEvent, RunAgentInput
 
-from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.agui.joined import busy_join, joined
 from symfonic.agent.agui.mapping import RunProjection
 from symfonic.agent.agui.snapshot import thread_messages
 from symfonic.agent.agui.state import (
     CLAIM_WAIT,
     answered_elsewhere,
     claim_settled,
-    interrupted,
+    projected,
     thread_state,
 )
-from symfonic.agent.agui.threads import Acknowledge, NewTurn, Resume, ShowState, plan_run
+from symfonic.agent.agui.threads import Acknowledge, Join, NewTurn, Resume, ShowState, plan_run
 from symfonic.agent.service.host import ServiceHost
+from symfonic.agent.service.kept import kept_stream
+from symfonic.agent.service.runs import BackgroundRuns
 from symfonic.core.contracts.errors import (
     PauseAlreadyAnswered,
     PauseAlreadyClaimed,
     RequestError,
+    SessionBusy,
     SessionPaused,
     StoreUnavailable,
 )
@@ -50,6 +60,7 @@ from symfonic.core.contracts.types import (
     ToolResultEvent,
     TurnPausedEvent,
 )
+from symfonic.turns.background import RunOwner
 from symfonic.turns.outcomes import error_event
 
 INTERRUPTS_PENDING = "interrupts_pending"
@@ -71,10 +82,14 @@ async def agui_run(
     principal: Principal,
     run_input: RunAgentInput,
     *,
+    runs: BackgroundRuns | None = None,
     claim_wait: float = CLAIM_WAIT,
 ) -> AsyncGenerator[BaseEvent, None]:
-    """The AG-UI events of one run; ``claim_wait``: how long a resume waits on another's claim."""
+    """The AG-UI events of one run; ``runs``: where its turn runs as a kept run (without
+    one, or before its lifespan started, inside this request); ``claim_wait``: how long
+    a resume waits on another's claim."""
     projection = RunProjection(run_input)
+    runs = runs if runs is not None else BackgroundRuns(host)
     try:
         plan = await plan_run(host, principal, run_input)
         if isinstance(plan, Acknowledge):
@@ -88,7 +103,7 @@ async def agui_run(
             for event in await shown:
                 yield event
             return
-        async with aclosing(_ran(plan, principal, projection, claim_wait)) as events:
+        async with aclosing(_planned(plan, principal, projection, runs, claim_wait)) as events:
             async for event in events:
                 yield event
         if not projection.closed:
@@ -105,21 +120,71 @@ async def agui_run(
             yield event
 
 
+async def _planned(
+    plan: NewTurn | Resume | Join,
+    principal: Principal,
+    projection: RunProjection,
+    runs: BackgroundRuns,
+    claim_wait: float,
+) -> AsyncGenerator[BaseEvent, None]:
+    """The run's turn: joined, or started; a new turn that finds its thread busy joins
+    the turn it is busy with when that one's events are kept."""
+    if isinstance(plan, Join):
+        async with aclosing(joined(plan, principal, projection, runs)) as events:
+            async for event in events:
+                yield event
+        return
+    try:
+        async with aclosing(_ran(plan, principal, projection, runs, claim_wait)) as events:
+            async for event in events:
+                yield event
+        return
+    except SessionBusy:
+        if projection.started or not isinstance(plan, NewTurn):
+            raise
+        session = await plan.agent.store.get_session(plan.session_id)
+        busy = None if session is None else await busy_join(plan.agent, session)
+        if busy is None:
+            raise
+    async with aclosing(joined(busy, principal, projection, runs)) as events:
+        async for event in events:
+            yield event
+
+
+def _source(
+    plan: NewTurn | Resume, principal: Principal, runs: BackgroundRuns
+) -> AsyncGenerator[Event, None]:
+    """The turn's symfonic events: a kept run this request listens to, when this worker
+    runs background runs; else the turn inside this request."""
+    events = plan.events(principal)
+    if not runs.available:
+        return events
+    if isinstance(plan, NewTurn):
+        return kept_stream(runs, plan.agent, events)
+    pause = plan.pause
+    owner = RunOwner(pause.principal, pause.audience, pause.pause_id)
+    return kept_stream(runs, plan.agent, events, owner)
+
+
 async def _ran(
-    plan: NewTurn | Resume, principal: Principal, projection: RunProjection, claim_wait: float
+    plan: NewTurn | Resume,
+    principal: Principal,
+    projection: RunProjection,
+    runs: BackgroundRuns,
+    claim_wait: float,
 ) -> AsyncGenerator[BaseEvent, None]:
     """A new turn's events, or a resume's; a resume meeting a claim in flight waits once."""
     if isinstance(plan, NewTurn):
-        async with aclosing(plan.events(principal)) as events:
+        async with aclosing(_source(plan, principal, runs)) as events:
             async for symfonic_event in events:
-                for event in await _projected(plan.agent, symfonic_event, projection, principal):
+                for event in await projected(plan.agent, symfonic_event, projection, principal):
                     yield event
         return
     projection.answered_tool_call_id = plan.pause.tool_call_id
     waited = False
     while True:
         try:
-            async with aclosing(_resumed(plan, principal, projection)) as events:
+            async with aclosing(_resumed(plan, principal, projection, runs)) as events:
                 async for event in events:
                     yield event
             return
@@ -139,7 +204,7 @@ async def _ran(
 
 
 async def _resumed(
-    plan: Resume, principal: Principal, projection: RunProjection
+    plan: Resume, principal: Principal, projection: RunProjection, runs: BackgroundRuns
 ) -> AsyncGenerator[BaseEvent, None]:
     """The resumed turn's events, ending with the thread's messages.
 
@@ -150,7 +215,7 @@ async def _resumed(
     among them, as in the run that carried the answer out.
     """
     ran = False
-    async with aclosing(plan.events(principal)) as events:
+    async with aclosing(_source(plan, principal, runs)) as events:
         async for symfonic_event in events:
             ran = ran or isinstance(symfonic_event, ToolResultEvent)
             if isinstance(symfonic_event, ApprovalRecordedEvent) and not projection.started:
@@ -165,14 +230,5 @@ async def _resumed(
                 messages = await thread_messages(plan.agent.store, plan.pause.session_id)
                 for event in projection.snapshot(messages):
                     yield event
-            for event in await _projected(plan.agent, symfonic_event, projection, principal):
+            for event in await projected(plan.agent, symfonic_event, projection, principal):
                 yield event
-
-
-async def _projected(
-    agent: SymfonicAgent, symfonic_event: Event, projection: RunProjection, principal: Principal
-) -> list[BaseEvent]:
-    """One symfonic event as AG-UI events; an interrupt names its pause's audience."""
-    if isinstance(symfonic_event, TurnPausedEvent) and not projection.closed:
-        return await interrupted(agent, symfonic_event, projection, principal)
-    return projection.project(symfonic_event)

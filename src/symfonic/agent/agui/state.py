@@ -26,7 +26,7 @@ from symfonic.agent.agui.snapshot import answered_note, thread_messages
 from symfonic.core.contracts.errors import PauseAlreadyClaimed
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord
-from symfonic.core.contracts.types import PauseState, TurnPausedEvent, asked
+from symfonic.core.contracts.types import Event, PauseState, TurnPausedEvent, asked
 
 CLAIM_WAIT = 30.0
 """Seconds a resume waits for another request's claim on its interrupt to settle."""
@@ -42,6 +42,15 @@ async def interrupted(
     row = await agent.store.get_pause(paused.pause_id)
     addressed = None if row is None else addressed_metadata(row, principal.may_answer(row))
     return projection.interrupt(paused, addressed)
+
+
+async def projected(
+    agent: SymfonicAgent, symfonic_event: Event, projection: RunProjection, principal: Principal
+) -> list[BaseEvent]:
+    """One symfonic event as AG-UI events; an interrupt names its pause's audience."""
+    if isinstance(symfonic_event, TurnPausedEvent) and not projection.closed:
+        return await interrupted(agent, symfonic_event, projection, principal)
+    return projection.project(symfonic_event)
 
 
 async def closing(

@@ -10,6 +10,10 @@ messages, pauses and state are never shown and never touched.
 
 The interrupt contract is decided here, before anything runs or is claimed:
 
+- input without ``resume`` on a thread that is running a turn whose events
+  are kept (an earlier AG-UI run, a background run) joins that turn: the run
+  replays and follows its events (:mod:`symfonic.agent.agui.joined`), and the
+  input's own message, if any, is not run;
 - input without ``resume`` starts a new turn from the last user message;
 - input without ``resume`` on a known thread that carries no user message, or
   that comes while the thread's interrupt is open (pending and unexpired, or
@@ -54,6 +58,7 @@ from symfonic.core.contracts.errors import (
     StoreUnavailable,
 )
 from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.run_events import RunRecord
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import AnswerStatus, Event, PauseState
 from symfonic.turns.resolve import ResolvedPause, resolve_row
@@ -124,7 +129,16 @@ class Acknowledge:
     pause: PauseRecord
 
 
-Plan = NewTurn | Resume | Acknowledge | ShowState
+@dataclass(frozen=True)
+class Join:
+    """The thread is running a turn whose events are kept: the run follows it."""
+
+    agent: SymfonicAgent
+    session: SessionRecord
+    run: RunRecord
+
+
+Plan = NewTurn | Resume | Acknowledge | ShowState | Join
 
 
 NO_MESSAGE = "the run has no user message to answer and no resume entries"
@@ -240,6 +254,12 @@ async def interrupt_open(agent: SymfonicAgent, session_id: str) -> bool:
     )
 
 
+async def running(agent: SymfonicAgent, session: SessionRecord) -> Join | None:
+    """The thread's run in progress, when its events are kept, to join."""
+    record = await agent.store.running_run(session.session_id, agent.clock())
+    return None if record is None else Join(agent, session, record)
+
+
 async def plan_run(host: ServiceHost, principal: Principal, run_input: RunAgentInput) -> Plan:
     """What this run input asks for; refusals raise before anything is written or claimed."""
     entries = list(run_input.resume or ())
@@ -248,10 +268,12 @@ async def plan_run(host: ServiceHost, principal: Principal, run_input: RunAgentI
             agent, session = await thread_session(host, principal, run_input, create=False)
         except ThreadNotFound:
             raise InvalidRunInput(NO_MESSAGE) from None
-        return ShowState(agent, session)
+        return await running(agent, session) or ShowState(agent, session)
     if not entries:
         message = user_text(run_input)
         agent, session = await thread_session(host, principal, run_input, create=True)
+        if joined := await running(agent, session):
+            return joined
         if await interrupt_open(agent, session.session_id):
             return ShowState(agent, session)
         return NewTurn(agent, session.session_id, message)

@@ -221,7 +221,9 @@ def _include_routes(app: FastAPI, service: HttpService, feed: PauseFeed) -> None
     app.include_router(webhooks_router(service))
     app.include_router(audit_router(service))
     app.include_router(
-        agui_router(service.host, service.principal, service.route_class, service.shares)
+        agui_router(
+            service.host, service.principal, service.route_class, service.shares, service.runs
+        )
     )
 
 

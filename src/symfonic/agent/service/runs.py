@@ -90,6 +90,11 @@ class BackgroundRuns:
         return f"BackgroundRuns({len(self._followers)} followers)"
 
     @property
+    def available(self) -> bool:
+        """Whether runs can be started here: the app's lifespan holds their task group."""
+        return self._tasks is not None
+
+    @property
     def tasks(self) -> anyio.abc.TaskGroup:
         """Where a background run's task goes; 503 when nothing runs them here."""
         if self._tasks is None:

@@ -169,4 +169,20 @@ class RunEventLog(Protocol):
         ...
 
 
+class SessionRuns(Protocol):
+    """Which kept run a session is running now: what a second client of the session
+    joins instead of being refused as busy."""
+
+    async def running_run(self, session_id: str, now: datetime) -> RunRecord | None:
+        """The session's run in progress at ``now``: ``running``, its lease held, and its
+        turn still holding the session (a first turn's run marker, a resume's claim).
+
+        ``None`` when there is none. A turn whose events are not kept is not one,
+        nor is a run whose turn already settled (published or paused) and whose
+        end is about to be recorded: a client that read its last event and sends
+        the next message must start a new turn, not join the old one.
+        """
+        ...
+
+
 CANCELLED = ErrorEvent(code="run_cancelled", message="the run was cancelled; nothing was published")

@@ -14,6 +14,7 @@ record (an audit chain, a run queue) adds a role rather than members here:
 :class:`RunEventLog`         runs and their kept events (:mod:`.run_events`)
 :class:`RunQueue`            messages waiting for their session (:mod:`.run_queue`)
 :class:`TurnInterrupts`      taking a busy session over (:mod:`.interrupts`)
+:class:`SessionRuns`         the run a session is running now (:mod:`.run_events`)
 :class:`WebhookOutbox`       deliveries owed, leased and settled (:mod:`.outbox`)
 :class:`RetentionStore`      deleting finished sessions (:mod:`.retention`)
 :class:`AuditLog`            the hash-chained audit trail (:mod:`.audit`)
@@ -54,7 +55,13 @@ from symfonic.core.contracts.pauses import (
 )
 from symfonic.core.contracts.readdressing import PauseAddressing, Reassignment
 from symfonic.core.contracts.retention import PruneBatch, PruneReport, RetentionStore
-from symfonic.core.contracts.run_events import NewRun, RunEvent, RunEventLog, RunRecord
+from symfonic.core.contracts.run_events import (
+    NewRun,
+    RunEvent,
+    RunEventLog,
+    RunRecord,
+    SessionRuns,
+)
 from symfonic.core.contracts.run_queue import QueuedTurn, QueueHead, RunQueue, TakenTurn
 from symfonic.core.contracts.sessions import (
     RunRequest,
@@ -101,6 +108,7 @@ __all__ = [
     "RunStart",
     "RunStore",
     "SessionRecord",
+    "SessionRuns",
     "SessionStore",
     "Store",
     "SweepReport",
@@ -122,6 +130,7 @@ class Store(
     RunEventLog,
     RunQueue,
     TurnInterrupts,
+    SessionRuns,
     WebhookOutbox,
     RetentionStore,
     AuditLog,

@@ -176,6 +176,9 @@ class StoreRoles:
     async def run_record(self, run_id: str) -> RunRecord | None:
         return await self._through("run_record", self._store.run_record(run_id))
 
+    async def running_run(self, session_id: str, now: datetime) -> RunRecord | None:
+        return await self._through("running_run", self._store.running_run(session_id, now))
+
     async def run_events_after(self, run_id: str, position: int, *, limit: int) -> list[RunEvent]:
         reading = self._store.run_events_after(run_id, position, limit=limit)
         return await self._through("run_events_after", reading)

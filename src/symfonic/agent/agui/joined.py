@@ -1,0 +1,99 @@
+"""An AG-UI run that joins the turn its thread is running, instead of being refused.
+
+Every turn an AG-UI run starts is a kept run (:mod:`symfonic.agent.service.kept`),
+so a second request for the thread while it runs -- a reloaded page, a second
+tab, a message sent twice -- follows that turn: its kept events from the first,
+then live, on whichever worker the request reached, each translated to AG-UI
+once and in order, as the run that started it showed them. The second
+request's own message is not run (the thread is busy with the turn it joins).
+
+The joined run is an AG-UI run of its own: ``RUN_STARTED`` and ``RUN_FINISHED``
+carry this request's ``runId``, and ``RUN_STARTED``'s ``metadata.symfonic``
+says ``joined`` and names the symfonic run. A request that brought no messages
+(a page restoring its thread) gets the thread's committed messages right after
+``RUN_STARTED``, so it shows the conversation while the turn streams; every
+joined run gets the thread's messages again before its interrupt or success,
+which then include the joined turn. An interrupt's ``id`` is its pause token,
+minted again from the pause (the kept event does not keep it), as for any
+interrupt this thread's owner is shown.
+
+Only the thread's owner reaches this: anyone else gets ``thread_not_found``
+from :func:`~symfonic.agent.agui.threads.thread_session`, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+
+import anyio
+from ag_ui.core import BaseEvent
+
+from symfonic.agent.agent import SymfonicAgent
+from symfonic.agent.agui.mapping import RunProjection
+from symfonic.agent.agui.snapshot import thread_messages
+from symfonic.agent.agui.state import projected
+from symfonic.agent.agui.threads import Join, running
+from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.store import SessionRecord
+from symfonic.core.contracts.types import (
+    Event,
+    ResponseCompleteEvent,
+    TurnPausedEvent,
+    TurnStartedEvent,
+)
+
+BUSY_WAIT = 1.0
+"""Seconds a run that found its thread busy looks for the busy turn's kept run."""
+POLL = 0.05
+
+
+async def joined(
+    plan: Join, principal: Principal, projection: RunProjection, runs: BackgroundRuns
+) -> AsyncGenerator[BaseEvent, None]:
+    """The AG-UI events of the turn ``plan`` joins, from its first to its end."""
+    agent, session_id = plan.agent, plan.session.session_id
+    projection.joined = True
+    if plan.run.pause_id is not None:
+        # A resume: the answered call was announced by the run that paused.
+        pause = await agent.store.get_pause(plan.run.pause_id)
+        projection.answered_tool_call_id = None if pause is None else pause.tool_call_id
+    restoring = not projection.run_input.messages
+    async with aclosing(runs.follow(plan.run, principal)) as kept:
+        async for one in kept:
+            event = await _with_token(agent, one.event)
+            if isinstance(event, ResponseCompleteEvent | TurnPausedEvent):
+                for shown in projection.snapshot(await thread_messages(agent.store, session_id)):
+                    yield shown
+            for shown in await projected(agent, event, projection, principal):
+                yield shown
+            if isinstance(event, TurnStartedEvent) and restoring:
+                for shown in projection.snapshot(await thread_messages(agent.store, session_id)):
+                    yield shown
+
+
+async def busy_join(
+    agent: SymfonicAgent, session: SessionRecord, wait: float = BUSY_WAIT
+) -> Join | None:
+    """The turn a thread was found busy with, to join; ``None`` when it keeps no events.
+
+    A turn holds its thread a moment before its run is recorded, so a request
+    that came in between looks again for up to ``wait`` seconds.
+    """
+    deadline = anyio.current_time() + wait
+    while True:
+        found = await running(agent, session)
+        if found is not None or anyio.current_time() >= deadline:
+            return found
+        await anyio.sleep(POLL)
+
+
+async def _with_token(agent: SymfonicAgent, event: Event) -> Event:
+    """A kept ``turn.paused`` with its token minted again: the interrupt's id."""
+    if not isinstance(event, TurnPausedEvent) or event.pause_token:
+        return event
+    pause = await agent.store.get_pause(event.pause_id)
+    if pause is None:
+        return event
+    return event.model_copy(update={"pause_token": agent.token_for(pause)})
