@@ -165,6 +165,17 @@ async def test_code_appends_through_the_same_chain(store: Any) -> None:
     assert (await verify_log(store))[1] is None
 
 
+async def test_a_record_of_any_text_verifies(store: Any) -> None:
+    # Each store hashes a record its own way (SQLite in Python, PostgreSQL in SQL);
+    # the verifier's RFC 8785 must read the same bytes for text JSON escapes or keeps.
+    session_id = await new_session(store)
+    reason = 'a "quote", a \\ and \x01\x1f\x7f, é € \u2028 \U0001f600 and \t\n'
+    entry = AuditEntry("reassigned", session_id, "assistant", principal="zoë", reason=reason)
+    record = await store.append_audit(entry)
+    assert (record.reason, record.principal) == (reason, "zoë")
+    assert await verify_log(store) == (1, None)
+
+
 async def test_two_workers_appending_at_once_keep_one_chain(store: Any, other: SqlStore) -> None:
     sessions = [await new_session(store) for _ in range(8)]
 
