@@ -3,13 +3,14 @@
 The agent holds configuration and, once opened, a store
 (:mod:`symfonic.agent.opened_store`); what it does on that store outside a
 turn -- sessions, the pause list, sweep and prune -- is
-:mod:`symfonic.agent.sessions`. A paused turn's state is in the store
-from the moment it pauses, which is why any worker -- this process later, or
-another one that never saw the pause -- can resume it. The agent also keeps the
-records of up to 1,024 pauses it wrote and was not yet asked to resume
-(:class:`~symfonic.turns.recent_pauses.RecentPauses`), so a resume that comes
-back to it skips a read; only what never changes about a pause is taken from
-there, and the claim still decides whether it can be answered. Its turns are
+:mod:`symfonic.agent.sessions`, and starting turns and resumes as background
+runs, and reading and cancelling runs, is :mod:`symfonic.agent.runs`. A paused
+turn's state is in the store from the moment it pauses, which is why any
+worker -- this process later, or another one that never saw the pause -- can
+resume it. The agent also keeps the records of up to 1,024 pauses it wrote and
+was not yet asked to resume (:class:`~symfonic.turns.recent_pauses.RecentPauses`),
+so a resume that comes back to it skips a read; only what never changes about a
+pause is taken from there, and the claim still decides whether it can be answered. Its turns are
 the steps of :mod:`symfonic.turns`: :func:`~symfonic.turns.start.first_turn`
 and :func:`~symfonic.turns.resume.resume_turn`, each inside its span when an
 SDK records.
@@ -24,18 +25,17 @@ from contextlib import aclosing
 from datetime import UTC, datetime
 from typing import Any
 
-from anyio.abc import TaskGroup
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from symfonic.agent.models import resolve_model
 from symfonic.agent.queued import QueuedMessages
+from symfonic.agent.runs import BackgroundRuns
 from symfonic.agent.sessions import SessionsAndPauses
 from symfonic.capabilities.human.interactions import Interaction
 from symfonic.capabilities.human.toolbox import Approval, ToolBox
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.run_events import RunRecord
 from symfonic.core.contracts.store import SessionRecord, Store
 from symfonic.core.contracts.types import Answer, AnswerStatus, Escalation, Event, TurnResult
 from symfonic.core.telemetry.turns import traced_turn
@@ -44,7 +44,7 @@ from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.kernel.model_calls import BoundModel, bind_tools, streams_natively
 from symfonic.kernel.tools import ToolLike, tool_connections
-from symfonic.turns.background import RunHandle, RunOwner, start_run
+from symfonic.turns.background import RunHandle
 from symfonic.turns.budget import Quota
 from symfonic.turns.delegation import (
     DEFAULT_DELEGATION_DEPTH,
@@ -53,11 +53,9 @@ from symfonic.turns.delegation import (
     check_delegates,
 )
 from symfonic.turns.outcomes import collect
-from symfonic.turns.queue import Started
-from symfonic.turns.resolve import ResolvedPause, resolve
+from symfonic.turns.resolve import ResolvedPause
 from symfonic.turns.resume import resume_turn
-from symfonic.turns.run_access import cancel_run, visible_run
-from symfonic.turns.start import OnBusy, OnPendingPause, TakeOver, first_turn, owned_session
+from symfonic.turns.start import OnPendingPause, TakeOver, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
 DEFAULT_CLAIM_LEASE = 120.0
@@ -71,7 +69,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class SymfonicAgent(SessionsAndPauses, QueuedMessages):
+class SymfonicAgent(SessionsAndPauses, QueuedMessages, BackgroundRuns):
     """Model, instructions, tools and limits, served by name.
 
     ``approval`` names the tools a person must approve (a set), or maps each to
@@ -326,100 +324,6 @@ class SymfonicAgent(SessionsAndPauses, QueuedMessages):
         who = Principal.of(principal)
         resumed = resume_turn(self, token, answer, who, status, args_digest=args_digest)
         return await collect(self._traced_resume(resumed, who, answer))
-
-    async def start(
-        self,
-        message: str,
-        session_id: str | None = None,
-        principal: Principal | str = "local",
-        *,
-        tasks: TaskGroup,
-        base_revision: int | None = None,
-        on_pending_pause: OnPendingPause = "reject",
-        on_busy: OnBusy = "reject",
-        started: Started | None = None,
-    ) -> RunHandle:
-        """Start a turn that runs in ``tasks`` whether or not anyone listens
-        (docs/runs.md); refusals raise here, before it runs.
-
-        ``on_busy="enqueue"``: the message waits in the session's queue while
-        another turn holds the session, and runs after it, in order; the handle
-        joins it once it has run here. ``interrupt`` and ``rollback``: as
-        :meth:`stream`. When the run ends, the session's next
-        queued message runs in ``tasks``; ``started`` is told of each such run.
-        """
-        if on_busy == "enqueue":
-            who = Principal.of(principal)
-            if session_id is None:
-                session_id = await self.create_session(who)
-            queued = await self.enqueue(
-                message,
-                session_id,
-                who,
-                base_revision=base_revision,
-                on_pending_pause=on_pending_pause,
-            )
-            waiting = self._waiting[queued] = RunHandle(queued, session_id)
-            await self.run_queued(session_id, tasks, started)
-            return waiting
-        turn = self.stream(
-            message,
-            session_id,
-            principal,
-            base_revision=base_revision,
-            on_pending_pause=on_pending_pause,
-            on_busy=on_busy,
-        )
-        then = self._then_queued(tasks, started)
-        return self._driving(await start_run(self, turn, tasks, then=then))
-
-    async def start_resume(
-        self,
-        token: str | ResolvedPause,
-        answer: Answer,
-        principal: Principal | str = "local",
-        *,
-        tasks: TaskGroup,
-        status: AnswerStatus = "resolved",
-        args_digest: str | None = None,
-        started: Started | None = None,
-    ) -> RunHandle:
-        """Answer a pause and run its turn on in ``tasks``; refusals and the claim
-        are decided here, before this returns. Then as :meth:`start`."""
-        await self.open()
-        if isinstance(token, str):
-            token = await resolve(self.settlement, token, self.clock())
-        pause = token.pause
-        turn = self.resume_stream(token, answer, principal, status=status, args_digest=args_digest)
-        owner = RunOwner(pause.principal, pause.audience, pause.pause_id)
-        then = self._then_queued(tasks, started)
-        return self._driving(await start_run(self, turn, tasks, owner, then=then))
-
-    def _driving(self, handle: RunHandle) -> RunHandle:
-        if handle.run_id is not None and not handle.done:
-            self._started[handle.run_id] = handle
-        return handle
-
-    # runs -------------------------------------------------------------------
-
-    async def get_run(self, run_id: str, principal: Principal | str = "local") -> RunRecord:
-        """A run ``principal`` may see (docs/runs.md); :class:`RunNotFound` otherwise."""
-        await self.open()
-        return await visible_run(self, run_id, Principal.of(principal))
-
-    async def cancel_run(self, run_id: str, principal: Principal | str = "local") -> RunRecord:
-        """Cancel a run started here or on any worker, as it reads once cancelled.
-
-        It publishes nothing, and a resume's pause is ``abandoned``. A run this
-        agent started is stopped at its next step here; elsewhere its worker hears
-        of the cancel. :class:`RunNotRunning` when it already ended or settled.
-        """
-        await self.open()
-        cancelled = await cancel_run(self, run_id, Principal.of(principal))
-        started = self._started.get(run_id)
-        if started is not None:
-            started.stop()
-        return cancelled
 
     def _traced(
         self, turn: AsyncGenerator[Event, None], who: Principal, session_id: str | None

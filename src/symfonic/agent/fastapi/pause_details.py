@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from symfonic.agent.fastapi.schemas import MessageView, PauseView
+from symfonic.agent.fastapi.pause_schemas import MessageView, PauseView
 from symfonic.capabilities.human.turnstate import with_proposed_call
 from symfonic.core.contracts.store import Store
 

@@ -32,7 +32,7 @@ from symfonic.agent.fastapi.feed_schemas import (
 )
 from symfonic.agent.fastapi.pause_cursor import encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
-from symfonic.agent.fastapi.schemas import PauseView
+from symfonic.agent.fastapi.pause_schemas import PauseView
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.sse import FrameStream
 from symfonic.agent.http.errors import documented

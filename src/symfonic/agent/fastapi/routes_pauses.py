@@ -25,13 +25,8 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from symfonic.agent.fastapi.pause_cursor import decode_cursor, encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
-from symfonic.agent.fastapi.schemas import (
-    Health,
-    PauseList,
-    PauseQuery,
-    PauseView,
-    ReassignRequest,
-)
+from symfonic.agent.fastapi.pause_schemas import PauseList, PauseView
+from symfonic.agent.fastapi.schemas import Health, PauseQuery, ReassignRequest
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost

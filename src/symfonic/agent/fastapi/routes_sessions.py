@@ -22,12 +22,11 @@ from starlette.responses import JSONResponse, Response
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.negotiate import respond
 from symfonic.agent.fastapi.openapi import run_started_response, turn_responses
+from symfonic.agent.fastapi.pause_schemas import MessageView, PauseView
 from symfonic.agent.fastapi.run_schemas import RunStarted
 from symfonic.agent.fastapi.schemas import (
     SESSION_ID_PATTERN,
     CreateSession,
-    MessageView,
-    PauseView,
     SessionCreated,
     SessionStatus,
     SessionView,
