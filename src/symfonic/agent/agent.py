@@ -199,7 +199,8 @@ class SymfonicAgent(SessionsAndPauses, QueuedMessages, BackgroundRuns):
             plan or self.limits,
             session_id,
             heartbeat,
-            heartbeat_interval=self.claim_lease / 3,
+            # Often enough for either lease a turn holds: a resume's claim, a first turn's marker.
+            heartbeat_interval=min(self.claim_lease, self.run_lease) / 3,
             bound_model=self._bound_model,
             streaming=self._streaming,
             principal=principal or Principal("local"),

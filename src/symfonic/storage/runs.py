@@ -5,7 +5,9 @@ Setting it is one conditional ``UPDATE`` that also checks everything that could
 refuse the turn (:class:`~symfonic.core.contracts.sessions.RunRequest`), so a turn
 that may go on costs one write. Only the run that holds the marker may publish
 (the revision bump clears it) or record its pause
-(:mod:`symfonic.storage.pause_writes`).
+(:mod:`symfonic.storage.pause_writes`). A live turn renews the marker's lease
+(:meth:`SqlRuns.renew_run`), keyed by its run id, so a turn that ended or was
+taken over renews nothing.
 
 On PostgreSQL, setting a run marker and clearing it after a failed turn commit
 with ``synchronous_commit`` off, for that transaction only, so they return
@@ -88,6 +90,10 @@ END_RUN_TEXT = (
     "UPDATE symfonic_sessions SET run_id = NULL, run_lease = NULL"
     " WHERE session_id = :session_id AND run_id = :run_id"
 )
+RENEW_RUN = Statement(
+    "UPDATE symfonic_sessions SET run_lease = :lease_until"
+    " WHERE session_id = :session_id AND run_id = :run_id"
+)
 # Clearing the marker of a turn that published nothing.
 END_RUN = {
     Dialect.SQLITE: Statement(END_RUN_TEXT),
@@ -147,6 +153,11 @@ class SqlRuns(SqlTransactions):
         row, turn_history = started
         session = session_of(row, now=request.now)
         return RunStart(session, turn_history, pending_pause=int(row["pending"]) > 0)
+
+    async def renew_run(self, session_id: str, run_id: str, lease_until: datetime) -> bool:
+        """The port's :class:`~symfonic.core.contracts.sessions.RunRenewal`."""
+        params = {"session_id": session_id, "run_id": run_id, "lease_until": lease_until}
+        return await self.write_count(RENEW_RUN, params) == 1
 
     async def end_run(
         self, session_id: str, run_id: str, failure: FailedTurn | None = None

@@ -51,7 +51,7 @@ from symfonic.turns.budget import (
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
-from symfonic.turns.started_turn import StartedTurn
+from symfonic.turns.started_turn import MarkerLease, StartedTurn
 
 OnPendingPause = Literal["reject", "abandon"]
 # What a message does when another turn holds its session (docs/runs.md).
@@ -199,6 +199,7 @@ async def first_turn(
     session_id = session.session_id
     scope = IssuerScope(session.principal, agent.name)
     turn = StartedTurn(agent.settlement, session_id, run_id, scope, session.revision, principal)
+    lease = MarkerLease(agent.store, session_id, run_id, seconds=agent.run_lease, clock=agent.clock)
     failure: FailedTurn | None = None
     try:
         budget = budget or admit_resume_budget(agent, scope)
@@ -215,9 +216,10 @@ async def first_turn(
         )
         observe = FinalObserver(budget.event_guard)
         try:
-            run = _run(agent, observe, budget.prepared_plan, start, message, principal)
+            run = _run(agent, observe, budget.prepared_plan, start, message, principal, lease)
             async with aclosing(run) as events:
                 async for raw in events:
+                    await lease.renew_if_due()
                     yield raw
             assert observe.result is not None
             yield await _settle(agent, turn, observe.result)
@@ -238,9 +240,12 @@ async def _run(
     start: RunStart,
     message: str,
     principal: Principal,
+    lease: MarkerLease,
 ) -> AsyncGenerator[Event, None]:
-    """The kernel's rounds on the message, up to (not including) its done result."""
-    kernel = agent.kernel(start.session.session_id, plan, principal=principal)
+    """The kernel's rounds on the message, up to (not including) its done result; the
+    heartbeat beside each tool call keeps the turn's run marker."""
+    session_id = start.session.session_id
+    kernel = agent.kernel(session_id, plan, heartbeat=lease.renew_if_due, principal=principal)
     run = kernel.run(agent.context(messages_of(start.history)), [HumanMessage(content=message)])
     async with aclosing(run) as events:
         async for raw in events:

@@ -7,16 +7,26 @@ in the same transaction -- or, for a turn that did neither, the run marker
 cleared (with the failure it ended in, owed as ``turn.failed``). A root turn and
 a delegate's turn end the same way; a delegate's runs in a session of its own,
 at revision 0, and its pause is marked with the calling session.
+
+The marker's lease (``run_lease``) frees the session of a worker that died
+mid-turn, so a live turn keeps it moving on (:class:`MarkerLease`): whenever a
+third of it has passed, checked at each of the turn's events and on the
+heartbeat beside a tool call, one statement extends it. Without that, a turn
+that outlived its lease would let another turn, or the session's next queued
+message, run beside it. A worker that dies stops renewing, and its session is
+free a lease after the last renewal.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import anyio
 
 from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.sessions import RunRenewal
 from symfonic.core.contracts.types import KernelResult, TurnPausedEvent
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.turns.budget import IssuerScope
@@ -94,3 +104,42 @@ class StartedTurn:
                     "of reach, its next sweep after it is back clears it)",
                     exc_info=True,
                 )
+
+
+class MarkerLease:
+    """A live first turn's run marker, renewed once a third of its lease has passed."""
+
+    def __init__(
+        self,
+        store: RunRenewal,
+        session_id: str,
+        run_id: str,
+        *,
+        seconds: float,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._run_id = run_id
+        self._length = timedelta(seconds=seconds)
+        self._clock = clock
+        self._renewed = clock()
+        self._held = True
+
+    async def renew_if_due(self) -> None:
+        """Renew the marker if a third of its lease has passed; cheap on every event.
+
+        Never raises: a renewal that fails is tried again at the next event or
+        beat, while the lease last written still holds. A marker that is no
+        longer this run's (the turn ended or was taken over) is not renewed again.
+        """
+        now = self._clock()
+        if not self._held or now - self._renewed < self._length / 3:
+            return
+        try:
+            renewing = self._store.renew_run(self._session_id, self._run_id, now + self._length)
+            self._held = await renewing
+        except Exception as error:
+            logger.warning("could not renew a turn's run marker: %s", error)
+            return
+        self._renewed = now

@@ -102,3 +102,17 @@ class RunStore(Protocol):
     async def publish_turn(self, publish: TurnPublish) -> int:
         """Append a first turn at its base revision, ending its run; raises RevisionConflict."""
         ...
+
+
+class RunRenewal(Protocol):
+    """A live first turn keeping its session: its run marker's lease moved on.
+
+    The marker's lease is what frees a session whose worker died mid-turn, so a
+    turn that lives longer than one lease must renew it, or another turn (or a
+    queued message) would run beside it.
+    """
+
+    async def renew_run(self, session_id: str, run_id: str, lease_until: datetime) -> bool:
+        """Extend this run's marker to ``lease_until``, in one statement; ``False``
+        if the session's marker is no longer this run's (it ended, or was taken)."""
+        ...

@@ -7,6 +7,7 @@ record (an audit chain, a run queue) adds a role rather than members here:
 ===========================  ==================================================
 :class:`SessionStore`        sessions and their history (:mod:`.sessions`)
 :class:`RunStore`            a first turn's hold on its session (:mod:`.sessions`)
+:class:`RunRenewal`          a live first turn's hold, renewed (:mod:`.sessions`)
 :class:`PauseStore`          a pause's transitions and reads (:mod:`.pauses`)
 :class:`PauseListing`        the pauses a principal may answer (:mod:`.pause_listing`)
 :class:`PauseChangeLog`      the record of pause changes (:mod:`.pause_changes`)
@@ -64,6 +65,7 @@ from symfonic.core.contracts.run_events import (
 )
 from symfonic.core.contracts.run_queue import QueuedTurn, QueueHead, RunQueue, TakenTurn
 from symfonic.core.contracts.sessions import (
+    RunRenewal,
     RunRequest,
     RunStart,
     RunStore,
@@ -104,6 +106,7 @@ __all__ = [
     "RunEventLog",
     "RunQueue",
     "RunRecord",
+    "RunRenewal",
     "RunRequest",
     "RunStart",
     "RunStore",
@@ -123,6 +126,7 @@ __all__ = [
 class Store(
     SessionStore,
     RunStore,
+    RunRenewal,
     PauseStore,
     PauseListing,
     PauseChangeLog,

@@ -104,6 +104,10 @@ class StoreRoles:
     ) -> None:
         await self._through("end_run", self._store.end_run(session_id, run_id, failure))
 
+    async def renew_run(self, session_id: str, run_id: str, lease_until: datetime) -> bool:
+        renewing = self._store.renew_run(session_id, run_id, lease_until)
+        return await self._through("renew_run", renewing)
+
     # reading pauses
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
         return await self._through("get_pause", self._store.get_pause(pause_id))
