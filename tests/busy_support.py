@@ -2,7 +2,8 @@
 
 The agent's model is a function of the transcript: "hold X" calls the ``hold``
 tool, which waits until the test releases X; "pay N" asks for an approval;
-"holdpay X" holds, then asks to pay; anything else is echoed.
+"holdpay X" holds, then asks to pay; "twice X" holds X, then holds "second";
+anything else is echoed.
 """
 
 from __future__ import annotations
@@ -60,10 +61,13 @@ class Holds:
 
 
 def respond(messages: list[BaseMessage]) -> AIMessage:
-    """``hold`` for "hold X", ``pay`` for "pay N"; else an echo, or the tool's answer."""
+    """``hold`` for "hold X" (twice for "twice X"), ``pay`` for "pay N"; else an echo,
+    or the tool's answer."""
     start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
     asked = text_of(messages[start])
     answered = [m for m in messages[start:] if isinstance(m, ToolMessage)]
+    if asked.startswith("twice") and len(answered) < 2:  # two ungated calls in a row
+        return call("hold", {"note": "second" if answered else asked})
     if asked.startswith("holdpay") and len(answered) == 1:
         return call("pay", {"amount": 5})  # held first, then asks to pay
     if answered:

@@ -119,6 +119,39 @@ async def test_an_interrupted_attached_turn_publishes_nothing_even_once_the_sess
     assert (session["revision"], session["messages"], session["status"]) == (0, [], "paused")
 
 
+@pytest.mark.parametrize("on_busy", ["interrupt", "rollback"])
+async def test_an_attached_turn_interrupted_from_another_worker_stops_at_its_tool(
+    store_url: str, on_busy: str
+) -> None:
+    holds = Holds()
+    async with (
+        serve(holding_agent(store_url, holds), api_keys=KEYS) as one,
+        serve(holding_agent(store_url, holds), api_keys=KEYS) as two,
+    ):
+        session_id = await new_session(one, **ALICE)
+        streamed: list[httpx.Response] = []
+
+        async def attached() -> None:
+            streamed.append(await send(one, session_id, "twice over", ALICE))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(attached)
+            await holds.until_entered("twice over")
+            outcome = await taken_over(two, session_id, on_busy)
+            # Stopped in its first tool, on the worker streaming it: never released.
+            await holds.until_cancelled("twice over")
+        holds.release("second")
+        history = await said(two, session_id)
+    assert (outcome["status"], outcome["answer"], outcome["revision"]) == (
+        "complete", "echo: instead", 1
+    )
+    assert holds.calls == ["twice over"]
+    (stream,) = streamed
+    ending = frames(stream.text)[-1]
+    assert (ending.event, ending.data["code"]) == ("error", "run_cancelled")
+    assert history == ["instead"]
+
+
 async def test_a_refused_interrupt_cancels_nothing(store_url: str) -> None:
     holds = Holds()
     async with serve(holding_agent(store_url, holds), api_keys=KEYS) as client:

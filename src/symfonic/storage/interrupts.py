@@ -16,9 +16,10 @@ forgotten one (a rollback) ends ``forgotten``, which no client is shown (404,
 as for a run that never was), its events replaced by that one ``error`` event,
 whose new id is how its followers and the worker running it hear of it on
 SQLite. A first turn that kept no run (an attached one) gets a row in that
-state: its publish checks for one, so it publishes nothing even once the
-session is free again at the revision it started from (the turn that took
-over paused, say).
+state, with that one event: its publish checks for the row, so it publishes
+nothing even once the session is free again at the revision it started from
+(the turn that took over paused, say), and the event (or the notification) is
+how the worker streaming it hears that it should stop.
 
 The old turn cannot publish after the commit: a first turn publishes only while
 no row records its run cancelled or forgotten
@@ -62,12 +63,13 @@ FORGET = Statement(
 )
 FORGET_EVENTS = Statement("DELETE FROM symfonic_run_events WHERE run_id = :run_id")
 # A first turn that kept no run (an attached one) gets a row saying how it ended,
-# which its publish checks (symfonic.storage.history.BUMP_ENDING_RUN). The session
-# is named twice: PostgreSQL types a parameter once, and the two uses differ.
+# which its publish checks (symfonic.storage.history.BUMP_ENDING_RUN), and its one
+# event. The session is named twice: PostgreSQL types a parameter once, and the
+# two uses differ.
 GUARD = Statement(
     "INSERT INTO symfonic_runs (run_id, session_id, principal, state, created_at, ended_at,"
     " lease_until, events, dropped) VALUES (:run_id, :session_id, (SELECT principal FROM"
-    " symfonic_sessions WHERE session_id = :owning), :state, :at, :at, :at, 0, 0)"
+    " symfonic_sessions WHERE session_id = :owning), :state, :at, :at, :at, 1, 0)"
     " ON CONFLICT (run_id) DO NOTHING"
 )
 RELEASE_MARKER = Statement(
@@ -154,7 +156,8 @@ class SqlTurnInterrupts(SqlTransactions):
         elif pause_id is None:
             state = RunState.FORGOTTEN if forget else RunState.CANCELLED
             guard = {**params, "state": state.value, "owning": session_id}
-            await connection.count(GUARD, guard)
+            if await connection.count(GUARD, guard) == 1:
+                await connection.each(INSERT_EVENT, [event_row(run_id, 1, CANCELLED)])
         if self.dialect is Dialect.POSTGRESQL:
             await connection.rows(NOTIFY, {"run_id": run_id})
         if pause_id is None:

@@ -52,6 +52,7 @@ from symfonic.turns.outcomes import error_event
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
 from symfonic.turns.started_turn import MarkerLease, StartedTurn
+from symfonic.turns.stopping import TurnStopped, TurnStopper
 
 OnPendingPause = Literal["reject", "abandon"]
 # What a message does when another turn holds its session (docs/runs.md).
@@ -189,9 +190,8 @@ async def first_turn(
     only a turn that did neither has a run marker left to clear. ``on_busy``:
     ``interrupt`` or ``rollback`` cancels the turn that holds the session, as
     this one begins (``enqueue`` is the caller's: :mod:`symfonic.turns.queue`).
-    ``held``: the session already held for this turn, and its run id (a queued
-    message taken, whose refusals and quota were decided when it was queued).
-    """
+    ``held``: the session already held for this turn and its run id (a queued
+    message taken). A takeover stops it at its next step (:mod:`symfonic.turns.stopping`)."""
     start, run_id, budget = await _held(
         agent, principal, session_id, base_revision, on_pending_pause, on_busy, held
     )
@@ -201,28 +201,25 @@ async def first_turn(
     turn = StartedTurn(agent.settlement, session_id, run_id, scope, session.revision, principal)
     lease = MarkerLease(agent.store, session_id, run_id, seconds=agent.run_lease, clock=agent.clock)
     failure: FailedTurn | None = None
+    stopper = TurnStopper.of(agent.settlement.running, run_id)
     try:
         budget = budget or admit_resume_budget(agent, scope)
         # Abandoned only once nothing can refuse the turn any more, so a refused
         # turn leaves the pending pause answerable.
         if start.pending_pause:
             await agent.store.abandon_pending(session_id)
-        yield TurnStartedEvent(
-            session_id=session_id,
-            run_id=run_id,
-            agent=agent.name,
-            base_revision=session.revision,
-            resumed=False,
-        )
+        yield _started(agent, session, run_id)
         observe = FinalObserver(budget.event_guard)
         try:
             run = _run(agent, observe, budget.prepared_plan, start, message, principal, lease)
             async with aclosing(run) as events:
-                async for raw in events:
+                while (raw := await stopper.step(events)) is not None:
                     await lease.renew_if_due()
                     yield raw
             assert observe.result is not None
             yield await _settle(agent, turn, observe.result)
+        except TurnStopped as stopped:  # taken over: no failure is owed for it
+            yield error_event(stopped)
         except Exception as error:
             failed = error_event(error)
             failure = FailedTurn(
@@ -230,7 +227,19 @@ async def first_turn(
             )
             yield failed
     finally:
+        stopper.ended()
         await turn.end(failure)
+
+
+def _started(agent: TurnRuntime, session: SessionRecord, run_id: str) -> TurnStartedEvent:
+    """A first turn's first event: its run, and the revision it started from."""
+    return TurnStartedEvent(
+        session_id=session.session_id,
+        run_id=run_id,
+        agent=agent.name,
+        base_revision=session.revision,
+        resumed=False,
+    )
 
 
 async def _run(

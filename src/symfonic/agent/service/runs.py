@@ -22,6 +22,11 @@ runs, and the watch is kept while there is one: a cancel made on any worker
 (:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`) keeps an
 event, which wakes this worker, which reads the run and stops its turn at its
 next step. On PostgreSQL that is a notification away; on SQLite, a poll.
+An attached first turn streamed here is tracked the same way while it streams
+(:meth:`BackgroundRuns.then_queued`): it keeps no run, but a new message that
+takes its session over (``on_busy`` ``interrupt`` or ``rollback``, on any
+worker) keeps a run row for it, cancelled or forgotten, with one event; heard
+of, the turn is stopped at its next step (:mod:`symfonic.turns.stopping`).
 
 Who may see a run, and what a cancel does, are the agent's
 (:meth:`~symfonic.SymfonicAgent.get_run`, :meth:`~symfonic.SymfonicAgent.cancel_run`),
@@ -44,12 +49,21 @@ from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.run_events import RunEvent, RunRecord, RunState
-from symfonic.core.contracts.types import TERMINAL_EVENTS, ErrorEvent, Event, TurnPausedEvent
+from symfonic.core.contracts.types import (
+    TERMINAL_EVENTS,
+    ErrorEvent,
+    Event,
+    TurnPausedEvent,
+    TurnStartedEvent,
+)
 from symfonic.turns.background import RunHandle
 
 logger = logging.getLogger("symfonic.http")
 
 RECHECK_SECONDS = 1.0
+# How long the watch outlives the last attached turn streamed here: the next one,
+# often a moment later, then finds it set up (on PostgreSQL, a connection).
+LINGER_SECONDS = 5.0
 # A run still to come or still running: its follower waits for its events.
 _GOING_ON = frozenset({RunState.QUEUED, RunState.RUNNING})
 # A run this worker runs and must stop: cancelled, or rolled back, on any worker.
@@ -81,6 +95,9 @@ class BackgroundRuns:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._followers: set[_Follower] = set()
         self._local: dict[str, RunHandle] = {}
+        # Attached first turns streamed here, by run id: how to stop each.
+        self._attached: dict[str, Callable[[], None]] = {}
+        self._lingering = False
         self._wanted = anyio.Event()
         self._watching: anyio.CancelScope | None = None
         # The free queue heads the last sweep found, as (session, run).
@@ -115,7 +132,7 @@ class BackgroundRuns:
 
     async def _watch_while_followed(self) -> None:
         while True:
-            if not self._followers and not self._local:
+            if not self._watched():
                 self._wanted = anyio.Event()
                 await self._wanted.wait()
             try:
@@ -136,7 +153,8 @@ class BackgroundRuns:
                 self._watching = None
 
     def _watched(self) -> set[str]:
-        return {follower.run_id for follower in self._followers} | set(self._local)
+        followed = {follower.run_id for follower in self._followers}
+        return followed | self._local.keys() | self._attached.keys()
 
     def _wake(self, run_ids: set[str]) -> None:
         for follower in self._followers:
@@ -144,9 +162,11 @@ class BackgroundRuns:
                 follower.nudged.set()
         for run_id in run_ids & self._local.keys():
             self.tasks.start_soon(self._stop_if_cancelled, self._local[run_id])
+        for run_id in run_ids & self._attached.keys():
+            self.tasks.start_soon(self._stop_if_taken_over, run_id)
 
     def _stop_watching_if_idle(self) -> None:
-        if not self._followers and not self._local and self._watching is not None:
+        if not self._watched() and self._watching is not None:
             self._watching.cancel()
 
     # this worker's runs -------------------------------------------------------
@@ -176,6 +196,17 @@ class BackgroundRuns:
         if record is None or record.state in _STOPPED:
             handle.stop()
 
+    async def _stop_if_taken_over(self, run_id: str) -> None:
+        """Stop the attached turn if a row says it was cancelled: it keeps none otherwise."""
+        try:
+            record = await self._host.store.run_record(run_id)
+        except Exception as error:  # its publish is refused all the same
+            logger.warning("could not read whether an attached turn was interrupted: %s", error)
+            return
+        stop = self._attached.get(run_id)
+        if record is not None and record.state in _STOPPED and stop is not None:
+            stop()
+
     async def cancel(self, run_id: str, principal: Principal) -> RunRecord:
         """Cancel the run on whichever worker runs it (the agent's cancel, whose store
         logs the pause it abandons), and stop it now if it runs here."""
@@ -196,13 +227,41 @@ class BackgroundRuns:
     async def then_queued(
         self, agent: SymfonicAgent, session_id: str, events: AsyncGenerator[Event, None]
     ) -> AsyncGenerator[Event, None]:
-        """An attached turn's ``events``; once it ends, its session's next queued message."""
+        """An attached turn's ``events``; once it ends, its session's next queued message.
+        A first turn is stopped meanwhile if another worker's message takes it over."""
+        run_id = None
         try:
             async with aclosing(events) as turn:
                 async for event in turn:
+                    if run_id is None and isinstance(event, TurnStartedEvent):
+                        run_id = self._attach(agent, event)
                     yield event
         finally:
+            if run_id is not None and self._attached.pop(run_id, None) is not None:
+                self._linger()
             self.run_queued_soon(agent, session_id)
+
+    def _linger(self) -> None:
+        """Stop watching ``LINGER_SECONDS`` from now, if nothing is watched here then."""
+        if not self._lingering and self._tasks is not None:
+            self._lingering = True
+            self._tasks.start_soon(self._idle_after_linger)
+
+    async def _idle_after_linger(self) -> None:
+        try:
+            await anyio.sleep(LINGER_SECONDS)
+        finally:
+            self._lingering = False
+        self._stop_watching_if_idle()
+
+    def _attach(self, agent: SymfonicAgent, started: TurnStartedEvent) -> str | None:
+        """Track an attached first turn (its stop is its own while it runs); its run id."""
+        stop = agent.settlement.running.get(started.run_id)
+        if started.resumed or stop is None or self._tasks is None:
+            return None
+        self._attached[started.run_id] = stop
+        self._wanted.set()
+        return started.run_id
 
     async def _run_queued(self, agent: SymfonicAgent, session_id: str) -> None:
         try:

@@ -9,6 +9,8 @@ session, a stale ``base_revision``, a pending pause it would refuse) cancels
 nothing. The turn it cancelled, if its run was kept, ends ``cancelled`` with
 an ``error`` event (``run_cancelled``), which stops it on the worker running
 it; with ``forget`` (a rollback), its run and kept events are deleted instead.
+A first turn that kept no run (an attached one) is given one in that state,
+with that one event, so the worker streaming it hears of it and stops it too.
 """
 
 from __future__ import annotations

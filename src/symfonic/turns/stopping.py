@@ -1,0 +1,91 @@
+"""A first turn that can be stopped at its next step, from outside the task running it.
+
+A background run is stopped by cancelling the scope its task drives the whole
+turn in. An attached turn has no task of its own: its events are pulled by
+whoever streams them to the client, who also awaits the client between two
+events, and a scope spanning those awaits would cancel them too. So each step
+of the turn (the await for its next event: a model call, a tool) is awaited in
+a scope of its own, and :meth:`TurnStopper.stop` cancels the step under way,
+or, between two steps, the next one before it starts. A tool already running
+is cancelled there, as in a background run. The turn then raises
+:class:`TurnStopped`, which ends its stream with the ``error`` a cancelled
+run's stream ends with.
+
+``stop`` is called once the store already took the session away from the turn
+(a new message interrupted it), so nothing the turn could still do would
+settle; stopping it only spares the steps it would waste, and the tools it
+would run, on a turn nobody will see published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import TypeVar
+
+import anyio
+
+from symfonic.core.contracts.errors import SymfonicError
+from symfonic.core.contracts.run_events import CANCELLED
+
+E = TypeVar("E")
+Stop = Callable[[], None]
+
+
+class TurnStopped(SymfonicError):
+    """The turn was stopped at a step: its session was taken over by a new message."""
+
+    code = CANCELLED.code
+
+    def __init__(self) -> None:
+        super().__init__(CANCELLED.message)
+
+
+class TurnStopper:
+    """Each step of a turn in its own cancel scope; :meth:`stop` cancels the current one.
+
+    Made with :meth:`of`, it is the turn's stop among the ones a takeover looks up
+    by run id (``running``) until :meth:`ended`; a background run driving the turn
+    puts its own there once started, which stops the turn whole, and is left be.
+    """
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._scope: anyio.CancelScope | None = None
+        self._running: dict[str, Stop] | None = None
+        self._run_id = ""
+
+    @classmethod
+    def of(cls, running: dict[str, Stop], run_id: str) -> TurnStopper:
+        """A stopper for the run ``run_id``, found in ``running`` until it has ended."""
+        stopper = cls()
+        stopper._running, stopper._run_id = running, run_id
+        running[run_id] = stopper.stop
+        return stopper
+
+    def ended(self) -> None:
+        """The turn has ended: no longer found in ``running`` (unless another's stop is)."""
+        if self._running is not None and self._running.get(self._run_id) == self.stop:
+            del self._running[self._run_id]
+
+    def __repr__(self) -> str:
+        return f"TurnStopper(stopped={self.stopped})"
+
+    def stop(self) -> None:
+        """Stop the turn at its next step (the one under way, if any)."""
+        self.stopped = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def step(self, events: AsyncIterator[E]) -> E | None:
+        """The turn's next event, ``None`` at its end; raises ``TurnStopped`` once stopped."""
+        if self.stopped:
+            raise TurnStopped
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                return await anext(events)
+            except StopAsyncIteration:
+                return None
+            finally:
+                self._scope = None
+        raise TurnStopped
