@@ -10,13 +10,11 @@ lease, publish or abandon are the turn's own, so a worker that dies mid-run is
 today's lapsed lease (the sweep abandons the claim, the run marker lapses) and
 the run, no longer renewed, reads as ``failed``.
 
-Events are kept by a second task, so a slow write never holds the turn back:
-text deltas wait up to ``FLUSH_SECONDS`` to be written together (one row each
-time, :func:`~symfonic.core.contracts.run_events.coalesced`), any other event is
-written at once with what waits before it. The terminal event is not the
-keeper's: it is kept with the run's end, in one transaction, so whoever has
-read it reads the run ended. A paused turn's token is not kept: the stream
-that replays the event mints it again for whoever may answer.
+Events are kept by a second task (:mod:`symfonic.turns.event_keeper`), so a
+slow write never holds the turn back. The terminal event is not the keeper's:
+it is kept with the run's end, in one transaction, so whoever has read it reads
+the run ended. A paused turn's token is not kept: the stream that replays the
+event mints it again for whoever may answer.
 
 A client on the worker that runs the turn may listen to it as it happens
 (:meth:`RunHandle.events`): the events as the turn yields them, each once and
@@ -42,25 +40,22 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream
 
-from symfonic.core.contracts.run_events import CANCELLED, NewRun, RunEventLog, RunState
+from symfonic.core.contracts.run_events import CANCELLED, NewRun, RunState
 from symfonic.core.contracts.types import (
     TERMINAL_EVENTS,
     ErrorEvent,
     Event,
-    TextDeltaEvent,
     TurnError,
-    TurnPausedEvent,
     TurnResult,
     TurnStartedEvent,
 )
+from symfonic.turns.event_keeper import keep_events, stored
 from symfonic.turns.outcomes import collect, first_event
 from symfonic.turns.runtime import TurnRuntime
 
 logger = logging.getLogger("symfonic")
 
-FLUSH_SECONDS = 0.25
 ENDED_WITHOUT_OUTCOME = ErrorEvent(
     code="run_failed", message="the run ended without an outcome: its turn stopped"
 )
@@ -149,13 +144,6 @@ class RunHandle:
         self._result = result
         self._done.set()
         self._grew.set()
-
-
-def stored(event: Event) -> Event:
-    """The event as it is kept: a paused turn's without its token."""
-    if isinstance(event, TurnPausedEvent):
-        return event.model_copy(update={"pause_token": ""})
-    return event
 
 
 def outcome_of(result: TurnResult) -> dict[str, Any]:
@@ -326,7 +314,7 @@ async def _driven(
     async with anyio.create_task_group() as renewing:
         renewing.start_soon(_renew, agent, first, handle)
         async with anyio.create_task_group() as keeping:
-            keeping.start_soon(_keep, agent.store, run_id, receive)
+            keeping.start_soon(keep_events, agent.store, run_id, receive)
             with send:
                 send.send_nowait(seen[0])
                 async with aclosing(rest):
@@ -362,41 +350,3 @@ async def _renew(agent: TurnRuntime, first: TurnStartedEvent, handle: RunHandle)
                 await agent.store.renew_run(first.session_id, first.run_id, until)
         except Exception as error:
             logger.warning("a background run's lease could not be renewed: %s", error)
-
-
-async def _keep(store: RunEventLog, run_id: str, receive: MemoryObjectReceiveStream[Event]) -> None:
-    """Write the events received, deltas gathered for up to ``FLUSH_SECONDS``."""
-    pending: list[Event] = []
-    deadline = math.inf
-    async with receive:
-        while True:
-            try:
-                event = await _next(receive, deadline)
-            except anyio.EndOfStream:
-                await _write(store, run_id, pending)
-                return
-            if event is not None:
-                pending.append(stored(event))
-                if isinstance(event, TextDeltaEvent):
-                    if len(pending) == 1:
-                        deadline = anyio.current_time() + FLUSH_SECONDS
-                    continue
-            await _write(store, run_id, pending)
-            pending, deadline = [], math.inf
-
-
-async def _next(receive: MemoryObjectReceiveStream[Event], deadline: float) -> Event | None:
-    """The next event, or ``None`` once ``deadline`` passes without one."""
-    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-        return await receive.receive()
-    return None
-
-
-async def _write(store: RunEventLog, run_id: str, events: list[Event]) -> None:
-    if not events:
-        return
-    try:
-        await store.append_run_events(run_id, events)
-    except Exception as error:
-        # The turn goes on: its end and outcome are still recorded.
-        logger.warning("a background run's events could not be kept: %s", error)
