@@ -1147,13 +1147,6 @@ export interface components {
              */
             background?: boolean;
             /**
-             * On Busy
-             * @description While another turn runs on the session: `reject` refuses this one (409 `session_busy`). `enqueue` keeps it in the session's queue: it runs after the turns before it, in order, once each, on whichever worker frees the session, and the answer is always 202 with its run's id (`queued` until it runs; at once when nothing holds the session). `interrupt` cancels the running turn as a cancel of its run does (it publishes nothing; a resume's pause is `abandoned`) and runs this one; `rollback` does the same and deletes the cancelled turn's run and kept events. A refused `interrupt` or `rollback` cancels nothing. A pending pause is not a busy session: `on_pending_pause` decides, when the message is sent and, for a queued one, again when it reaches the head of the queue (docs/runs.md).
-             * @default reject
-             * @enum {string}
-             */
-            on_busy?: "reject" | "enqueue" | "interrupt" | "rollback";
-            /**
              * Status
              * @description `cancelled`: the person dismissed the question without answering. `declined`: they refused it outright; an MCP server's question hears `decline` (and `cancel` for `cancelled`), every other pause reads both as no answer.
              * @default resolved

@@ -110,6 +110,13 @@ class CreateSession(_Body):
     )
 
 
+_BACKGROUND = (
+    "Run in the background: every refusal is decided first, then the answer is 202 with "
+    "the run's id and events URL, and the turn runs on whether or not anyone listens "
+    "(docs/runs.md)."
+)
+
+
 class TurnRequest(_Body):
     message: Annotated[CleanText, Field(min_length=1, max_length=MAX_MESSAGE_CHARS)] = Field(
         description="The user's message."
@@ -122,12 +129,7 @@ class TurnRequest(_Body):
         default="reject",
         description="With a pending pause: refuse the turn (409), or abandon the pause and run.",
     )
-    background: bool = Field(
-        default=False,
-        description="Run in the background: every refusal is decided first, then the answer "
-        "is 202 with the run's id and events URL, and the turn runs on whether or not "
-        "anyone listens (docs/runs.md).",
-    )
+    background: bool = Field(default=False, description=_BACKGROUND)
     on_busy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
         default="reject",
         description="While another turn runs on the session: `reject` refuses this one "
@@ -176,26 +178,7 @@ class ResumeRequest(_Body):
         "not the pause's is refused with 409 `stale_question` before anything is claimed; "
         "the token stays usable.",
     )
-    background: bool = Field(
-        default=False,
-        description="Run in the background: every refusal is decided first, then the answer "
-        "is 202 with the run's id and events URL, and the turn runs on whether or not "
-        "anyone listens (docs/runs.md).",
-    )
-    on_busy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
-        default="reject",
-        description="While another turn runs on the session: `reject` refuses this one "
-        "(409 `session_busy`). `enqueue` keeps it in the session's queue: it runs after "
-        "the turns before it, in order, once each, on whichever worker frees the session, "
-        "and the answer is always 202 with its run's id (`queued` until it runs; at once "
-        "when nothing holds the session). `interrupt` cancels the running turn as a "
-        "cancel of its run does (it publishes nothing; a resume's pause is `abandoned`) "
-        "and runs this one; `rollback` does the same and deletes the cancelled turn's "
-        "run and kept events. A refused `interrupt` or `rollback` cancels nothing. A "
-        "pending pause is not a busy session: `on_pending_pause` decides, when the "
-        "message is sent and, for a queued one, again when it reaches the head of the "
-        "queue (docs/runs.md).",
-    )
+    background: bool = Field(default=False, description=_BACKGROUND)
 
     @model_validator(mode="after")
     def _answered_unless_cancelled(self) -> ResumeRequest:
