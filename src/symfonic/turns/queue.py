@@ -24,13 +24,12 @@ from datetime import timedelta
 
 import anyio.abc
 
-from symfonic.core.contracts.errors import RevisionConflict, SessionPaused
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.run_queue import QueuedTurn, TakenTurn
-from symfonic.core.contracts.types import Event, PauseState
+from symfonic.core.contracts.types import Event
 from symfonic.turns.background import RunHandle, start_run
 from symfonic.turns.runtime import TurnRuntime
-from symfonic.turns.start import OnPendingPause, owned_session
+from symfonic.turns.start import OnPendingPause, owned_session, refuse_paused_or_stale
 
 logger = logging.getLogger("symfonic")
 
@@ -55,23 +54,7 @@ async def enqueue(
     session = await owned_session(agent, session_id, principal)
     now = agent.clock()
     pause = await agent.store.open_pause(session_id)
-    if (
-        on_pending_pause == "reject"
-        and pause is not None
-        and pause.state is PauseState.PENDING
-        and pause.answerable(now)
-    ):
-        raise SessionPaused(
-            "this session is waiting for an answer to a pause; answer it, or send the "
-            "message with on_pending_pause=abandon",
-            session_id=session_id,
-            pause_id=pause.pause_id,
-        )
-    if base_revision is not None and base_revision != session.revision:
-        raise RevisionConflict(
-            f"the session is at revision {session.revision}, not {base_revision}",
-            revision=session.revision,
-        )
+    refuse_paused_or_stale(session, pause, base_revision, on_pending_pause, now)
     if agent.quota is not None:
         agent.quota.admit(session.principal)
     run_id = uuid.uuid4().hex

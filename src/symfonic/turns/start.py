@@ -28,7 +28,7 @@ from symfonic.core.contracts.errors import (
     SessionPaused,
 )
 from symfonic.core.contracts.principal import Principal
-from symfonic.core.contracts.store import RunRequest, RunStart, SessionRecord
+from symfonic.core.contracts.store import PauseRecord, RunRequest, RunStart, SessionRecord
 from symfonic.core.contracts.types import (
     Event,
     KernelDone,
@@ -86,11 +86,25 @@ async def _refuse(
     claimed = open_pause is not None and open_pause.state is PauseState.CLAIMED
     if claimed and not takes_over:
         raise SessionBusy("a resumed turn is running on this session", session_id=session_id)
+    refuse_paused_or_stale(session, open_pause, base_revision, on_pending_pause, now)
+    raise SessionBusy("another turn is running on this session", session_id=session_id)
+
+
+def refuse_paused_or_stale(
+    session: SessionRecord,
+    open_pause: PauseRecord | None,
+    base_revision: int | None,
+    on_pending_pause: OnPendingPause,
+    now: datetime,
+) -> None:
+    """Refuse a message the session cannot take as it is: a pause still waiting for
+    its answer (unless the message abandons it), or a ``base_revision`` the session
+    is not at. A turn that runs now and a message queued for later are refused alike."""
     if open_pause is not None and open_pause.answerable(now) and on_pending_pause == "reject":
         raise SessionPaused(
             "this session is waiting for an answer to a pause; answer it, or send the "
             "turn with on_pending_pause=abandon",
-            session_id=session_id,
+            session_id=session.session_id,
             pause_id=open_pause.pause_id,
         )
     if base_revision is not None and base_revision != session.revision:
@@ -98,7 +112,6 @@ async def _refuse(
             f"the session is at revision {session.revision}, not {base_revision}",
             revision=session.revision,
         )
-    raise SessionBusy("another turn is running on this session", session_id=session_id)
 
 
 async def _begin(
