@@ -23,7 +23,7 @@ from symfonic import SymfonicAgent
 from symfonic.core.contracts.errors import ConfigurationError, SessionBusy, StoreUnavailable
 from symfonic.core.contracts.store import RunRequest, SessionRecord, Store
 from symfonic.core.contracts.webhooks import DeliveryQuery, FailedTurn, WebhookEventType
-from symfonic.storage import owed, transactions
+from symfonic.storage import owed_cleanups, transactions
 from symfonic.testing import ScriptedChatModel
 
 pytestmark = pytest.mark.anyio
@@ -157,7 +157,7 @@ async def failing_end_run(*_: Any, **__: Any) -> None:
 async def test_the_record_is_bounded_and_the_rest_left_to_their_lease(
     store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(owed, "MOST_OWED", 2)
+    monkeypatch.setattr(owed_cleanups, "MOST_OWED", 2)
     sessions = [await new_session(store) for _ in range(3)]
     for session_id in sessions:
         assert await store.begin_run(run(session_id, "a"))

@@ -4,7 +4,7 @@ Each move is one conditional ``UPDATE`` of a batch, so two sweepers on two
 workers move a pause once: ``pending`` past ``expires_at`` → ``expired``,
 ``claimed`` past its lease → ``abandoned``, skipping rows another transaction
 holds. A pass first writes the cleanups owed since the store could not
-(:mod:`symfonic.storage.owed`) and applies the escalation steps due
+(`symfonic.storage.owed_cleanups`) and applies the escalation steps due
 (:mod:`symfonic.storage.readdressing`), so a pause is escalated while it is still
 pending and a failed turn's claim is released within one sweep of writes working
 again.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from symfonic.core.contracts.pauses import SweepReport
-from symfonic.storage.owed import Kind
+from symfonic.storage.owed_cleanups import Kind
 from symfonic.storage.readdressing import escalate_due
 from symfonic.storage.statements import Dialect, Statement
 from symfonic.storage.transactions import Connection, SqlTransactions
@@ -64,7 +64,7 @@ class SqlPauseSweep(SqlTransactions):
 
     async def sweep(self, now: datetime) -> SweepReport:
         """Expire stale pending pauses and abandon claims whose lease ran out, after
-        writing the cleanups owed since the store could not (:mod:`symfonic.storage.owed`)
+        writing the cleanups owed since the store could not (`symfonic.storage.owed_cleanups`)
         and applying the escalation steps due (:mod:`symfonic.storage.readdressing`).
 
         Rows another transaction holds (a claim being won, a lease being renewed, a

@@ -37,7 +37,7 @@ from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, Sto
 from symfonic.core.contracts.pauses import NewPause, ResumePublish
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.storage.history import APPEND_AFTER_BUMP, append, body_texts, revision_conflict
-from symfonic.storage.owed import Kind
+from symfonic.storage.owed_cleanups import Kind
 from symfonic.storage.pause_claims import CLAIMED_BY
 from symfonic.storage.readdressing import first_step_at
 from symfonic.storage.rows import escalations_json
@@ -249,7 +249,7 @@ class SqlPauseWrites(SqlTransactions):
 
         A failed turn's cleanup: retried while the store is briefly unavailable; if
         it still cannot be written, the store owes it and every sweep tries it again
-        (:mod:`symfonic.storage.owed`), so the pause does not stay ``claimed`` for
+        (`symfonic.storage.owed_cleanups`), so the pause does not stay ``claimed`` for
         the rest of its lease. A turn that failed also owes ``turn.failed``, in the
         same transaction.
         """

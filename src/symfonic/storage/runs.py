@@ -39,7 +39,7 @@ from symfonic.storage.history import (
     revision_conflict,
     with_history,
 )
-from symfonic.storage.owed import Kind
+from symfonic.storage.owed_cleanups import Kind
 from symfonic.storage.rows import SESSION_COLUMNS, session_of
 from symfonic.storage.statements import (
     UNSYNCED,
@@ -166,7 +166,7 @@ class SqlRuns(SqlTransactions):
 
         A turn that failed also owes ``turn.failed``, in the same transaction. A
         clear that still fails is owed by the store to its next sweep
-        (:mod:`symfonic.storage.owed`).
+        (`symfonic.storage.owed_cleanups`).
         """
         try:
             if failure is None:

@@ -35,7 +35,7 @@ import anyio
 
 from symfonic.core.contracts.errors import StoreCannotWrite, StoreUnavailable
 from symfonic.storage.failures import cannot_write, is_unavailable
-from symfonic.storage.owed import OwedWrites
+from symfonic.storage.owed_cleanups import OwedWrites
 from symfonic.storage.statements import Dialect, Params, Row, Statement
 
 SECRET_KEY = "pause_token_secret"

@@ -1,5 +1,5 @@
 """The background sweep: first the cleanups this worker's failed turns could not
-write while the store was unable (:mod:`symfonic.storage.owed`), then pending
+write while the store was unable (`symfonic.storage.owed_cleanups`), then pending
 pauses past their expiry, claims past their lease, the runs whose kept events
 are past their TTL, and, with a retention, finished sessions idle for longer
 than it keeps them. Last, queued messages no other worker is taking (their

@@ -1,39 +1,7 @@
-"""Cleanups the store could not write when they were due, kept until it can.
+"""Cleanups the store could not write when they were due, kept until a sweep can.
 
-A failed turn leaves two things to clean up, each retried for a few seconds
-while the store is briefly away:
-
-- a resume's claim, abandoned
-  (:meth:`~symfonic.storage.pause_writes.SqlPauseWrites.abandon_claim`);
-  unwritten, the pause would stay ``claimed`` until its lease ran out;
-- a first turn's run marker, cleared (:meth:`~symfonic.storage.runs.SqlRuns.end_run`);
-  unwritten, the session would refuse turns until its run lease ran out, ten
-  minutes by default, though the turn is long over. A marking whose reply was
-  lost (:meth:`~symfonic.storage.runs.SqlRuns.begin_run`) is owed a clear too,
-  since its statement may have committed.
-
-When the store stays unable longer (a full disk, an outage), the cleanup is
-kept here and every sweep writes the ones owed first, so after an outage of any
-length each claim is released and each session takes turns again within one
-sweep of writes working. A turn that failed owes ``turn.failed`` in the same
-transaction as its cleanup.
-
-Each cleanup is safe to run late and to run twice: it is one transaction whose
-conditional write is keyed by its own claim or run id, so it changes nothing
-once the sweeper, another worker or an earlier run got there first, nor a
-marker a later turn has since set; and ``turn.failed`` is owed under a message
-id of the turn's, so it is owed once however often the cleanup runs.
-
-Why remember failed cleanups rather than rely on shorter leases: only the
-worker that ran the turn knows it ended. A run lease short enough to free a
-session within one sweep would cost every running turn a write every few
-seconds, and would take the session from a live turn whose model streams
-nothing for that long. What is owed lives in the worker's memory only: a worker
-that stops with cleanups owed leaves them to their leases and any worker's
-sweep, as a worker that dies mid-turn does. The list is bounded for the same
-reason (``MOST_OWED``; a long outage under heavy traffic owes a clear for every
-turn refused meanwhile): past it the oldest, whose lease ends soonest, is left
-to its lease, and the log says so.
+Each is one conditional transaction keyed by its claim or run id, so running it late or
+twice changes nothing more; the list is bounded (`MOST_OWED`). See docs/storage.md.
 """
 
 from __future__ import annotations
