@@ -1,18 +1,6 @@
-"""What the kernel needs of a delegate: another agent, called like a tool, that may pause.
-
-A delegate call is the one kind of call whose need for a person cannot be known
-before it runs: only running the other agent's turn says whether it asks. So
-the kernel runs a round's delegate calls first, in order, before it dispatches
-anything else, and the first delegate whose turn pauses is the round's stop --
-exactly as an interaction is. Nothing ordinary in that round has run, and every
-call after the stop is answered ``NOT_DISPATCHED`` when the round resumes. A
-delegate whose turn completes is answered with its final answer, and the round
-goes on. Each delegate's turn runs once: its outcome is this call's observation
-or this round's pause, never decided by running it again.
-
-How the other agent's turn is run, stored and resumed is not the kernel's
-business (see :mod:`symfonic.turns.delegation`); the kernel sees a
-:class:`Delegate` and what it reports.
+"""What the kernel needs of a delegate: another agent, called like a tool, that may pause. A
+round's delegate calls run first, in order, and the first one whose turn pauses is the round's
+stop.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
-"""The heartbeat beside a tool call: a beat every interval while the tool runs.
-
-A tool can run far longer than anything else in a turn and yields nothing
-meanwhile, so whoever holds a lease on the turn is called every ``interval``
-seconds until the tool returns, each beat timed from the end of the last, so
-beats never overlap.
-
-Most tools return long before the first beat. So the beats are a timer on the
-running loop, and a beat gets a task of its own only when it falls due: a call
-that ends first costs a timer armed and cancelled, where a task beside every
-call would cost a task group, a task and a cancel scope (docs/internals.md
-measures the difference).
-
-A beat that fails ends the beats and its error is kept: the tool it kept
-company is not interrupted, and :meth:`Heartbeats.raise_failure` raises the
-error once the tool is done, so the turn fails as it would have with the beat
-awaited beside the tool. Leaving the block cancels nothing: a beat under way
-finishes its write rather than being cut off inside it.
+"""The heartbeat beside a tool call: the lease holder is called every interval while the tool
+runs, each beat timed from the end of the last. A failed beat never interrupts the tool; its
+error is raised once the tool is done.
 """
 
 from __future__ import annotations

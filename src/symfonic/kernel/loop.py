@@ -1,14 +1,6 @@
-"""The provider-agnostic tool-calling loop: model, tool calls, observations, model.
-
-The loop owns two invariants. A round that holds an interaction is stopped at
-its first interaction *before anything in it is dispatched*, so a person's
-answer can never arrive after a side effect it was meant to gate; a round with
-a call the tool box cannot decide on (an approval rule that failed) dispatches
-nothing either, and is answered there and then. (A tool that asks a person
-mid-call, as an MCP server may, stops its round there too: what ran before it
-keeps its observation, and nothing after it runs.) And every assistant tool call
-that is dispatched is answered by exactly one tool message right after it, so
-the transcript is one a strict provider accepts.
+"""The provider-agnostic tool-calling loop. A round with an interaction stops before anything in
+it is dispatched, and every dispatched tool call is answered by exactly one tool message right
+after it.
 """
 
 from __future__ import annotations
@@ -115,7 +107,7 @@ class Kernel:
 
     ``bound_model`` is ``model`` already bound to the tools, so an agent binds once
     rather than once a turn; ``streaming`` says whether to stream its replies
-    (see :func:`streams_natively`). ``heartbeat``, if given, is awaited every
+    (see `streams_natively`). ``heartbeat``, if given, is awaited every
     ``heartbeat_interval`` seconds while a tool runs: a tool can run far longer
     than anything else in a turn and yields no events meanwhile, and whoever
     holds a lease on the turn must renew it. ``principal`` is the one whose
@@ -198,7 +190,7 @@ class Kernel:
 
     async def _beating(self, work: Coroutine[Any, Any, T]) -> T:
         """Await ``work`` in this task while the heartbeat keeps time beside it
-        (:mod:`symfonic.kernel.heartbeat`); cancelling the turn cancels the tool."""
+        (`symfonic.kernel.heartbeat`); cancelling the turn cancels the tool."""
         if self.heartbeat is None:
             return await work
         async with Heartbeats(self.heartbeat, self.heartbeat_interval) as beats:
@@ -214,7 +206,7 @@ class Kernel:
     ) -> AsyncGenerator[RawEvent, None]:
         """Continue ``turn`` (the in-flight messages) against ``context`` (history).
 
-        Yields typed events and ends with exactly one :class:`KernelDone`. Each
+        Yields typed events and ends with exactly one `KernelDone`. Each
         round: stop if the budget is spent, ask the model, stop at its answer or
         at the round limit, announce its calls, stop at the first that needs a
         person, else answer them all. The round's steps are awaited, not nested
@@ -270,7 +262,7 @@ class Kernel:
         """The round's calls in the order they run: its delegates, then the rest.
 
         A delegate that pauses pauses the turn before any ordinary call of its
-        round has run (see :mod:`symfonic.kernel.delegates`).
+        round has run (see `symfonic.kernel.delegates`).
         """
         delegated = [call for call in round_calls if call["name"] in self.delegates]
         if not delegated:

@@ -1,8 +1,5 @@
-"""One call of the model: the tools bound, its reply streamed or not, merged once.
-
-A model call yields what a person may watch as it comes (text deltas) and then
-the whole reply, whose every tool call has an id: the loop answers each call by
-that id, so a provider that leaves one out still gets a transcript it accepts.
+"""One call of the model: tools bound, the reply streamed or not, and every tool call in it
+given an id the loop answers by.
 """
 
 from __future__ import annotations

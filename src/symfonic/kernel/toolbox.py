@@ -1,10 +1,5 @@
-"""What the kernel needs of an agent's tools: bind them, find one, spot an interaction.
-
-The kernel runs rounds and knows nothing of people: which calls must wait for
-one (interactions, approvals) is decided by the tool box it is given, which the
-human capabilities build (:class:`symfonic.capabilities.human.toolbox.ToolBox`).
-The tool box may also find that it cannot decide for a call (an approval rule
-that failed): the kernel then dispatches nothing in that round.
+"""What the kernel needs of an agent's tools: bind them, find one, and say which calls must wait
+for a person.
 """
 
 from __future__ import annotations

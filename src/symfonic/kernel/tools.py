@@ -1,19 +1,5 @@
-"""Ordinary tools: how a function or langchain tool is bound, called, and observed.
-
-A tool that raises becomes an error observation, never a crashed turn: the model
-is told what went wrong and may try something else. Every call gets an
-idempotency key derived from the session and the tool call id, both of which
-survive a pause, so a tool dispatched on resume sees the same key a retry would.
-A langchain tool whose ``response_format`` is ``content_and_artifact`` has its
-artifact kept beside the content the model reads (the turn's ``ToolMessage``
-carries it), whether the call finished at once or after a pause.
-
-A tool may also find, mid-call, that it cannot finish without a person (an MCP
-server's question): it raises :class:`ToolAsks`, and its call becomes the
-round's pause instead of an observation. The question carries a
-``continuation`` -- plain JSON the tool needs to go on -- which the pause keeps
-in its checkpoint; on resume the tool's :meth:`AnswersQuestions.answered` is
-given it with the person's answer, on whichever worker claimed the pause.
+"""Ordinary tools: bound, called and observed. A tool that raises becomes an error observation,
+never a crashed turn, and every call gets an idempotency key that survives a pause.
 """
 
 from __future__ import annotations
@@ -113,7 +99,7 @@ class AnswersQuestions(Protocol):
         self, continuation: Mapping[str, Any], answer: Answer, status: AnswerStatus, key: str
     ) -> Any:
         """The call's result, shaped as the tool's own call returns it (content and
-        artifact, for a ``content_and_artifact`` tool); raises :class:`ToolAsks` when
+        artifact, for a ``content_and_artifact`` tool); raises `ToolAsks` when
         it asks again."""
         ...
 
