@@ -1,14 +1,6 @@
-"""What a person's answer becomes: the observation the paused call receives.
-
-``input`` and ``form`` answers are the observation as they are. An approval is
-different: approve and edit dispatch the gated tool (with the original or the
-edited arguments) and its output is the observation; reject never runs it.
-A cancelled answer of any kind tells the model the person declined.
-
-An answer is bounded before it is checked against its schema: at most
-``MAX_ANSWER_BYTES`` as compact JSON and ``MAX_ANSWER_DEPTH`` levels of nesting,
-whichever transport brought it. It becomes part of the turn's history, which
-every later turn reads back, so a person's answer has no need to be larger.
+"""What a person's answer becomes: the observation the paused call receives. Approve and edit
+dispatch the gated tool, reject never runs it, and every answer is bounded in size and depth
+before its schema is checked.
 """
 
 from __future__ import annotations

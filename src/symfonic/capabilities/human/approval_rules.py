@@ -1,25 +1,6 @@
-"""Approval decided per call: a rule on the arguments says whether a person must approve, and who.
-
-A rule is asked once per call, in the round the model made it, before anything
-in that round is dispatched. From then on its decision is data: a gated call
-becomes an approval interaction whose audience is written into the pause row and
-the checkpoint, and a resume reads it from there and never asks the rule again.
-So a rule whose answer can change (a limit raised overnight, a clock, a lookup)
-can neither run a call nobody approved nor move a pause to another audience.
-
-A rule that raises, or answers with something that is not a decision, decides
-nothing: the call becomes an error the model reads in words, and nothing in its
-round runs (:class:`symfonic.kernel.toolbox.UndecidedCall`). Failing closed is
-the point: a gate that cannot say whether a person must look is not a gate that
-said no.
-
-A description is different: it only words the question, so one that raises or
-gives no text falls back to the default question (``Approve send_payment?``) and
-is logged in words; the gate itself still stands. The question it wrote is
-stored with the pause like the audience, so a resume never asks it again. An
-edit of a call that several must approve is a new proposal, and only its
-question is worded again, from the edited arguments (:meth:`ApprovalRule.question`):
-the approvers after it read what would now run, and the audience stays as decided.
+"""Approval decided per call: a rule on the arguments says whether a person must approve, and
+who. A rule is asked once, before its round dispatches anything, and its decision is data from
+then on; a rule that fails decides nothing and its round runs nothing.
 """
 
 from __future__ import annotations
@@ -129,7 +110,7 @@ def _scope(value: object, tool: str) -> str | None:
 
 
 class ApprovalRule:
-    """When a call of one tool needs a person's approval, and whose; see :func:`needs_approval`."""
+    """When a call of one tool needs a person's approval, and whose; see `needs_approval`."""
 
     def __init__(
         self,
@@ -163,7 +144,7 @@ class ApprovalRule:
     async def decide(self, tool: str, args: CallArgs, principal: Principal) -> Approver | None:
         """Who must approve this call, or ``None`` when it runs as an ordinary call.
 
-        Raises :class:`RuleFailed`, in words, when a rule raises or answers with
+        Raises `RuleFailed`, in words, when a rule raises or answers with
         something other than a decision.
         """
         try:
@@ -276,7 +257,7 @@ def needs_approval(
     ``Approve send_payment?``, with the arguments shown beside it. Any rule may
     be async. The principal a rule sees is the one whose message the turn
     answers, the same after a resume. ``escalate`` is a chain of
-    :func:`~symfonic.capabilities.human.escalation.escalation` steps that
+    `escalation` steps that
     re-address the pause while nobody answers it.
 
     ``approvers``: how many distinct principals of the audience must approve

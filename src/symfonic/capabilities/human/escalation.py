@@ -1,9 +1,5 @@
-"""Escalation chains: who is asked next when nobody answers a pause.
-
-A chain is configuration, checked once when the agent is built, and then data:
-it is written into the pause row with the question, so any worker's sweep can
-apply its steps without the agent that asked. Steps count from the pause's
-creation, in order, each later than the one before.
+"""Escalation chains: who is asked next when nobody answers a pause. A chain is checked when the
+agent is built and then written into the pause row, so any worker's sweep can apply it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The three kinds of interaction, and the answer each accepts.
-
-An interaction is a tool call the kernel never dispatches by itself: ``ask_human``
-(``input``, a string answer), a developer-declared form (``form``, an answer
-valid against its schema), or an approval gate on an ordinary tool
-(``approval``: approve, edit the arguments, or reject). The pause's
-``response_schema`` is the JSON Schema of the answer, so a front end can build
-the form and the server can refuse a bad answer before anything is claimed.
+"""The three kinds of interaction (input, form, approval) and the JSON Schema of the answer each
+accepts.
 """
 
 from __future__ import annotations
@@ -30,7 +24,7 @@ class _Question(BaseModel):
 
 @dataclass(frozen=True)
 class Interaction:
-    """A tool the model may call to ask a person; declared with :func:`interaction`."""
+    """A tool the model may call to ask a person; declared with `interaction`."""
 
     name: str
     description: str

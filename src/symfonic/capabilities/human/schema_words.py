@@ -1,15 +1,5 @@
-"""Why an answer fails its JSON Schema, in words a person can act on.
-
-jsonschema's own messages are written for developers: they quote the value as
-a Python repr, and a ``oneOf`` says only that the answer "is not valid under
-any of the given schemas". A person answering an approval needs ``amount must
-be a number``. This module owns that translation, so the API, the terminal
-clients and the demo all say the same thing.
-
-For ``oneOf``/``anyOf`` the branch the person evidently meant is the one whose
-discriminator (a ``const`` or ``enum`` property, or the type) the answer
-matches; its errors are the ones worth reading. When the answer matches no
-branch's discriminator, the message lists what the discriminator may be.
+"""Why an answer fails its JSON Schema, in words a person can act on, the same for every
+transport.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""Pause tokens: the single-use capability to answer one pause.
-
-A token is the pause id followed by an HMAC-SHA256 of it under the database's
-secret (256 bits of secret material), so any worker of that database can verify
-it and none can forge one. Verification is constant-time. A token is
-deterministic per pause, which is what lets an identical replay be answered
-with the same token again; it is single-use because the pause row is.
-
-Each token has exactly one spelling: the prefix and 64 characters of unpadded
-URL-safe base64 (48 bytes fill them with no spare bits). Anything else -- padding,
-characters a lenient decoder would skip, a trailing newline -- is refused like
-a token that does not verify, so no two strings answer as the same token.
+"""Pause tokens: the pause id and an HMAC-SHA256 of it under the database's secret, verified in
+constant time. Each token has exactly one spelling; any other is refused like a forgery.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The tools of one agent, and which calls must wait for a person.
-
-The kernel asks the tool box one question per round: which call, if any, is the
-first interaction? That call stops the whole round. Delegate tools (other agents) are bound here
-with the rest, and run by the kernel's delegates. A gated tool's call is an
-interaction when its approval rule says so (:mod:`.approval_rules`); a rule
-that fails makes the call undecided, and the round runs nothing. The kernel
-sees all this only through :class:`symfonic.kernel.toolbox.RoundTools`.
+"""The tools of one agent, and which call of a round, if any, is the first that must wait for a
+person.
 """
 
 from __future__ import annotations
@@ -25,7 +19,7 @@ from symfonic.kernel.tools import Tool, ToolLike
 
 Approval = Iterable[str] | Mapping[str, str | ApprovalRule | None]
 """The gated tools: a set of names (the owner approves every call), or each name
-mapped to the scope that approves it, or to a rule (:func:`needs_approval`)."""
+mapped to the scope that approves it, or to a rule (`needs_approval`)."""
 
 
 class ToolBox:

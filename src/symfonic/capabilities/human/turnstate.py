@@ -1,17 +1,5 @@
-"""A paused turn's state, written to and read from the checkpoint port.
-
-A checkpoint is data only: the in-flight turn's message bodies, the counters
-the limits are measured by, the interaction the round stopped at (with the
-audience an approval rule chose for it, decided once), the principal whose
-message the turn answers (the rules of later rounds decide with it), and the
-revision the turn was run against. Committed history is not in it -- that is
-stored once, in the session -- so a pause costs the size of its turn.
-
-Format 2 adds the interaction's ``continuation``: what a tool that asked
-mid-call (an MCP server's question) needs to go on with it, and the ``server``
-that asked. A checkpoint is written as format 1 unless it holds one, so a
-worker that reads only format 1 still resumes every other pause, and refuses --
-in words -- one it could not continue.
+"""A paused turn's state, written to and read from the checkpoint port. A checkpoint is data
+only, never committed history, so a pause costs the size of its turn.
 """
 
 from __future__ import annotations
