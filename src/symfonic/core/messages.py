@@ -1,9 +1,5 @@
-"""The one place langchain-core messages become stored bodies and back.
-
-A body is a small JSON object: only what a provider needs to be sent the
-message again (role, content, tool calls, the call id a tool message answers).
-Provider metadata is dropped on purpose, so a checkpoint's size is the size of
-the conversation, not of the responses' bookkeeping.
+"""The one place langchain-core messages become stored bodies and back; a body keeps only what a
+provider needs to be sent the message again.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ def body_of(message: BaseMessage) -> MessageBody:
 def message_of(body: Mapping[str, Any]) -> BaseMessage:
     """The message a stored body describes; an unknown role is a corrupt body.
 
-    A body of the shape :func:`body_of` writes (text content, well-typed tool
+    A body of the shape `body_of` writes (text content, well-typed tool
     calls) is assembled from checks made here; any other shape goes through
     langchain-core's validation, which coerces what it can and rejects the rest.
     """
@@ -96,10 +92,10 @@ _FRESH_LISTS = ("tool_calls", "invalid_tool_calls")
 class _Prototype:
     """The state a validated, empty message of one class starts from.
 
-    :meth:`build` makes the message validation would make of fields that
-    :func:`_assembled` has already type-checked: the sample's defaults, the
+    `build` makes the message validation would make of fields that
+    `_assembled` has already type-checked: the sample's defaults, the
     given fields, fresh empty containers where pydantic's factories make them,
-    and ``fields_set`` as validation records it (the fields :func:`_validated`
+    and ``fields_set`` as validation records it (the fields `_validated`
     passes for the role). The state is set the way pydantic's own
     ``model_construct`` sets it, through the slots' descriptors. Why messages
     are built this way at all is in docs/internals.md.
@@ -156,7 +152,7 @@ _TOOL = _prototype(ToolMessage, {"content", "tool_call_id", "name", "status"}, t
 
 
 def _assembled(body: Mapping[str, Any]) -> BaseMessage | None:
-    """The message of a body in :func:`body_of`'s shape, or ``None`` for any other.
+    """The message of a body in `body_of`'s shape, or ``None`` for any other.
 
     Every field is type-checked here exactly as strictly as validation would
     accept it unchanged; anything validation would coerce or refuse returns

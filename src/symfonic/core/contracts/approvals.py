@@ -1,21 +1,7 @@
-"""Approvals that need several people: the role of the storage port a quorum vote goes through.
-
-A pause that needs N approvals stays ``pending`` while they come in. Each
-approval is one transaction that takes the pause row's lock first, so votes on
-one pause are counted one after another on any number of workers, and then
-records the vote keyed by ``(pause_id, principal)``: the same principal is
-counted once, and a second approval of theirs is a replay that writes nothing.
-The vote that brings the count to N claims the pause in that same transaction,
-with the same conditional statement as any claim, so the gated call runs once,
-on the worker that received that vote. A vote that finds the pause no longer
-pending and unexpired writes nothing.
-
-A vote counts only toward the arguments its approver was shown: under the
-lock, the pause's digest must still be the one the vote was checked against,
-or nothing is written. An edit is a new proposal: in the same one transaction
-it replaces the call's arguments in the checkpoint (which any worker resumes
-from), sets the pause's digest to theirs and its question to the one worded
-from them, and leaves the editor's approval as the only one counted.
+"""Approvals that need several people: the storage role a quorum vote goes through. Each vote is
+one transaction under the pause row's lock, counted once per principal and only toward the
+arguments its approver was shown; the vote that completes the quorum claims the pause in that
+transaction.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""The audit trail's role: hash-chained records of what happened to each pause.
-
-A record is written by the store in the transaction that changes the pause
-(asked, answered, published, superseded, expired, abandoned), or by code that
-audits a change of its own through :class:`AuditEntry`. Each holds the hash of
-the record before it, so a record changed after the fact no longer matches its
-own hash, and one removed breaks the sequence and the next record's link.
-
-The hash is SHA-256, in hex, of the record's RFC 8785 canonical JSON with its
-``prev_hash`` and without its own ``hash``: any language with JCS recomputes it.
-Verification starts at the anchor, the last record retention pruned (or the
-genesis hash of zeros), and walks forward in sequence order.
+"""The audit trail's role: hash-chained records of what happened to each pause, written in the
+transaction that changed it (docs/audit.md).
 """
 
 from __future__ import annotations

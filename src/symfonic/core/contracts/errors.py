@@ -1,36 +1,34 @@
-"""One exception tree, with the HTTP status each maps to.
-
-    SymfonicError
-    ├── ConfigurationError             a developer mistake, found before a turn runs
-    │   └── InteractionConfigurationError
-    ├── TurnFailure                    a turn that ran and could not finish usefully
-    │   ├── UnusableFinal              stopped at the tool limit, or with an empty answer
-    │   ├── BudgetExhausted            the event guard stopped a turn over its plan
-    │   └── ModelError                 the model call itself failed
-    ├── StoreUnavailable               the database could not be reached       (503)
-    │   └── StoreCannotWrite           it answers, but no write commits (a full disk)
-    └── RequestError                   the caller can act on these; each has .code
-        ├── SessionNotFound            404
-        ├── PauseNotFound              404  token that does not verify or names no pause
-        ├── RunNotFound                404  no such run, or one the caller may not see
-        ├── PauseForbidden             403
-        │   └── OwnRequest             403  the requester approving its own request
-        ├── InvalidAnswer              422  answer fails the pause's response_schema
-        ├── PauseAlreadyClaimed        409  being answered right now
-        │   └── PauseAlreadyAnswered   409  superseded or published, with another answer
-        ├── StaleQuestion              409  the answer's args_digest is not the pause's
-        ├── PauseNotPending            409  a reassignment of a pause no longer pending
-        ├── RevisionConflict           409
-        ├── SessionBusy                409  a turn is running
-        ├── SessionPaused              409  a pause is pending and on_pending_pause=reject
-        ├── RunNotRunning              409  a cancel of a run that ended or already settled
-        ├── PauseExpired               410
-        ├── PauseAbandoned             410
-        └── BudgetRefused              429  refused before the claim; .retry_after
-
-A ``RequestError`` carries structured fields so the HTTP layer maps it 1:1 and a
-Python caller can branch on the type without parsing a message.
+"""One exception tree, with the HTTP status each request error maps to. A `RequestError` carries
+structured fields, so the HTTP layer maps it 1:1 and a caller branches on its type.
 """
+
+# SymfonicError
+# ├── ConfigurationError             a developer mistake, found before a turn runs
+# │   └── InteractionConfigurationError
+# ├── TurnFailure                    a turn that ran and could not finish usefully
+# │   ├── UnusableFinal              stopped at the tool limit, or with an empty answer
+# │   ├── BudgetExhausted            the event guard stopped a turn over its plan
+# │   └── ModelError                 the model call itself failed
+# ├── StoreUnavailable               the database could not be reached       (503)
+# │   └── StoreCannotWrite           it answers, but no write commits (a full disk)
+# └── RequestError                   the caller can act on these; each has .code
+#     ├── SessionNotFound            404
+#     ├── PauseNotFound              404  token that does not verify or names no pause
+#     ├── RunNotFound                404  no such run, or one the caller may not see
+#     ├── PauseForbidden             403
+#     │   └── OwnRequest             403  the requester approving its own request
+#     ├── InvalidAnswer              422  answer fails the pause's response_schema
+#     ├── PauseAlreadyClaimed        409  being answered right now
+#     │   └── PauseAlreadyAnswered   409  superseded or published, with another answer
+#     ├── StaleQuestion              409  the answer's args_digest is not the pause's
+#     ├── PauseNotPending            409  a reassignment of a pause no longer pending
+#     ├── RevisionConflict           409
+#     ├── SessionBusy                409  a turn is running
+#     ├── SessionPaused              409  a pause is pending and on_pending_pause=reject
+#     ├── RunNotRunning              409  a cancel of a run that ended or already settled
+#     ├── PauseExpired               410
+#     ├── PauseAbandoned             410
+#     └── BudgetRefused              429  refused before the claim; .retry_after
 
 from __future__ import annotations
 

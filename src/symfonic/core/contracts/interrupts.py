@@ -1,16 +1,5 @@
-"""Taking a busy session over: the turn that holds it cancelled, the new one begun.
-
-A message sent with ``on_busy="interrupt"`` or ``"rollback"`` cancels the turn
-holding its session, as a cancel of its run would (it publishes nothing; a
-resume's claimed pause is ``abandoned``), and begins its own turn, in one
-transaction (:meth:`TurnInterrupts.interrupt_turn`): no other turn can come
-between the two, and a message refused for any other reason (not its sender's
-session, a stale ``base_revision``, a pending pause it would refuse) cancels
-nothing. The turn it cancelled, if its run was kept, ends ``cancelled`` with
-an ``error`` event (``run_cancelled``), which stops it on the worker running
-it; with ``forget`` (a rollback), its run and kept events are deleted instead.
-A first turn that kept no run (an attached one) is given one in that state,
-with that one event, so the worker streaming it hears of it and stops it too.
+"""Taking a busy session over: the turn holding it cancelled and the new one begun in one
+transaction, so no other turn comes between them and a refused message cancels nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +26,7 @@ class TurnInterrupts(Protocol):
     async def interrupt_turn(self, request: RunRequest, *, forget: bool) -> Interrupted | None:
         """Cancel the turn holding ``request``'s session, if one does, and mark
         ``request``'s turn running, in one transaction; ``None``, with nothing
-        cancelled, if :class:`RunRequest` refuses it for any other reason.
+        cancelled, if `RunRequest` refuses it for any other reason.
 
         ``forget``: delete the cancelled turn's run and kept events instead of
         ending it ``cancelled``.

@@ -1,10 +1,5 @@
-"""The webhook outbox: the role of the storage port the webhook dispatcher drives.
-
-A delivery is owed in the transaction of the change that caused it, so an event
-is never announced for a change that rolled back, nor lost for one that
-committed. Workers then take deliveries on a lease and settle them only while
-the lease holds, and move a destination's circuit only by compare-and-swap on
-its version; the records they speak are in :mod:`symfonic.core.contracts.webhooks`.
+"""The webhook outbox: the storage role the webhook dispatcher drives. A delivery is owed in the
+transaction of the change that caused it, then sent and settled only under its lease.
 """
 
 from __future__ import annotations
@@ -64,7 +59,7 @@ class WebhookOutbox(Protocol):
         ...
 
     async def settle_deliveries(self, settlements: Sequence[DeliverySettlement]) -> list[bool]:
-        """Record many attempts' ends in one transaction; each as :meth:`settle_delivery`."""
+        """Record many attempts' ends in one transaction; each as `settle_delivery`."""
         ...
 
     async def prune_failed_deliveries(self, before: datetime, limit: int) -> int:

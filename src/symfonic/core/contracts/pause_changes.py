@@ -1,11 +1,5 @@
-"""The record of pause changes: the role of the storage port the live feed reads.
-
-Every pause created and every change of a pause's state is recorded by the
-store in the transaction that made it, at a position that grows with each
-change. A reader that knows a position can replay what followed it, or learn
-that it cannot (and start from the current pauses instead); a reader that
-watches sees every change committed after its watch began, in commit order.
-It may see a change twice, never miss one.
+"""The record of pause changes: the storage role the live feed reads. Every change is recorded
+in its own transaction at a growing position; a watcher may see a change twice, never miss one.
 """
 
 from __future__ import annotations
@@ -27,7 +21,7 @@ class PauseChange:
     ``position`` grows with every change the store records (the live feed's
     position); ``state`` is the state the pause moved to, ``at`` when. ``pause``
     is the pause's row as it is when the change is read, so a reader can decide
-    who may see it exactly as :meth:`PauseListing.list_pauses` does.
+    who may see it exactly as `PauseListing.list_pauses` does.
     """
 
     position: int

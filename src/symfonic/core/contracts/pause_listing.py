@@ -1,10 +1,5 @@
-"""The pauses a person may answer, a page at a time: the inbox's role of the storage port.
-
-A listing's order is total -- by ``created_at``, then ``pause_id`` -- so a page
-that starts after the last one's :class:`PausePosition` neither repeats nor
-skips a pause, however many are created meanwhile. Who may answer a pause is
-decided by the store's query, the same way for a page, a count and the live
-feed's reader.
+"""The pauses a person may answer, a page at a time, in a total order (`created_at`, then
+`pause_id`) so no page repeats or skips a pause.
 """
 
 from __future__ import annotations
@@ -38,7 +33,7 @@ class PauseQuery:
     """Pauses in ``state`` that ``principal`` (with ``scopes``) may answer, at most ``limit``.
 
     The optional fields narrow it: only pauses after ``after`` in the listing's
-    order (a page's start; :meth:`PauseListing.count_pauses` ignores it), of one
+    order (a page's start; `PauseListing.count_pauses` ignores it), of one
     of ``agents``, of ``kind``, addressed to ``audience``, whose question
     contains ``text`` (ignoring case), or that expire after ``unexpired_at``.
     """
@@ -69,14 +64,14 @@ class PauseListing(Protocol):
 
     async def list_pauses(self, query: PauseQuery) -> list[PauseRecord]:
         """The pauses the query's principal may answer, oldest first (by
-        :class:`PausePosition`), starting after ``query.after``, at most ``query.limit``."""
+        `PausePosition`), starting after ``query.after``, at most ``query.limit``."""
         ...
 
     async def count_pauses(self, query: PauseQuery) -> int:
-        """How many pauses :meth:`list_pauses` would give with no ``after`` and no limit."""
+        """How many pauses `list_pauses` would give with no ``after`` and no limit."""
         ...
 
     async def count_pending(self) -> list[PendingCount]:
         """Every pending pause a person may answer (a delegate's own is answered through
-        its parent's, as in :meth:`list_pauses`), counted by agent and kind in one read."""
+        its parent's, as in `list_pauses`), counted by agent and kind in one read."""
         ...

@@ -1,11 +1,5 @@
-"""Pauses and their checkpoints: the role of the storage port a resume goes through.
-
-A pause moves ``pending`` → ``claimed`` → ``published`` or ``abandoned``, or
-``pending`` → ``expired`` or ``superseded``, and never back. Every single-use
-transition (claim, publish, abandon) is one conditional statement whose row
-count says who won -- never a read followed by a write -- so of N answers sent
-at once exactly one claims the pause. A pause and its checkpoint are written in
-one transaction, and a claim reads the checkpoint it continues in its own.
+"""Pauses and their checkpoints: the storage role a resume goes through. Every single-use
+transition (claim, publish, abandon) is one conditional statement whose row count says who won.
 """
 
 from __future__ import annotations
@@ -70,7 +64,7 @@ class PauseRecord(PauseQuestion):
     escalation_step: int = 0
     kept_audiences: tuple[str, ...] = ()
     """Who still answers besides ``audience``: scopes, and ``principal:<name>`` for an
-    owner who kept access (:func:`~symfonic.core.contracts.readdressing.kept_owner`)."""
+    owner who kept access (`kept_owner`)."""
     readdressed: Readdressing | None = None
     """The latest escalation or reassignment, when there was one."""
 

@@ -1,9 +1,5 @@
-"""A pending pause handed to another audience, by its escalation chain or by an operator.
-
-The pause stays ``pending`` and keeps its token: only who may answer it
-changes. Each re-addressing is one conditional write on the pause's current
-step or state, so two workers never apply one twice, and it is recorded as a
-change of the pause (the live feed, a webhook) in the same transaction.
+"""A pending pause handed to another audience, by escalation or by an operator: one conditional
+write, recorded as a change of the pause in the same transaction.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Retention: the role of the storage port that deletes what is finished.
-
-Only finished sessions are deleted, a bounded batch per transaction, so a large
-backlog never holds the store's locks for long: a session with a pause pending
-or claimed, or a first turn running, is never deleted (the rule itself is
-:mod:`symfonic.storage.retention`).
+"""Retention: the storage role that deletes finished sessions, a bounded batch per transaction,
+never one with a pause or a turn still open.
 """
 
 from __future__ import annotations
@@ -39,6 +35,6 @@ class RetentionStore(Protocol):
         """Delete one batch of finished sessions idle since before the cutoff.
 
         One transaction. A session with a pause pending or claimed, or a first
-        turn running, is never deleted; see :mod:`symfonic.storage.retention`.
+        turn running, is never deleted; see `symfonic.storage.retention`.
         """
         ...

@@ -1,18 +1,6 @@
-"""The events of runs, kept in the store: the role a rejoining stream reads.
-
-A run (a first turn or a resume, attached or in the background) may have its
-events kept, so that a client on any worker can replay them from the start or
-from the last one it saw, then follow the run live. Each run has one row with
-its state and outcome, and its events in order, numbered from 1: an event's
-number is its SSE ``id``, the ``Last-Event-ID`` a reconnecting client sends.
-
-Only the worker running a run appends to it, so its numbers never race. What
-one run keeps is bounded (:data:`RUN_EVENT_LIMIT` rows): past it, the events
-that are not its last are counted and dropped, never the terminal one. Text
-deltas are merged before they are kept (:func:`coalesced`), so a long answer
-costs a few rows, not one per token. The events of a run that ended are
-deleted some time after it ended (:meth:`RunEventLog.prune_run_events`). A
-run may be cancelled from any worker (:meth:`RunEventLog.cancel_run`).
+"""The events of runs, kept in the store so a stream on any worker can replay and follow them
+(docs/runs.md). Only the worker running a run appends to it, and what one run keeps is bounded,
+never dropping its terminal event.
 """
 
 from __future__ import annotations
@@ -32,7 +20,7 @@ EVENT_TYPES: dict[str, type[Event]] = {kind.type: kind for kind in STREAM_EVENTS
 
 
 class RunState(enum.StrEnum):
-    # A message waiting in its session's queue (:mod:`.run_queue`): no lease, no events.
+    # A message waiting in its session's queue (`.run_queue`): no lease, no events.
     QUEUED = "queued"
     RUNNING = "running"
     PAUSED = "paused"
@@ -65,7 +53,7 @@ class NewRun:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run as the store keeps it; :meth:`state_at` is what it reads as."""
+    """A run as the store keeps it; `state_at` is what it reads as."""
 
     run_id: str
     session_id: str

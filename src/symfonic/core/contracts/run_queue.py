@@ -1,20 +1,6 @@
-"""Messages that wait for their session: the role that keeps a session's queue.
-
-A message sent with ``on_busy="enqueue"`` is kept in its session's queue, in the
-order it was accepted, with a run of its own that reads ``queued``
-(:class:`~symfonic.core.contracts.run_events.RunState`) until it is taken. It is
-taken when its session is free again, by whichever worker asks first: the one
-whose turn on the session just ended, or any worker's sweep once that worker's
-hold has lapsed. Taking is the only way out of the queue besides a cancel, and
-it is one transaction that sets the session's run marker to the message's run,
-moves that run to ``running`` and removes the message, so a message is taken at
-most once and is never lost between the two: a worker that dies after taking it
-leaves a run that reads ``failed`` when its lease lapses, as any run it held.
-
-Only the head of a session's queue is ever taken, and only while nothing else
-holds the session (no unexpired run marker, no claimed pause); a head sent with
-``on_pending_pause="reject"`` also waits while a pause is pending, until that
-pause is answered, expires or is abandoned.
+"""Messages that wait for their session: the storage role that keeps a session's queue. Taking
+the head is one transaction that sets the run marker, starts its run and removes the message, so
+a message is taken at most once and never lost.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Sessions and the first turns that hold them: two roles of the storage port.
-
-A session's committed history only grows, one published turn at a time, each
-at the revision it started from: :meth:`RunStore.publish_turn` appends at
-``base_revision`` or raises ``RevisionConflict``, so two turns that started
-from the same history never both land. A first turn holds its session with a
-run marker while it runs, set and refused in one conditional statement
-(:meth:`RunStore.begin_run`), never a read followed by a write.
+"""Sessions and the first turns that hold them. History only grows, one published turn at its
+`base_revision`, and a run marker is set or refused in one conditional statement.
 """
 
 from __future__ import annotations
@@ -86,7 +80,7 @@ class RunStore(Protocol):
     async def begin_run(self, request: RunRequest) -> RunStart | None:
         """Mark a first turn running, in one conditional statement; ``None`` if refused.
 
-        The caller reads which of :class:`RunRequest`'s refusals it was. The
+        The caller reads which of `RunRequest`'s refusals it was. The
         history the turn runs on comes with the marker, read in the same
         transaction.
         """

@@ -1,32 +1,5 @@
-"""The storage port: what the runtime needs from a database, and nothing more.
-
-The port is the sum of small roles, each a Protocol in a module of its own;
-a caller that needs one role is annotated with that role, and a new kind of
-record (an audit chain, a run queue) adds a role rather than members here:
-
-===========================  ==================================================
-:class:`SessionStore`        sessions and their history (:mod:`.sessions`)
-:class:`RunStore`            a first turn's hold on its session (:mod:`.sessions`)
-:class:`RunRenewal`          a live first turn's hold, renewed (:mod:`.sessions`)
-:class:`PauseStore`          a pause's transitions and reads (:mod:`.pauses`)
-:class:`PauseListing`        the pauses a principal may answer (:mod:`.pause_listing`)
-:class:`PauseChangeLog`      the record of pause changes (:mod:`.pause_changes`)
-:class:`PauseAddressing`     escalating and reassigning a pause (:mod:`.readdressing`)
-:class:`RunEventLog`         runs and their kept events (:mod:`.run_events`)
-:class:`RunQueue`            messages waiting for their session (:mod:`.run_queue`)
-:class:`TurnInterrupts`      taking a busy session over (:mod:`.interrupts`)
-:class:`SessionRuns`         the run a session is running now (:mod:`.run_events`)
-:class:`WebhookOutbox`       deliveries owed, leased and settled (:mod:`.outbox`)
-:class:`RetentionStore`      deleting finished sessions (:mod:`.retention`)
-:class:`AuditLog`            the hash-chained audit trail (:mod:`.audit`)
-:class:`ApprovalVotes`       approvals of a pause that needs several (:mod:`.approvals`)
-===========================  ==================================================
-
-Every method that changes state is one transaction in the adapter, and every
-single-use transition (claim, publish, abandon) is one conditional statement
-whose row count says who won -- never a read followed by a write. The adapters
-(SQLite, PostgreSQL) differ only in how they connect and lock, so one test
-suite runs against both.
+"""The storage port: the sum of small role Protocols, each in a module of its own (the table is
+in docs/architecture.md). Every method that changes state is one transaction in the adapter.
 """
 
 from __future__ import annotations
@@ -160,7 +133,7 @@ class Store(
 
     async def ping(self) -> None:
         """Raise ``StoreUnavailable`` unless the store answers; while
-        :attr:`write_failure` is set, unless a probe write commits too
+        `write_failure` is set, unless a probe write commits too
         (``StoreCannotWrite``, with the reason)."""
         ...
 

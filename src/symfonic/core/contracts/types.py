@@ -1,9 +1,5 @@
-"""The events and results every layer speaks.
-
-The kernel yields these, the agent persists on them, and the transports (SSE,
-AG-UI, the terminal) project them. They are plain data: no connection, model or
-store handle ever rides inside one, so a checkpoint or a stream frame can be
-built from any of them without reaching back into a live object.
+"""The events and results every layer speaks: plain data, never a connection, model or store
+handle.
 """
 
 from __future__ import annotations
@@ -103,10 +99,10 @@ class PauseQuestion:
     """What a pause asks, of which call, and until when: the one declaration of a pause's shape.
 
     Every view of a pause is this plus what that view adds: the stream's
-    :class:`TurnPausedEvent` (its token), a caller's :class:`PauseInfo` (its
+    `TurnPausedEvent` (its token), a caller's `PauseInfo` (its
     token), the store's ``PauseRecord`` (owner, state, answer), and the HTTP
     bodies, which inherit from those. A field added here therefore reaches the
-    event, the result, the row and every response at once; :func:`asked` copies
+    event, the result, the row and every response at once; `asked` copies
     it from one view into the next.
     """
 
@@ -122,7 +118,7 @@ class PauseQuestion:
     is answered through its parent's, and this names the delegate."""
     args_digest: str | None = None
     """An approval's proof of what is asked: the SHA-256 of its tool and arguments as
-    RFC 8785 JSON (:mod:`symfonic.core.args_digest`). Written when the pause is asked
+    RFC 8785 JSON (`symfonic.core.args_digest`). Written when the pause is asked
     (and, for a call that needs several approvals, replaced by an edit, which
     proposes other arguments) and stored on its row, not recomputed from the
     checkpoint: every view of a pause (listing, feed, webhooks) reads the row alone,
@@ -222,7 +218,7 @@ class PendingInteraction:
     delegated_pause_id: str | None = None
     """For a delegate call whose agent paused: the pause recorded in its own session."""
     args_digest: str | None = None
-    """For an approval: the digest of the gated call (:mod:`symfonic.core.args_digest`)."""
+    """For an approval: the digest of the gated call (`symfonic.core.args_digest`)."""
     continuation: dict[str, Any] | None = None
     """For a tool that asked mid-call (an MCP server's question): plain JSON the
     tool needs to go on with the call once answered, kept in the checkpoint."""
@@ -231,7 +227,7 @@ class PendingInteraction:
     escalate: tuple[Escalation, ...] = ()
     """The steps that re-address the pause while nobody answers it."""
     approvals_required: int = 1
-    """For an approval: how many distinct principals must approve (:func:`needs_approval`)."""
+    """For an approval: how many distinct principals must approve (`needs_approval`)."""
     allow_requester: bool = True
     """For an approval: whether the principal whose turn paused may approve it."""
     edited_by: str | None = None

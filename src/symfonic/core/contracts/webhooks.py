@@ -1,17 +1,5 @@
-"""The webhook outbox as the storage port speaks of it: events, deliveries, leases.
-
-A delivery is one event owed to one URL. It is written in the transaction of the
-change that caused it (see :mod:`symfonic.storage.webhooks`) and then moves
-``pending`` → ``delivered``, or ``pending`` → ``failed`` after its last attempt;
-an operator's resend puts a settled one back to ``pending``. A worker sends a
-delivery only while it holds its lease (``lease_id`` until ``leased_until``),
-and settles it only if it still holds it.
-
-A destination (one URL) has a circuit shared by every worker: ``closed`` while
-it answers, ``open`` after repeated failures (nothing is sent to it until
-``retry_at``), ``half-open`` while one worker's single probe is out. Every
-change of it is a compare-and-swap on its ``version``, so two workers that see
-the same failures open it once.
+"""The webhook outbox's records: events, deliveries, leases and each destination's circuit
+(docs/webhooks.md).
 """
 
 from __future__ import annotations
