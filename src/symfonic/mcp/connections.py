@@ -1,11 +1,5 @@
-"""How a connection, as langchain-mcp-adapters spells it, becomes an MCP client.
-
-This module owns the translation from the plain dicts users already write --
-``{"transport": "stdio", "command": ..., "args": [...], "env": {...}}`` or
-``{"transport": "streamable_http", "url": ..., "headers": {...}}`` -- into an
-unopened :class:`mcp.Client`. Keeping the adapters' shape lets a user switch
-without rewriting their configuration; a shape it cannot serve is refused here,
-in words, before anything is started.
+"""How a connection, spelled as langchain-mcp-adapters spells it, becomes an unopened MCP
+client; a shape it cannot serve is refused in words before anything starts.
 """
 
 from __future__ import annotations

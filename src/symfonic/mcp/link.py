@@ -1,18 +1,6 @@
-"""One MCP server's live connection in this worker.
-
-A :class:`ServerLink` owns the invariant that a worker holds at most one live
-connection per server: opened on the first call, shared by every later call and
-turn (one stdio process serves them all), and replaced by a fresh one after it
-breaks -- the server died, or a call outlived its timeout (a server that hung
-once is not trusted with the next call). Every failure of the connection is an
-:class:`~symfonic.mcp.results.MCPToolError`, which the kernel makes the error
-observation the model reads; the turn goes on.
-
-The SDK's client must be entered and left in one task (its transport runs a task
-group), while calls come from whichever task runs a turn. So each connection is
-held open by a task of its own, and calls reach it through the client's streams.
-Nothing here is ever written to a checkpoint: a link is a live handle, rebuilt
-from the connection's configuration by any worker that needs it.
+"""One MCP server's live connection in this worker: at most one per server, shared by every
+call, and replaced after it breaks or a call times out (docs/mcp.md). Every failure is an
+`MCPToolError` the model reads.
 """
 
 from __future__ import annotations
@@ -68,7 +56,7 @@ class _Asking:
 
 
 class _Held:
-    """A client held open by its own task until :meth:`close`, or until it breaks."""
+    """A client held open by its own task until `close`, or until it breaks."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -143,8 +131,8 @@ class ServerLink:
         older protocol asks its question as a request in the middle of the call
         instead: ``recall`` answers it from the answers already given, and one it
         cannot answer ends the call there, returned as a round of questions with no
-        state. A dead, unreachable or silent server is an :class:`MCPToolError`; a
-        refused call is an :class:`MCPRefused` carrying the error's code.
+        state. A dead, unreachable or silent server is an `MCPToolError`; a
+        refused call is an `MCPRefused` carrying the error's code.
         """
         try:
             held = await self._open()

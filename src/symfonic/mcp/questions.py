@@ -1,21 +1,6 @@
-"""An MCP server's questions (elicitation) as pauses, and their answers as input responses.
-
-This module owns what a paused MCP call keeps so that any worker can go on with
-it: the :class:`Continuation`, plain JSON in the pause's checkpoint. It holds
-the call (server, tool, arguments), the server's last ``requestState``, the
-question the pause stands for and the others of its round, and every answer
-given so far, each filed under the request's key and a digest of the question.
-
-The answers are kept, not just sent, because a server may refuse the state it
-sealed (it expired, or a restarted process no longer holds the key: ``-32602``).
-The call is then re-issued from its first round, and each question the server
-asks again is answered from the store when its key and digest match one already
-answered; a question nobody has answered yet becomes a new pause.
-
-A form question becomes a ``form`` pause whose schema is the server's
-``requestedSchema``; a URL question becomes one that shows the URL and asks the
-person to confirm when they are done there. The person's answer is sent as
-``accept``, a cancelled pause as ``cancel`` and a declined one as ``decline``.
+"""An MCP server's questions (elicitation) as pauses, and their answers as input responses. The
+`Continuation` in the checkpoint keeps every answer, so a call re-issued after the server
+refuses its sealed state is answered from the store (docs/mcp.md).
 """
 
 from __future__ import annotations

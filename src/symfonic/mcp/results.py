@@ -1,12 +1,5 @@
-"""What the model reads of an MCP tool result.
-
-This module owns one translation: a ``CallToolResult`` into the text the model
-reads and the artifact the tool keeps. Text blocks are joined as plain text;
-images, audio and resources are named in words (their bytes mean nothing to a
-model reading text, and a JSON dump of blocks is noise it has to read past);
-structured content is the artifact, and the text when the server sent no text.
-A result the server marked ``isError`` is raised, so the kernel makes it the
-error observation the model reads, like any tool that fails.
+"""What the model reads of an MCP tool result: text joined, other blocks named in words,
+structured content kept as the artifact, and an `isError` result raised.
 """
 
 from __future__ import annotations
@@ -42,7 +35,7 @@ class MCPRefused(MCPToolError):
 
 
 def observation(server: str, result: CallToolResult) -> tuple[str, Any]:
-    """The result's text and artifact; raises :class:`MCPToolError` for an ``isError`` result."""
+    """The result's text and artifact; raises `MCPToolError` for an ``isError`` result."""
     text = "\n".join(_words(block) for block in result.content)
     if result.is_error:
         raise MCPToolError(f"the MCP server {server} says the call failed: {text or 'no reason'}")

@@ -1,16 +1,5 @@
-"""An MCP server's tools as langchain tools, and the set that closes their connections.
-
-:class:`MCPTools` owns the connections its tools call through: one
-:class:`~symfonic.mcp.link.ServerLink` per server, shared by every tool of that
-server. It is both an async context manager and the list of tools, because the
-two ways to use it need the same thing: ``async with MCPTools(connections) as
-tools`` closes the connections at the end of the block, and a
-``SymfonicAgent(tools=await load_mcp_tools(connections))`` closes them in its own
-``aclose`` (it closes whatever its tools name as their ``connections``). Either
-way a closed set is not dead: the next call opens a fresh connection.
-
-Each call carries the kernel's idempotency key in the request ``_meta``
-(``idempotencyKey``), so a server that deduplicates can recognise a retry.
+"""An MCP server's tools as langchain tools, and the set that closes their connections, as a
+context manager or through the agent that holds them.
 """
 
 from __future__ import annotations
@@ -88,7 +77,7 @@ class MCPTool(BaseTool):
         unanswered is the next pause, sent nothing. Otherwise the round's answers
         go to the server with its ``requestState``; a server that refuses that
         state (``-32602``) is asked again from the first round, and answered from
-        the store (see :mod:`symfonic.mcp.questions`). The result is the text and
+        the store (see `symfonic.mcp.questions`). The result is the text and
         artifact (structured content) a call that never paused returns.
         """
         call = Continuation.of(continuation)

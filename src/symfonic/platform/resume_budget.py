@@ -1,6 +1,5 @@
-"""``admit_resume_budget`` at the path its reference page documents.
-
-Budgets are a step of the lifecycle and live in :mod:`symfonic.turns.budget`.
+"""`admit_resume_budget` at the path its reference page documents; the code is in
+`symfonic.turns.budget`.
 """
 
 from symfonic.turns.budget import (
