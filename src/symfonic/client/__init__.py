@@ -1,12 +1,7 @@
-"""A typed Python client for symfonic's HTTP API, sync and async, on httpx.
-
-``SymfonicClient`` and ``AsyncSymfonicClient`` speak the API the way the
-Python API speaks in process: turns stream the events of
-:mod:`symfonic.core.contracts.types` or return a ``TurnResult``, and a
-refusal raises the same exception types (``PauseExpired``,
-``PauseAlreadyClaimed``, …), each also an :class:`ApiError` with the
-service's status, code and message. The client depends on the contracts
-alone, never on the service's code.
+"""A typed Python client for symfonic's HTTP API, sync and async, on httpx. It speaks as the
+Python API does: turns stream the typed events of `symfonic.core.contracts.types` or return a
+`TurnResult`, and a refusal raises the same exception type (`PauseExpired`, ...), each also an
+`ApiError`.
 """
 
 from symfonic.client.async_client import AsyncSymfonicClient

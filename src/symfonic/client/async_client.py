@@ -1,12 +1,5 @@
-"""``AsyncSymfonicClient``: the HTTP API from asyncio (or trio), on ``httpx.AsyncClient``.
-
-It speaks as the Python API does: ``stream`` yields the typed events of
-:mod:`symfonic.core.contracts.types`, ``run`` and ``resume`` return a
-``TurnResult``, and a refusal raises the Python API's exception type
-(:mod:`symfonic.client.errors`). The API key goes in the ``Authorization``
-header only. Use it as an ``async with`` block, which closes its connections;
-``transport=`` (``httpx.ASGITransport(app)``) runs it against an app in
-process, with no server.
+"""`AsyncSymfonicClient`: the HTTP API from asyncio (or trio), on `httpx.AsyncClient`; use it as
+an `async with` block.
 """
 
 from __future__ import annotations
@@ -297,7 +290,7 @@ class AsyncSymfonicClient:
         attempts: int = 5,
     ) -> AsyncGenerator[FeedEvent, None]:
         """The live feed: a snapshot, then each change, reconnecting with
-        ``Last-Event-ID`` when the connection drops (:mod:`symfonic.client.feed`)."""
+        ``Last-Event-ID`` when the connection drops (`symfonic.client.feed`)."""
         state = Reconnect(last_event_id, attempts)
         while True:
             try:

@@ -1,9 +1,5 @@
-"""Every request the client can make, described once for the sync and the async client.
-
-A :class:`Call` is what to send (method, path, query, JSON body) and how to read
-the answer: both clients send the same calls and differ only in how they wait.
-Tokens travel in the JSON body of ``POST /v1/resume``, never in a path or a
-query string, so no access log or proxy ever records one.
+"""Every request the client can make, described once for the sync and the async client. Tokens
+travel in a JSON body, never in a path or a query string.
 """
 
 from __future__ import annotations

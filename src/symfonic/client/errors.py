@@ -1,13 +1,5 @@
-"""A refusal from the HTTP API, raised as the Python API's own exception type.
-
-The service answers every refusal as ``{"error": {"code", "message"}}`` with a
-status (:mod:`symfonic.agent.http.errors`). The client raises :class:`ApiError`
-for each, carrying the status, the code and the message, and, where the Python
-API has a type for that code, as that type too: a 410 ``pause_expired`` is
-caught by ``except PauseExpired`` exactly as ``agent.resume`` would raise it,
-and by ``except ApiError`` with the rest. So a caller branches on a type, not
-on a parsed message, whichever side of HTTP it sits. httpx's own errors are
-left for what they are, a network that failed; a response never becomes one.
+"""A refusal from the HTTP API, raised as an `ApiError` and, where the Python API has a type for
+its code, as that type too. httpx's own errors stay for a network that failed.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""A stream's frames as the Python API's typed events, and a JSON outcome as its result.
-
-A turn's frames become the events of :mod:`symfonic.core.contracts.types`
-(``TurnStartedEvent`` … ``ErrorEvent``), and its JSON outcome a
-``TurnResult``, exactly what ``agent.stream`` and ``agent.run`` give in
-process. A pause's token is read from ``token``, the name the whole API uses;
-``pause_token``, its deprecated alias, only when ``token`` is absent (an older
-service). The feed's frames become :class:`PauseSnapshot` and
-:class:`PauseChange`. A frame of a type this client does not know is passed
-over: a newer service may add events without breaking it.
+"""A stream's frames as the Python API's typed events, and a JSON outcome as its `TurnResult`. A
+frame of an unknown type is passed over, so a newer service breaks no client.
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""When the live pause feed reconnects, and after how long.
-
-``GET /v1/pauses/events`` is a stream meant to stay open for hours; proxies,
-restarts and failovers close it. The clients reopen it with ``Last-Event-ID``
-set to the last ``id:`` they read, so the service sends the changes missed in
-between (or a fresh snapshot when it can no longer replay that far), and the
-caller sees one unbroken sequence of events. A dropped connection, a read that
-timed out and a refusal the service says is passing (429, 503: ``Retry-After``
-is honoured) are retried; any other refusal (401, 403, 422) is raised at once,
-since asking again cannot change it. After ``attempts`` failures in a row the
-last is raised: a feed pointed at the wrong address does not spin in silence.
+"""When the live pause feed reconnects, and after how long: passing failures are retried from
+`Last-Event-ID`, any other refusal is raised at once.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""What the HTTP API answers, as typed models the client hands back.
-
-Each mirrors one response of the OpenAPI document (``docs/openapi.json``),
-field for field; a test holds them to it, so a field the service adds or
-renames fails there, not in a user's program. They depend on the contracts
-alone, never on the service's own schemas, so the client carries no server
-code. A pause is :class:`~symfonic.core.contracts.types.PauseQuestion` plus
-what the listing adds, as on the service. Unknown fields are ignored: a newer
-service does not break an older client.
+"""What the HTTP API answers, as typed models that mirror `docs/openapi.json` field for field (a
+test holds them to it). Unknown fields are ignored.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Server-Sent Events read line by line, for the sync and the async client alike.
-
-The service frames every stream the same way (``event:`` the type, ``data:``
-JSON, ``id:`` a position; ``: keep-alive`` comments between). A
-:class:`FrameReader` is fed the lines of a response as they arrive and hands
-back each frame once its blank line ends it, so neither client holds a whole
-stream and both read it with the same rules (the WHATWG ones: a field's value
-loses one leading space, data lines join with newlines, comments are skipped).
+"""Server-Sent Events read line by line, by the WHATWG rules, for the sync and the async client
+alike.
 """
 
 from __future__ import annotations

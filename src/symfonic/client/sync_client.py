@@ -1,13 +1,5 @@
-"""``SymfonicClient``: the HTTP API from plain (blocking) Python, on ``httpx.Client``.
-
-It speaks as the Python API does: ``stream`` yields the typed events of
-:mod:`symfonic.core.contracts.types`, ``run`` and ``resume`` return a
-``TurnResult``, and a refusal raises the Python API's exception type
-(:mod:`symfonic.client.errors`). The API key goes in the ``Authorization``
-header only. Use it as a ``with`` block, which closes its connections. It sends
-the same requests as :class:`~symfonic.client.async_client.AsyncSymfonicClient`
-(:mod:`symfonic.client.calls`) and reads them the same way; only the waiting
-differs.
+"""`SymfonicClient`: the HTTP API from plain (blocking) Python, on `httpx.Client`; use it as a
+`with` block.
 """
 
 from __future__ import annotations
@@ -295,7 +287,7 @@ class SymfonicClient:
         attempts: int = 5,
     ) -> Generator[FeedEvent, None, None]:
         """The live feed: a snapshot, then each change, reconnecting with
-        ``Last-Event-ID`` when the connection drops (:mod:`symfonic.client.feed`)."""
+        ``Last-Event-ID`` when the connection drops (`symfonic.client.feed`)."""
         state = Reconnect(last_event_id, attempts)
         while True:
             try:
