@@ -1,4 +1,4 @@
-"""Store adapters behind the port of :mod:`symfonic.core.contracts.store`."""
+"""Store adapters behind the port of `symfonic.core.contracts.store`."""
 
 from __future__ import annotations
 

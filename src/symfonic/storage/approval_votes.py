@@ -1,30 +1,6 @@
-"""Counting the approvals of a pause that needs several, in SQL: one transaction per vote.
-
-A vote first takes the pause row, pending and unexpired: on PostgreSQL with
-``FOR UPDATE``, which holds the row until the vote commits, so a second vote on
-the pause waits and then reads the row (and the votes) the first one
-committed; on SQLite the database's write lock already serialises writers.
-That lock is what makes the count exact: two last approvals arriving at once
-on two workers are counted one after the other, and only the second sees the
-quorum complete. A vote that read its count without the lock could see one
-vote too few on both workers, and the pause would wait for ever.
-
-Under the lock, the pause's ``args_digest`` must still be the one the approver
-was shown: an edit that committed first proposed other arguments, and a vote
-for the old ones is stale and writes nothing. The vote itself is a row of
-``symfonic_pause_approvals`` keyed by ``(pause_id, principal)``; its insert
-does nothing for a principal who voted already, which is a replay: nothing is
-written and the pause is handed back as it stands. An edit is a new proposal:
-the old votes are deleted, the checkpoint's call, the pause's digest and its
-question (``query``, worded from the edited call) are replaced, and the
-editor's vote is the one counted, all in the vote's transaction. The votes so
-far are written onto the pause row (``approvals``) so every view of the pause
-reads them from the row alone, each vote is an ``approved`` audit record in the
-same transaction (an edit's with both digests), and a vote that leaves the
-pause waiting is a change on the live feed and owed to webhooks
-(``pause.approved``), recorded as a re-addressing is. The vote that completes
-the quorum also claims the pause, by the same conditional statement as any
-claim, and reads the checkpoint and the history the claimed turn continues.
+"""Counting the approvals of a pause that needs several: one transaction per vote, under the
+pause row's lock, so two last approvals on two workers are counted one after the other and only
+the second completes the quorum (docs/approvals.md).
 """
 
 from __future__ import annotations
@@ -169,7 +145,7 @@ async def vote(connection: Connection, dialect: Dialect, ballot: Ballot) -> Vote
 
 
 class SqlApprovalVotes(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.approvals.ApprovalVotes`, in SQL."""
+    """The port's `ApprovalVotes`, in SQL."""
 
     async def vote_pause(self, ballot: Ballot) -> VoteOutcome | None:
         dialect = self.dialect

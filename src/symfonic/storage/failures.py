@@ -1,19 +1,6 @@
-"""Which driver errors mean "the database is out of reach", and so fail a turn as 503.
-
-A pool that stays exhausted past its timeout, a connection the server dropped
-(terminated backend, restart, network), a server that is shutting down or not
-yet accepting connections, a deadlock or serialisation failure: each rolled its
-transaction back, so nothing was written, and each is worth retrying later. They
-become :class:`~symfonic.core.contracts.errors.StoreUnavailable`. Anything else
-(a constraint violated, a bad statement) is a bug and propagates as it is.
-
-PostgreSQL says which kind of failure it was in the SQLSTATE; asyncpg puts it on
-the exception (and SQLAlchemy, which runs the migrations, copies it to the error
-it wraps). asyncpg reports a connection it already knows is closed, and a pool
-that is closing, as an ``InterfaceError`` with no SQLSTATE; a connection the
-server dropped while the driver was still reading an earlier reply refuses its
-next statement with an ``InternalClientError`` ("another operation is in
-progress"), before sending anything.
+"""Which driver errors mean the database is out of reach, and so become `StoreUnavailable`
+(503): each rolled its transaction back and is worth retrying. Anything else is a bug and
+propagates.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
-"""A session's committed history: read with the step that starts a turn, appended by a publish.
-
-A turn runs on its session's committed history, so the two steps that start
-one -- a first turn's run marker and a resumed turn's claim -- hand it over with
-their row, read in the step's own transaction: no publish can come between the
-step and the read. The database aggregates the history into one text, the
-stored bodies joined by commas, so it is one value to decode, not a row and a
-parse per message; the brackets that make it a JSON array are added here, where
-they cost one copy (on SQLite, ``'[' || … || ']'`` copies the whole text twice
-more and takes twice as long as the aggregate itself).
-
-Where the read goes is where the databases differ. On PostgreSQL the history is
-a correlated subquery in the step's ``RETURNING``: one statement, one round
-trip. SQLite makes all of an ``UPDATE``'s changes before it hands back the first
-``RETURNING`` row, so it keeps those rows aside until then, and a history among
-them would be copied once more than it is read: SQLite reads it as a second
-statement of the step's transaction instead (docs/internals.md).
-
-A publish moves the session's revision on, only from the revision the turn
-started from, and appends the turn's messages numbered on from the session's
-message count, in one transaction: a second ``INSERT`` on SQLite, a clause of
-the same statement on PostgreSQL (:data:`APPEND_AFTER_BUMP`).
+"""A session's committed history: read in the transaction of the step that starts a turn, so no
+publish comes between, and appended by a publish only from the revision the turn started from
+(docs/storage.md).
 """
 
 from __future__ import annotations
@@ -42,7 +23,7 @@ def postgres_history(session: str, revision: str) -> str:
 
 
 def sqlite_history(session: str, revision: str) -> str:
-    """As :func:`postgres_history`, for SQLite.
+    """As `postgres_history`, for SQLite.
 
     SQLite before 3.44 has no ORDER BY inside an aggregate. It feeds an
     aggregate the rows of an ordered subquery in their order, and never

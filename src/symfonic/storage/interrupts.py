@@ -1,30 +1,6 @@
-"""Taking a busy session over, in SQL both databases accept: one transaction.
-
-The transaction reads what holds the session (a claimed pause's claim, else an
-unexpired run marker), then cancels it the way a cancel of its run does
-(:mod:`symfonic.storage.run_events`), in the same order, so the two never
-deadlock on PostgreSQL: first the holder's run row, then what the turn would
-settle with (its claim, ``abandoned``; or its run marker, cleared). The last of
-those is conditional: if the holder settled in between (it published or
-paused), the transaction rolls back and is run again on the session as it is
-then. Last, the new turn's run marker is set by the same conditional statement
-as any first turn's, which refuses it for every other reason; refused, the
-whole transaction rolls back and nothing was cancelled.
-
-A run row that was kept ends ``cancelled`` with its ``error`` event; a
-forgotten one (a rollback) ends ``forgotten``, which no client is shown (404,
-as for a run that never was), its events replaced by that one ``error`` event,
-whose new id is how its followers and the worker running it hear of it on
-SQLite. A first turn that kept no run (an attached one) gets a row in that
-state, with that one event: its publish checks for the row, so it publishes
-nothing even once the session is free again at the revision it started from
-(the turn that took over paused, say), and the event (or the notification) is
-how the worker streaming it hears that it should stop.
-
-The old turn cannot publish after the commit: a first turn publishes only while
-no row records its run cancelled or forgotten
-(:data:`symfonic.storage.history.BUMP_ENDING_RUN`), and records its pause only
-while the marker is its own; a resume settles only while its claim holds.
+"""Taking a busy session over in one transaction: the holder cancelled in the same lock order as
+a run's cancel, then the new run marker set; refused, nothing was cancelled. The old turn cannot
+publish after the commit.
 """
 
 from __future__ import annotations
@@ -97,7 +73,7 @@ def holder_of(row: Row, now: datetime) -> tuple[str, str | None] | None:
 
 
 class SqlTurnInterrupts(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.interrupts.TurnInterrupts`, in SQL."""
+    """The port's `TurnInterrupts`, in SQL."""
 
     async def interrupt_turn(self, request: RunRequest, *, forget: bool) -> Interrupted | None:
         for _ in range(ATTEMPTS):

@@ -1,10 +1,5 @@
-"""Bring a database to the newest schema, once, however many workers start.
-
-Each runner holds its database's lock around the migrations (the write lock on
-SQLite, an advisory lock on PostgreSQL), so two workers started at the same
-moment run them once between them; the second finds the schema at head and
-does nothing. Only this module loads SQLAlchemy and Alembic, and an adapter
-imports it only when the schema is not at :data:`~symfonic.storage.revision.SCHEMA_HEAD`.
+"""Bring a database to the newest schema, once, however many workers start: each holds the
+database's lock around the migrations. Only this module loads SQLAlchemy and Alembic.
 """
 
 from __future__ import annotations

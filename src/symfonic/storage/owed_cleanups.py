@@ -1,7 +1,6 @@
-"""Cleanups the store could not write when they were due, kept until a sweep can.
-
-Each is one conditional transaction keyed by its claim or run id, so running it late or
-twice changes nothing more; the list is bounded (`MOST_OWED`). See docs/storage.md.
+"""Cleanups the store could not write when they were due, kept until a sweep can. Each is one
+conditional transaction keyed by its claim or run id, so running it late or twice changes
+nothing more; the list is bounded (`MOST_OWED`).
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ class OwedWrites:
         return len(self._owed)
 
     def owe(self, kind: Kind, session_id: str, of: str, cleanup: Cleanup) -> None:
-        """Keep ``cleanup`` until :meth:`settle` writes it; the newest for a key wins."""
+        """Keep ``cleanup`` until `settle` writes it; the newest for a key wins."""
         key = (kind, session_id, of)
         self._owed[key] = cleanup
         self._owed.move_to_end(key)

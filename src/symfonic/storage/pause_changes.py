@@ -1,22 +1,6 @@
-"""Reading the record of pause changes that the database's triggers write.
-
-Every pause created and every change of a pause's ``state`` is a row of
-``symfonic_pause_events``, written by a trigger in the transaction that made
-the change (migration 0004), or by the statement that re-addresses a pending
-pause (:mod:`symfonic.storage.readdressing`). This module only reads them,
-joined with the pause's current row, so a reader can decide who may see a
-change the way ``list_pauses`` does.
-
-Where a change may commit after a later-numbered one (PostgreSQL takes identity
-values before commit), a replay after a position also returns the changes
-recorded up to ``IN_FLIGHT_SECONDS`` before it: the ones that may still have
-been uncommitted when that position was handed out. A reader then sees a change
-twice, in position order, but never misses one. SQLite serialises its writers,
-so its positions commit in order and it replays exactly what follows.
-
-A watch without notifications polls the newest position every
-``POLL_SECONDS``: one indexed read, and more only when something changed, at
-most ``WATCH_BATCH`` changes a read.
+"""Reading the record of pause changes that the database's triggers write. On PostgreSQL a
+replay also returns the changes that may have been uncommitted at its position, so a reader may
+see a change twice but never misses one.
 """
 
 from __future__ import annotations
@@ -63,13 +47,13 @@ RECORDED_AT = Statement(
 
 T = TypeVar("T")
 _READDRESSED = {kind.value: kind for kind in ReaddressKind}
-# The state a counted approval is recorded with (:mod:`symfonic.storage.approval_votes`).
+# The state a counted approval is recorded with (`symfonic.storage.approval_votes`).
 APPROVED = "approved"
 
 
 def change_of(row: Row) -> PauseChange:
-    """One change; a re-addressing (:mod:`symfonic.storage.readdressing`) or a counted
-    approval (:mod:`symfonic.storage.approval_votes`) left the pause pending, and its
+    """One change; a re-addressing (`symfonic.storage.readdressing`) or a counted
+    approval (`symfonic.storage.approval_votes`) left the pause pending, and its
     row's state names that instead."""
     at = aware(row["change_at"])
     assert at is not None

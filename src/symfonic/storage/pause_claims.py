@@ -1,17 +1,5 @@
-"""A pause's claim: ``pending`` to ``claimed`` once, and the lease that keeps it.
-
-The claim is one conditional ``UPDATE`` keyed by the pause id: of any number of
-workers whose statements race for one pause, exactly one moves it from
-``pending`` (and unexpired at the claim's own time) to ``claimed``, and its
-``RETURNING`` row is the checkpoint it continues; the others match nothing.
-On PostgreSQL the same statement reads the session's committed history too (a
-data-modifying ``WITH``), so winning costs one round trip; SQLite reads it in
-the same transaction. A claim is then renewed only by its own claim id while
-the pause is still ``claimed``, so a claim the sweeper took back stays lost.
-
-The approval that completes a quorum claims by this same statement inside the
-vote's transaction (:mod:`symfonic.storage.approval_votes`), with the same
-parameters (:func:`claim_params`).
+"""A pause's claim: one conditional `UPDATE` moves it from `pending` to `claimed` for exactly
+one worker, and only its own claim id renews it.
 """
 
 from __future__ import annotations
@@ -47,7 +35,7 @@ CLAIM = {
 
 
 def claim_params(claim: Claim) -> dict[str, Any]:
-    """The parameters of :data:`CLAIM` for ``claim``."""
+    """The parameters of `CLAIM` for ``claim``."""
     return {
         "pause_id": claim.pause_id,
         "claim_id": claim.claim_id,
@@ -62,7 +50,7 @@ def claim_params(claim: Claim) -> dict[str, Any]:
 
 class SqlPauseClaims(SqlTransactions):
     """The claim and its renewal, of the port's
-    :class:`~symfonic.core.contracts.pauses.PauseStore`."""
+    `PauseStore`."""
 
     async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
         won = await with_history(self, CLAIM, claim_params(claim), "base_revision")

@@ -1,29 +1,5 @@
-"""A principal's pauses, a page at a time, and how many there are in all.
-
-A listing is ordered by ``(created_at, pause_id)`` and a page starts strictly
-after the last position the caller saw (keyset pagination): a page costs the
-rows it returns, never the rows before it, and a pause created meanwhile never
-shifts one already listed onto another page.
-
-Who may answer what is a union of ranges, one per way of being allowed: the
-principal's own unaddressed pauses, and one range per scope it holds. Each
-range is ``state``, then ``principal`` or ``audience``, then ``created_at``,
-which an index on ``(state, principal | audience, created_at)`` serves in
-order, so each branch reads at most one page of rows; a single ``WHERE`` with
-an ``OR`` of them would read every match to sort it. The ``*`` scope is one
-range over the whole state.
-
-A total of pending pauses without a text filter reads the database's own
-tally (``symfonic_pending_tally``, migration 0015: pending pauses per
-``holder``, agent and kind, kept by triggers in the same transaction as every
-change), one row per range, agent and kind, less the pauses of its ranges that
-are past their expiry but not swept yet, read through the sweep's index on
-``(state, expires_at)``: it costs the pauses due, not those waiting. Any other
-total counts every pause of its ranges, filtered on the agents, kind, text,
-expiry and delegate flag; the listing's indexes carry those columns but the
-question, so without a text filter that reads one index entry per pause.
-
-The pending gauge's count is one grouped read of the tally.
+"""A principal's pauses, a page at a time, and how many there are: keyset pages over a union of
+one indexed range per way of being allowed (docs/storage.md).
 """
 
 from __future__ import annotations
@@ -203,7 +179,7 @@ async def _count_kept(store: SqlTransactions, query: PauseQuery) -> int:
 
 
 async def count_rows(store: SqlTransactions, query: PauseQuery) -> int:
-    """What :func:`count_pauses` answers, counted one index entry per pause (any query)."""
+    """What `count_pauses` answers, counted one index entry per pause (any query)."""
     listing = _listing(query)
     if listing is None:
         return 0

@@ -1,8 +1,5 @@
-"""Reading pauses: by id, by claim, a session's open one and its trail, and a listing.
-
-Each read is one statement. None of them decides anything another worker could
-race for: a decision is always the conditional write of
-:mod:`symfonic.storage.pause_writes`, and a read only says why one was refused.
+"""Reading pauses, one statement each. A read never decides anything another worker could race
+for; a decision is always a conditional write.
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ async def _all(store: SqlTransactions, statement: Statement, params: Params) -> 
 
 
 class SqlPauseReads(SqlTransactions):
-    """The reads of the port's :class:`~symfonic.core.contracts.pauses.PauseStore`."""
+    """The reads of the port's `PauseStore`."""
 
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
         return await _one(self, GET_PAUSE, {"pause_id": pause_id})
@@ -62,8 +59,8 @@ class SqlPauseReads(SqlTransactions):
 
 
 class SqlPauseListing(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.pause_listing.PauseListing`: its
-    queries are written once, in :mod:`symfonic.storage.pause_listing`."""
+    """The port's `PauseListing`: its
+    queries are written once, in `symfonic.storage.pause_listing`."""
 
     list_pauses = pause_listing.list_pauses
     count_pauses = pause_listing.count_pauses

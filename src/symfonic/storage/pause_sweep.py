@@ -1,13 +1,5 @@
-"""The sweep: pending pauses past their expiry expired, claims past their lease abandoned.
-
-Each move is one conditional ``UPDATE`` of a batch, so two sweepers on two
-workers move a pause once: ``pending`` past ``expires_at`` → ``expired``,
-``claimed`` past its lease → ``abandoned``, skipping rows another transaction
-holds. A pass first writes the cleanups owed since the store could not
-(`symfonic.storage.owed_cleanups`) and applies the escalation steps due
-(:mod:`symfonic.storage.readdressing`), so a pause is escalated while it is still
-pending and a failed turn's claim is released within one sweep of writes working
-again.
+"""The sweep: pending pauses past their expiry expired, claims past their lease abandoned, each
+batch one conditional `UPDATE`, after the owed cleanups and due escalations are written.
 """
 
 from __future__ import annotations
@@ -60,18 +52,18 @@ ABANDON_LAPSED = {d: _stale(d, "abandoned", "claimed", "lease_until") for d in D
 
 
 class SqlPauseSweep(SqlTransactions):
-    """The sweep of the port's :class:`~symfonic.core.contracts.pauses.PauseStore`."""
+    """The sweep of the port's `PauseStore`."""
 
     async def sweep(self, now: datetime) -> SweepReport:
         """Expire stale pending pauses and abandon claims whose lease ran out, after
         writing the cleanups owed since the store could not (`symfonic.storage.owed_cleanups`)
-        and applying the escalation steps due (:mod:`symfonic.storage.readdressing`).
+        and applying the escalation steps due (`symfonic.storage.readdressing`).
 
         Rows another transaction holds (a claim being won, a lease being renewed, a
         publish) are skipped rather than waited for: a sweep never blocks a turn,
         and sweepers on many workers never deadlock on each other. Each batch of at
         most ``SWEEP_BATCH`` pauses is a transaction of its own, run where the
-        adapter keeps long work (:meth:`SqlTransactions.background_transaction`), and
+        adapter keeps long work (`SqlTransactions.background_transaction`), and
         each finds its rows through the index of the pauses due, so a pass costs
         what it moves, not what waits.
         """

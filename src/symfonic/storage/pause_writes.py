@@ -1,32 +1,6 @@
-"""A pause's record and settlement: record, publish, supersede, abandon.
-
-A pause is recorded pending (with its checkpoint, and for a first turn's pause
-only by the run still holding the session); it is claimed and its claim renewed
-in :mod:`symfonic.storage.pause_claims`, and swept in
-:mod:`symfonic.storage.pause_sweep`. Here its claim settles it. Every settlement
-two workers can race for is one conditional ``UPDATE`` whose row count (or
-``RETURNING`` row) decides it, never a read followed by a write:
-
-- abandon, supersede, publish: only while ``claimed`` by *this* claim id;
-- publish also moves the session's revision on only from the pause's base
-  revision, in the same transaction that appends the history rows, so a lost
-  race raises :class:`RevisionConflict` and rolls the pause update back with it.
-
-Where a transition writes more than one row, PostgreSQL makes it one statement
-of data-modifying ``WITH`` clauses -- one round trip, where a transaction of
-several statements costs one per statement plus ``BEGIN`` and ``COMMIT`` -- and
-SQLite, which has no such clauses, one transaction of the same steps, each
-written beside the other below. One statement commits whole or not at all,
-exactly as the transaction does, and its conditions are the transaction's.
-Publishing a resumed turn must not mark its pause published unless the session
-is still at the pause's base revision; the clauses of one statement all read one
-snapshot, so PostgreSQL's first locks the claimed pause and the session row
-(``FOR UPDATE``, which under READ COMMITTED waits for a concurrent writer and
-then reads its commit): the revision it compares is then the newest, and no
-other publisher can move it before this statement commits.
-
-A settled pause's turn is in the session's history (published) or in the pause
-that replaced it (superseded): its checkpoint is dropped as it settles.
+"""A pause's record and settlement. Every settlement two workers can race for is one conditional
+`UPDATE` on this claim id; a publish also moves the revision only from the pause's base, or
+raises `RevisionConflict` and rolls back.
 """
 
 from __future__ import annotations
@@ -173,7 +147,7 @@ def _pause_params(new: NewPause, supersedes: str | None) -> dict[str, Any]:
 
 class SqlPauseWrites(SqlTransactions):
     """The record and settlements of the port's
-    :class:`~symfonic.core.contracts.pauses.PauseStore`."""
+    `PauseStore`."""
 
     async def record_pause(self, new: NewPause) -> None:
         session_id = new.pause.session_id

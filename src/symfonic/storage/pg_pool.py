@@ -1,15 +1,6 @@
-"""A bounded pool of asyncpg connections, as small as a checkout can be.
-
-asyncpg's own pool returns every connection through ``asyncio.shield``, which
-starts a task, resets it with a query, and times every checkout under another
-task: work for each statement that a store whose transactions never leave
-session state behind does not need (what it costs: ``docs/internals.md``).
-Here a checkout takes the newest idle connection, or opens a new one while fewer
-than ``size`` are open, and only otherwise waits, first come first served, up to
-``timeout`` seconds (then ``TimeoutError``, which the store reports as
-unavailable). A return is synchronous: the connection goes back idle only if it
-is open and outside any transaction; any other is closed, and its place is free
-for a new one.
+"""A bounded pool of asyncpg connections, as small as a checkout can be: newest idle first, then
+a new one under `size`, then a fair wait up to `timeout`. A connection goes back idle only if it
+is open and outside a transaction.
 """
 
 from __future__ import annotations
@@ -43,7 +34,7 @@ class ConnectionPool:
         self._closed = False
 
     async def acquire(self) -> asyncpg.Connection:
-        """An open connection, all this caller's until :meth:`release`."""
+        """An open connection, all this caller's until `release`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout
         while True:

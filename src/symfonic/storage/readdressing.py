@@ -1,21 +1,6 @@
-"""Handing a pending pause to another audience, exactly once, in SQL.
-
-Both ways a pause is re-addressed, a step of its escalation chain and an
-operator's reassignment, are one conditional ``UPDATE`` of the pause row: on
-its current ``escalation_step`` for a step, on ``state = 'pending'`` for a
-reassignment, and on its expiry for both. Whichever worker's update matches
-first applies it; every other finds the condition false (PostgreSQL re-reads
-the row after the winner commits) and changes nothing. In the same transaction
-the winner records the change for the live feed (a row of
-``symfonic_pause_events`` whose state names the re-addressing, notified on
-PostgreSQL as the triggers do), the audiences that keep access (one row each
-in ``symfonic_pause_audiences``, which the listing reads), and the webhooks
-owed, whose ``detail`` says from whom and why. The change's row reaches no
-webhook through the trigger of migration 0005: its state names no event there.
-
-Steps count from the pause's creation; a sweep late by several steps applies
-them one by one, each with its own change. A step never moves the expiry unless
-it says ``extend``, and a pause past its expiry is never re-addressed.
+"""Handing a pending pause to another audience, exactly once: one conditional `UPDATE` on its
+step or state, with the change, the audiences that keep access and the webhooks owed written in
+the same transaction.
 """
 
 from __future__ import annotations

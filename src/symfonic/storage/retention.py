@@ -1,37 +1,5 @@
-"""Retention: deleting finished sessions that have been idle too long.
-
-A session is *finished* when nothing can still happen to it without a new
-turn: no pause is waiting or being answered, and no first turn holds its run
-marker. It is *idle since* the latest of its last first turn (``active_at``),
-its pauses' creation and their answers. Only sessions both finished and idle
-since before the cutoff are deleted, with their history, pauses and the
-checkpoints those pauses hold.
-
-The condition is checked by the ``DELETE`` itself, not by an earlier read, so a
-turn that starts on a session while it is being pruned either commits first
-(and the session no longer matches) or finds the session gone. Each batch is
-one transaction over at most ``batch`` sessions, run where the adapter keeps
-background work (:meth:`~symfonic.storage.transactions.SqlTransactions.background_transaction`:
-on SQLite off the event loop, with a rest after it for other processes'
-writers), so pruning a large backlog never holds the database's locks for long.
-On SQLite each batch also gives the pages it freed back to the file system.
-
-The record of pause changes (the live feed's source, see
-:mod:`symfonic.storage.pause_changes`) is trimmed in the same unit, always from
-its oldest end, so a position the store still replays from has every change
-after it: up to the newest change of a deleted session, and up to the newest
-change recorded before the cutoff. The newest change of all is always kept, as
-the feed's current position.
-
-Webhook deliveries that were delivered before the cutoff are deleted in the
-same unit; failed and pending ones stay, for an operator to see and resend.
-
-``keep_answered`` keeps the audit: the rows of pauses a person answered (who,
-when, what) stay, without their checkpoints, after their session has gone.
-Either way the audiences that kept access to the session's re-addressed pauses
-(``symfonic_pause_audiences``) and the votes of its pauses that needed several
-approvals (``symfonic_pause_approvals``) go with the session: only a pending
-pause's are ever read.
+"""Retention: deleting sessions that are finished and idle since the cutoff, checked by the
+`DELETE` itself, a bounded batch per transaction (docs/storage.md).
 """
 
 from __future__ import annotations
@@ -136,7 +104,7 @@ async def _reclaim(connection: Connection) -> None:
 
 
 class SqlRetention(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.retention.RetentionStore`, in SQL."""
+    """The port's `RetentionStore`, in SQL."""
 
     async def prune(self, batch: PruneBatch) -> PruneReport:
         """Delete up to ``batch.batch`` finished sessions idle since the cutoff, in one

@@ -1,10 +1,4 @@
-"""From table rows to the port's records, with every timestamp in UTC.
-
-Both drivers hand rows over as mappings. SQLite gives timestamps back as the
-text they were stored as (UTC, no offset) and PostgreSQL as aware datetimes;
-JSON columns come back as text from both. Records leave here typed and aware,
-so callers compare them with ``datetime.now(UTC)`` the same way on both stores.
-"""
+"""From table rows to the port's records, with every timestamp aware and in UTC on both stores."""
 
 from __future__ import annotations
 
@@ -150,7 +144,7 @@ def session_of(row: Row, *, now: datetime) -> SessionRecord:
 
 
 def checkpoint_of(row: Row) -> CheckpointRecord | None:
-    """The checkpoint in a row of :data:`CHECKPOINT_COLUMNS`; ``None`` once it is dropped."""
+    """The checkpoint in a row of `CHECKPOINT_COLUMNS`; ``None`` once it is dropped."""
     body = row["checkpoint"]
     if body is None:
         return None

@@ -1,28 +1,6 @@
-"""A session's queued messages, in SQL both databases accept.
-
-A queued message is a row of ``symfonic_run_queue``, numbered by ``position``
-(which rises across all sessions and is never reused), beside its run's row in
-``symfonic_runs``, which reads ``queued`` until the message is taken.
-
-Taking (:meth:`SqlRunQueue.take_queued_turn`) is one transaction whose first
-statement is the claim: one conditional ``UPDATE`` of the session's row that
-sets its run marker to the run of the head of its queue, only while no
-unexpired marker and no claimed pause hold the session (and no pending pause,
-for a head that refuses one). On PostgreSQL a second worker's update of the
-same row waits on the first's lock, then re-reads the committed row and finds
-it held; on SQLite every writer queues on the database lock. So of any number
-of workers asking at once one takes the head, and only the head: a worker never
-skips a message another holds, which would run the queue out of order. The
-rest of the transaction removes the message and moves its run to ``running``;
-if a cancel removed the message first, the whole transaction rolls back and the
-head is asked for again. Every turn's end asks for its session's next message,
-so a session with nothing queued is answered by a read, never a write: a
-message queued after that read is taken by the worker that queued it, as the
-session is free by then.
-
-A cancel of a queued message (:meth:`SqlRunQueue.cancel_queued_turn`) removes
-it and ends its run ``cancelled`` with the same ``error`` event as a cancelled
-run's, in one transaction: it either comes before the take, or finds nothing.
+"""A session's queued messages in SQL. Taking the head is one transaction whose first statement
+is a conditional `UPDATE` of the session's row, so of any number of workers one takes it, and
+only the head.
 """
 
 from __future__ import annotations
@@ -120,7 +98,7 @@ def queued_of(row: Row, owner: str) -> QueuedTurn:
 
 
 class SqlRunQueue(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.run_queue.RunQueue`, in SQL."""
+    """The port's `RunQueue`, in SQL."""
 
     async def enqueue_turn(self, turn: QueuedTurn) -> None:
         params = {

@@ -1,22 +1,6 @@
-"""Sessions and first turns: create, begin a run, end it, publish it.
-
-A first turn holds its session with a run marker (``run_id``, ``run_lease``).
-Setting it is one conditional ``UPDATE`` that also checks everything that could
-refuse the turn (:class:`~symfonic.core.contracts.sessions.RunRequest`), so a turn
-that may go on costs one write. Only the run that holds the marker may publish
-(the revision bump clears it) or record its pause
-(:mod:`symfonic.storage.pause_writes`). A live turn renews the marker's lease
-(:meth:`SqlRuns.renew_run`), keyed by its run id, so a turn that ended or was
-taken over renews nothing.
-
-On PostgreSQL, setting a run marker and clearing it after a failed turn commit
-with ``synchronous_commit`` off, for that transaction only, so they return
-before the WAL is flushed. A server crash may then forget a marker, which is
-safe because the marker guards nothing alone: a pause is recorded only by the
-run that still holds it (clearing it in the same statement), and a turn is
-published only at the revision it started from. ``set_config(…, true)`` is
-``SET LOCAL``; referencing it from ``RETURNING`` runs it inside the statement,
-before the commit it applies to.
+"""Sessions and first turns: create, begin a run, end it, publish it. A run marker is set by one
+conditional `UPDATE` that checks everything that could refuse the turn, and only the run holding
+it may publish or record its pause.
 """
 
 from __future__ import annotations
@@ -106,7 +90,7 @@ PUBLISH_TURN = Statement(
 
 
 class SqlSessions(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.sessions.SessionStore`, in SQL."""
+    """The port's `SessionStore`, in SQL."""
 
     async def create_session(self, session: SessionRecord) -> None:
         params = {
@@ -130,7 +114,7 @@ class SqlSessions(SqlTransactions):
 
 
 class SqlRuns(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.sessions.RunStore`, in SQL."""
+    """The port's `RunStore`, in SQL."""
 
     async def begin_run(self, request: RunRequest) -> RunStart | None:
         params = {
@@ -155,7 +139,7 @@ class SqlRuns(SqlTransactions):
         return RunStart(session, turn_history, pending_pause=int(row["pending"]) > 0)
 
     async def renew_run(self, session_id: str, run_id: str, lease_until: datetime) -> bool:
-        """The port's :class:`~symfonic.core.contracts.sessions.RunRenewal`."""
+        """The port's `RunRenewal`."""
         params = {"session_id": session_id, "run_id": run_id, "lease_until": lease_until}
         return await self.write_count(RENEW_RUN, params) == 1
 

@@ -1,11 +1,5 @@
-"""The tables, as SQLAlchemy Core objects shared by both adapters and the migrations.
-
-Committed history is stored once, a row per message, tagged with the revision
-that published it. A checkpoint holds only the in-flight turn of one pause, so
-writing a pause costs the size of the turn, never the size of the history. It
-lives in its pause's row: the two are written, claimed and settled together, so
-one row means one insert, one update and no delete per pause, where a table of
-its own would have its B-tree pages written on every one of those steps too.
+"""The tables, as SQLAlchemy Core objects shared by both adapters and the migrations. History is
+stored once, a row per message; a checkpoint lives in its pause's row (docs/storage.md).
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
-"""When the embedded store's WAL is copied into the database file and emptied.
-
-Only a checkpoint empties the WAL, so one that fails leaves the log growing
-with every commit. On a full disk that is a trap: the WAL has taken the space,
-and nothing but a checkpoint gives it back. So a checkpoint that fails for any
-reason but another process holding the lock (which then checkpoints itself) is
-owed until one succeeds:
-
-- it is logged at WARNING with the reason in words, and retried on a thread of
-  its own with backoff (:data:`FIRST_RETRY_DELAY` doubling to
-  :data:`LONGEST_RETRY_DELAY`), whether or not any write comes;
-- a write that fails because the disk refuses it owes one too, since the WAL
-  is then the likeliest thing filling the disk;
-- while one is owed, each write first runs one (on a worker thread): the first
-  write after space is freed empties the WAL before it adds to it, instead of
-  filling the freed space again before the retry's next turn;
-- the free space is compared with the WAL every few commits, and at every
-  commit once the disk has less than :data:`SHORT_OF_SPACE` free, and the WAL is
-  checkpointed early while the database file still has room to take its pages:
-  a disk that short can be filled by the WAL of fewer commits than the few
-  between two looks, and a checkpoint cannot then run at all;
-- a checkpoint that empties the WAL pays the debt only if the disk then has
-  room for a write (:data:`ROOM_TO_WRITE`): an empty WAL on a disk still full
-  is logged as such, and the retries go on until space is freed;
-- a write the disk refused runs one at once, and if it emptied the WAL the
-  store runs the write again (:meth:`SqliteStore._emptying_the_wal`): a disk
-  that the WAL filled costs that write a checkpoint, not its turn.
-
-One checkpoint runs at a time, over a connection of its own. The retry loop is
-a few lines over a ``threading.Event`` rather than a retry library because it
-must stop at once when the store closes, and runs whether or not the event loop
-does anything.
+"""When the embedded store's WAL is copied into the database file and emptied. A checkpoint that
+fails is owed, retried and run before the next write until the disk has room again
+(docs/storage.md).
 """
 
 from __future__ import annotations
@@ -74,7 +45,7 @@ BUSY_CODES = frozenset({5, 6})
 
 
 class Checkpointer:
-    """Counts the loop's commits, checkpoints every :data:`CHECKPOINT_EVERY`, and
+    """Counts the loop's commits, checkpoints every `CHECKPOINT_EVERY`, and
     retries a failed checkpoint until one succeeds."""
 
     def __init__(
@@ -103,7 +74,7 @@ class Checkpointer:
         return self._owed.is_set()
 
     async def committed(self) -> None:
-        """Count one commit of the loop's; every :data:`CHECKPOINT_EVERY`, checkpoint,
+        """Count one commit of the loop's; every `CHECKPOINT_EVERY`, checkpoint,
         or sooner when the WAL could take the disk's last free space."""
         self._commits += 1
         due = self._commits >= CHECKPOINT_EVERY

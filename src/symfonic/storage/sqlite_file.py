@@ -1,11 +1,5 @@
-"""An embedded store's file: path, WAL, revision, the statistics its planner keeps,
-and how far each commit is synced.
-
-WAL is a property of the file, switched on once when a store opens: the switch
-needs the file to itself and, unlike a write, answers "database is locked" at
-once instead of waiting, so workers opening a fresh file at the same moment
-retry it until one has switched it. The schema revision is read the same way,
-with a connection of its own, so a file already at head costs one query.
+"""An embedded store's file: its path, WAL mode, schema revision, planner statistics and how far
+each commit is synced.
 """
 
 from __future__ import annotations

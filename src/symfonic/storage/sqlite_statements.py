@@ -1,11 +1,5 @@
-"""Statements on one SQLite connection: on the event loop, or on a worker thread.
-
-On the loop's connection a statement runs as it is awaited and never suspends,
-and it never waits for a lock either: a lock another connection holds raises
-:class:`Locked` before anything ran, and the adapter
-(:mod:`symfonic.storage.sqlite`) runs the work again where it may wait. On a
-thread, a statement waits for the lock up to the connection's busy timeout.
-Both bind timestamps as SQLite holds them (:func:`bound`).
+"""Statements on one SQLite connection. On the loop's connection a statement never waits for a
+lock: it raises `Locked` before anything ran, and the work runs again on a thread that may wait.
 """
 
 from __future__ import annotations
@@ -37,7 +31,7 @@ def is_busy(error: sqlite3.OperationalError) -> bool:
 async def inline_transaction(connection: sqlite3.Connection, body: Body[T]) -> T:
     """``body`` in one transaction on the loop's connection, committed whole or rolled back.
 
-    A lock held elsewhere raises :class:`Locked`, after the rollback.
+    A lock held elsewhere raises `Locked`, after the rollback.
     """
     try:
         connection.execute("BEGIN IMMEDIATE")
@@ -85,7 +79,7 @@ def _unless_busy(
 class Inline:
     """Statements on the loop's connection: each runs as it is awaited, never suspending.
 
-    A lock held by another connection raises :class:`Locked` instead of waiting.
+    A lock held by another connection raises `Locked` instead of waiting.
     """
 
     __slots__ = ("_connection",)

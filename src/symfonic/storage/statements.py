@@ -1,10 +1,5 @@
-"""SQL statements written once with ``:name`` parameters, and the values they bind.
-
-A statement is parsed once, when the module defining it is imported, into
-PostgreSQL's positional form (``$1``, ``$2``…) and the names in that order;
-``sqlite3`` binds the ``:name`` form itself. Whether a statement hands back rows
-or a row count is the caller's choice (:class:`~symfonic.storage.transactions.Connection`),
-never guessed from its text.
+"""SQL statements written once with `:name` parameters, parsed on import into PostgreSQL's `$n`
+form; whether one returns rows or a count is the caller's choice.
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
-"""Giving a store's free space back: ``symfonic vacuum``.
-
-A SQLite file made by this version is ``auto_vacuum=INCREMENTAL`` and every
-prune batch hands the pages it freed back (:mod:`symfonic.storage.retention`).
-A file made before keeps them, as free pages inside it, until it is rewritten
-once: ``VACUUM`` after switching the mode, which copies the whole database and
-holds its write lock throughout, so it is a command an operator runs when the
+"""Giving a store's free space back: `symfonic vacuum`, a command an operator runs when the
 service is quiet, never something the service does by itself.
-
-PostgreSQL reuses freed space within its tables; ``VACUUM (ANALYZE)`` of the
-store's tables makes it reusable now and refreshes the planner's statistics,
-without locking out readers or writers.
 """
 
 from __future__ import annotations

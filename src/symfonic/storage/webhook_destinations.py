@@ -1,14 +1,5 @@
-"""Each webhook destination's circuit in SQL, shared by every worker.
-
-A row per URL, made (closed) when a worker first registers the URL
-(:meth:`~symfonic.storage.webhooks.SqlWebhookDeliveries.register_webhook`).
-The dispatcher's look at the outbox reads the circuits of the URLs with
-deliveries due, in one statement. Every change is one
-``UPDATE … WHERE url = :url AND version = :version``: what to change to is
-decided by the caller (:mod:`symfonic.agent.service.webhook_circuit`) from the
-row it read, and a worker that lost the race reads again. So two
-workers that see the same failures open a circuit once, and one probe at most
-is out while it is half-open.
+"""Each webhook destination's circuit in SQL, shared by every worker: every change is a
+compare-and-swap on its `version`, so two workers open a circuit once.
 """
 
 from __future__ import annotations
@@ -67,7 +58,7 @@ def _due(count: int) -> Statement:
 
 
 class SqlWebhookDestinations(SqlTransactions):
-    """The circuits of the port's :class:`~symfonic.core.contracts.outbox.WebhookOutbox`."""
+    """The circuits of the port's `WebhookOutbox`."""
 
     async def due_destinations(self, urls: Sequence[str], now: datetime) -> list[Destination]:
         if not urls:

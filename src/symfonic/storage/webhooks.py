@@ -1,34 +1,5 @@
-"""The webhook outbox in SQL: what is owed, who sends it, and how it went.
-
-A pause's change of state is owed to its subscribers by the trigger of
-migration 0005, in the change's own transaction. The events that are not a
-change of state are owed here, each in the transaction that decides it:
-
-- ``turn.failed``, by the statement that ends a failed turn (clearing a first
-  turn's run marker, or abandoning a resumed turn's claim), keyed by the run's
-  or the claim's id so a retried cleanup owes it once;
-- ``pause.expiring``, by the sweeper's pass, with ``INSERT … ON CONFLICT DO
-  NOTHING`` on ``(url, message_id)``: whichever worker's pass comes first owes
-  it, every later one finds it owed.
-
-Sending is shared between workers by leases, one destination (URL) at a time,
-so a URL that hangs never holds rows of another. One statement takes a batch of
-one URL's due deliveries, earliest due first (on PostgreSQL ``WITH picked AS
-MATERIALIZED (SELECT … FOR UPDATE SKIP LOCKED) UPDATE … FROM picked``; SQLite
-serialises writers) and stamps them with this worker's lease,
-which outlasts a request's timeout: no two workers send one delivery at once,
-and one that dies mid-send leaves it to another once the lease lapses. An
-attempt is settled only under the lease that sent it; many attempts' ends are
-written in one transaction.
-
-Deliveries that failed are deleted after a while (:func:`prune_failed`), in
-short batches, so a receiver that is gone for good does not grow the outbox.
-
-On PostgreSQL, taking a lease and settling an attempt commit without waiting for
-the disk (``synchronous_commit`` off for that statement only): a server crash
-may forget either, and then the delivery is simply sent again, which
-at-least-once delivery allows and ``webhook-id`` lets a receiver dedupe. Without
-it each delivery waited for two flushes of the WAL.
+"""The webhook outbox in SQL. An event is owed in the transaction that decides it, and sending
+is shared by per-URL leases, settled only under the lease that sent it (docs/webhooks.md).
 """
 
 from __future__ import annotations
@@ -115,7 +86,7 @@ SETTLE = {
     Dialect.POSTGRESQL: Statement(f"{UNSYNCED} {_SETTLE} RETURNING {UNSYNCED_COLUMN}"),
 }
 # A closed circuit for a URL a worker registers, unless it has one
-# (see :mod:`symfonic.storage.webhook_destinations`).
+# (see `symfonic.storage.webhook_destinations`).
 ADD_DESTINATION = Statement(
     "INSERT INTO symfonic_webhook_destinations (url, state, failures, opens, retry_at,"
     " changed_at, last_error, version) VALUES (:url, 'closed', 0, 0, NULL, :now, NULL, 0)"
@@ -216,7 +187,7 @@ SETTLE_BATCH = Statement(
 
 
 class SqlWebhookDeliveries(SqlTransactions):
-    """The deliveries of the port's :class:`~symfonic.core.contracts.outbox.WebhookOutbox`."""
+    """The deliveries of the port's `WebhookOutbox`."""
 
     async def register_webhook(self, url: str, events: Sequence[WebhookEventType]) -> None:
         now = datetime.now(UTC)
