@@ -1,7 +1,7 @@
-"""A typed Python client for symfonic's HTTP API, sync and async, on httpx. It speaks as the
-Python API does: turns stream the typed events of `symfonic.core.contracts.types` or return a
-`TurnResult`, and a refusal raises the same exception type (`PauseExpired`, ...), each also an
-`ApiError`.
+"""A typed Python client for symfonic's HTTP API, sync and async, on httpx.
+It speaks as the Python API does: turns stream the typed events of
+`symfonic.core.contracts.types` or return a `TurnResult`, and a refusal raises the same
+exception type (`PauseExpired`, ...), each also an `ApiError`.
 """
 
 from symfonic.client.async_client import AsyncSymfonicClient

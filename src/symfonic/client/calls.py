@@ -1,5 +1,6 @@
-"""Every request the client can make, described once for the sync and the async client. Tokens
-travel in a JSON body, never in a path or a query string.
+"""Every request the client can make, described once for the sync and the async client.
+
+Tokens travel in a JSON body, never in a path or a query string.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""A stream's frames as the Python API's typed events, and a JSON outcome as its `TurnResult`. A
-frame of an unknown type is passed over, so a newer service breaks no client.
+"""A stream's frames as the Python API's typed events, and a JSON outcome as its `TurnResult`.
+
+A frame of an unknown type is passed over, so a newer service breaks no client.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""What the kernel needs of a delegate: another agent, called like a tool, that may pause. A
-round's delegate calls run first, in order, and the first one whose turn pauses is the round's
-stop.
+"""What the kernel needs of a delegate: another agent, called like a tool, that may pause.
+
+A round's delegate calls run first, in order, and the first one whose turn pauses is the
+round's stop.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The provider-agnostic tool-calling loop. A round with an interaction stops before anything in
-it is dispatched, and every dispatched tool call is answered by exactly one tool message right
-after it.
+"""The provider-agnostic tool-calling loop.
+
+A round with an interaction stops before anything in it is dispatched, and every
+dispatched tool call is answered by exactly one tool message right after it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Ordinary tools: bound, called and observed. A tool that raises becomes an error observation,
-never a crashed turn, and every call gets an idempotency key that survives a pause.
+"""Ordinary tools: bound, called and observed.
+
+A tool that raises becomes an error observation, never a crashed turn, and every call
+gets an idempotency key that survives a pause.
 """
 
 from __future__ import annotations

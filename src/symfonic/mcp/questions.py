@@ -1,6 +1,7 @@
-"""An MCP server's questions (elicitation) as pauses, and their answers as input responses. The
-`Continuation` in the checkpoint keeps every answer, so a call re-issued after the server
-refuses its sealed state is answered from the store (docs/mcp.md).
+"""An MCP server's questions (elicitation) as pauses, and their answers as input responses.
+
+The `Continuation` in the checkpoint keeps every answer, so a call re-issued after the
+server refuses its sealed state is answered from the store (docs/mcp.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Cleanups the store could not write when they were due, kept until a sweep can. Each is one
-conditional transaction keyed by its claim or run id, so running it late or twice changes
-nothing more; the list is bounded (`MOST_OWED`).
+"""Cleanups the store could not write when they were due, kept until a sweep can.
+
+Each is one conditional transaction keyed by its claim or run id, so running it late or
+twice changes nothing more; the list is bounded (`MOST_OWED`).
 """
 
 from __future__ import annotations

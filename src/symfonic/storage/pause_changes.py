@@ -1,6 +1,7 @@
-"""Reading the record of pause changes that the database's triggers write. On PostgreSQL a
-replay also returns the changes that may have been uncommitted at its position, so a reader may
-see a change twice but never misses one.
+"""Reading the record of pause changes that the database's triggers write.
+
+On PostgreSQL a replay also returns the changes that may have been uncommitted at its
+position, so a reader may see a change twice but never misses one.
 """
 
 from __future__ import annotations

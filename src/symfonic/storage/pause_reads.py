@@ -1,5 +1,7 @@
-"""Reading pauses, one statement each. A read never decides anything another worker could race
-for; a decision is always a conditional write.
+"""Reading pauses, one statement each.
+
+A read never decides anything another worker could race for; a decision is always a
+conditional write.
 """
 
 from __future__ import annotations

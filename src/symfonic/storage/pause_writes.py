@@ -1,6 +1,7 @@
-"""A pause's record and settlement. Every settlement two workers can race for is one conditional
-`UPDATE` on this claim id; a publish also moves the revision only from the pause's base, or
-raises `RevisionConflict` and rolls back.
+"""A pause's record and settlement.
+Every settlement two workers can race for is one conditional `UPDATE` on this claim id;
+a publish also moves the revision only from the pause's base, or raises
+`RevisionConflict` and rolls back.
 """
 
 from __future__ import annotations

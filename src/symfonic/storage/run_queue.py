@@ -1,6 +1,7 @@
-"""A session's queued messages in SQL. Taking the head is one transaction whose first statement
-is a conditional `UPDATE` of the session's row, so of any number of workers one takes it, and
-only the head.
+"""A session's queued messages in SQL.
+
+Taking the head is one transaction whose first statement is a conditional `UPDATE` of
+the session's row, so of any number of workers one takes it, and only the head.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Sessions and first turns: create, begin a run, end it, publish it. A run marker is set by one
-conditional `UPDATE` that checks everything that could refuse the turn, and only the run holding
-it may publish or record its pause.
+"""Sessions and first turns: create, begin a run, end it, publish it.
+
+A run marker is set by one conditional `UPDATE` that checks everything that could refuse
+the turn, and only the run holding it may publish or record its pause.
 """
 
 from __future__ import annotations

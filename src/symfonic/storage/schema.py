@@ -1,5 +1,7 @@
-"""The tables, as SQLAlchemy Core objects shared by both adapters and the migrations. History is
-stored once, a row per message; a checkpoint lives in its pause's row (docs/storage.md).
+"""The tables, as SQLAlchemy Core objects shared by both adapters and the migrations.
+
+History is stored once, a row per message; a checkpoint lives in its pause's row
+(docs/storage.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""When the embedded store's WAL is copied into the database file and emptied. A checkpoint that
-fails is owed, retried and run before the next write until the disk has room again
-(docs/storage.md).
+"""When the embedded store's WAL is copied into the database file and emptied.
+
+A checkpoint that fails is owed, retried and run before the next write until the disk
+has room again (docs/storage.md).
 """
 
 from __future__ import annotations

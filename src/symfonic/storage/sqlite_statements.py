@@ -1,5 +1,7 @@
-"""Statements on one SQLite connection. On the loop's connection a statement never waits for a
-lock: it raises `Locked` before anything ran, and the work runs again on a thread that may wait.
+"""Statements on one SQLite connection.
+
+On the loop's connection a statement never waits for a lock: it raises `Locked` before
+anything ran, and the work runs again on a thread that may wait.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The webhook outbox in SQL. An event is owed in the transaction that decides it, and sending
-is shared by per-URL leases, settled only under the lease that sent it (docs/webhooks.md).
+"""The webhook outbox in SQL.
+
+An event is owed in the transaction that decides it, and sending is shared by per-URL
+leases, settled only under the lease that sent it (docs/webhooks.md).
 """
 
 from __future__ import annotations

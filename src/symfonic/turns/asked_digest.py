@@ -1,10 +1,5 @@
-"""Which question an answer was given to: the approval's ``args_digest``, checked and recorded.
-
-An approver's client sends back the digest of the call it showed. One that is
-not the pause's was given to another question (the page was stale, the call
-was edited elsewhere) and is refused before the claim, so the token stays
-usable for an answer to the question the pause asks. An edit's own digest, of
-the call that will run, is recorded with the claim beside the asked one.
+"""Which question an answer was given to: an approval whose `args_digest` is not the pause's is
+refused before the claim, so the token stays usable.
 """
 
 from __future__ import annotations

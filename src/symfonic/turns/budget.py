@@ -1,9 +1,5 @@
-"""Budgets: refused before the claim, enforced while the turn runs.
-
-:func:`admit_resume_budget` runs before a pause is claimed, so a refused budget
-never spends the token: the person can answer again once the quota allows.
-Its event guard then watches every raw event of the admitted turn and stops it
-when it goes over its plan; such a turn publishes nothing.
+"""Budgets: admitted before the claim, so a refused budget never spends the token, then enforced
+by an event guard that stops a turn over its plan.
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
-"""A resume's third step: the single-use claim, and the turn it wins.
-
-The claim is the one conditional statement that decides a race between
-workers: whoever's statement moves the pause from ``pending`` to ``claimed``
-runs the turn; everyone else is refused or replayed
-(:func:`~symfonic.turns.refusals.refuse_or_replay_lost`). The budget is
-admitted before it, so a refused budget never spends the token, and the lease
-the claim writes is counted from the clock the claim was made at. What it wins
-is a :class:`~symfonic.turns.resumed_turn.ResumedTurn` built whole: its lease,
-its checkpoint and history, whom it runs for, and its admitted plan.
-
-A delegate's pause, claimed for the caller's claimed pause
-(:mod:`symfonic.turns.delegated_resume`), is taken by the same statement
-through :func:`take_claim`.
+"""A resume's third step: the budget admitted, then the single-use claim, the one conditional
+statement that decides a race between workers, returning the `ResumedTurn` it won.
 """
 
 from __future__ import annotations
@@ -58,7 +46,7 @@ async def take_vote(
 
     A principal already counted gets the pause as it stands, counted once: a replay.
     A vote for arguments an edit replaced meanwhile is refused as ``stale_question``.
-    A vote whose reply was lost is treated as :func:`take_claim` treats a claim's.
+    A vote whose reply was lost is treated as `take_claim` treats a claim's.
     """
     try:
         voted = await TurnCheckpointStore(store).vote(ballot)
@@ -84,7 +72,7 @@ async def claim(
 ) -> ResumedTurn | PauseRecord | None:
     """Admit the turn, then claim the pause; the turn won, or ``None``: the claim lost.
 
-    An approval of a pause that needs several is a vote (:mod:`~symfonic.turns.quorum`):
+    An approval of a pause that needs several is a vote (`quorum`):
     it claims only when it is the last one needed, and otherwise hands back the
     pause as the vote left it, still pending; an edit of it is a new proposal.
     ``edited_args_digest``: an edit's digest of the call it runs, written with the claim.

@@ -1,14 +1,7 @@
 """Running the kernel on from a paused turn, with the person's answer as its observation.
 
-The answered call is settled first -- for an approval, that is the only moment
-the gated tool runs, with the original or the edited arguments; for a tool that
-asked mid-call, the tool goes on with the answer from the checkpoint's
-continuation, and may ask again (a new pause, for the same call) -- then the turn
-is rebuilt from the checkpoint by :func:`rehydrate` and the kernel continues
-exactly as if the round had just finished: the answered call's observation is
-an error if the call failed, and carries the tool's artifact (an MCP server's
-structured content) as a call that never paused does. Nothing is taken from the
-process that paused: the checkpoint and the committed history are all there is.
+Nothing is taken from the process that paused: the checkpoint and the committed history
+are all there is.
 """
 
 from __future__ import annotations

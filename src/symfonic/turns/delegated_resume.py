@@ -1,34 +1,5 @@
-"""Resuming a pause that stands for a delegate's: the delegate runs on first, then the caller.
-
-The caller's pause has been claimed (the one single-use claim the person's token
-decides, with the budget admitted before it for the whole chain). Its round
-stopped at a delegate call, so the answer is the delegate's: the delegate's own
-pause is claimed next, with the same single conditional statement and the same
-person recorded as having answered it, and the delegate's turn runs on from its
-own checkpoint. Then:
-
-- the delegate completes: its turn is published in its session, and its final
-  answer is the observation of the caller's delegate call, from which the
-  caller's turn runs on -- in this same resume;
-- the delegate pauses again: its new pause supersedes its old one, and the
-  caller's round stays stopped at the same call, now on the new question (the
-  caller's new pause supersedes the claimed one in turn, as any second pause);
-- anything fails before the delegate's turn is settled: its claim is abandoned
-  under a shielded scope, and the error goes on to the caller, whose own claim
-  is abandoned the same way. A delegate that cannot finish (a model error, the
-  tool limit, an empty answer) is instead an error observation the caller's
-  model reads, as on its first run.
-
-The delegate settles first, so a caller that fails after its delegate published
-leaves the delegate's answer in the delegate's session and abandons only its own
-claim. A worker that dies mid-resume holds both claims; both leases lapse
-together (the caller's is renewed while the delegate runs), and the sweeper
-abandons both. A delegate's own claim whose reply is lost is left to its lease.
-
-The delegate's claimed turn is a :class:`~symfonic.turns.resumed_turn.ResumedTurn`
-like a root's, and settles through the same writes; what differs is passed in:
-its second pause is marked with the caller's session, and asked a claim lease
-later, so the caller's pause, recorded after it, always expires first.
+"""Resuming a pause that stands for a delegate's: the delegate is claimed, run on and settled
+first, then the caller goes on with its answer or pauses again on its new question.
 """
 
 from __future__ import annotations

@@ -1,27 +1,5 @@
-"""Another agent as a tool: its turn runs in a session of its own, and its pause is the caller's.
-
-A delegate call runs the other agent's first turn once, when the kernel reaches
-it (see :mod:`symfonic.kernel.delegates` for why delegates run before anything
-else in their round). The turn runs in a new session owned by the caller's
-session's owner, whose metadata names the calling session and call. If it
-completes, its final answer is the call's observation; if it pauses, its pause
-is recorded in its own session, marked with the caller's session
-(``parent_session_id``), and the caller's round stops at the call with the same
-question, naming the delegate (``sub_agent``) and its pause
-(``delegated_pause_id``). The person only ever sees and answers the caller's
-pause: the delegate's is never listed, and its token is refused.
-
-Which pause is recorded first matters when the second write fails: the
-delegate's pause is written first (it must exist before anything names it), so a
-caller that then fails to record its own pause leaves the delegate's pending
-but unreachable; it is never listed, never answerable, and expires with its
-time to live. Its expiry is set a claim lease later than the caller's would be,
-so the caller's pause always expires first and a claim of the caller's never
-finds the delegate's already expired.
-
-The chain is fixed when agents are built: :func:`check_delegates` refuses a
-cycle, a chain deeper than allowed, and is where names are checked, so a turn
-never meets one.
+"""Another agent as a tool: its first turn runs once, in a session of its own, and its pause is
+recorded beside one of the caller's, the only one a person sees and answers.
 """
 
 from __future__ import annotations
@@ -212,7 +190,7 @@ class BoundDelegate:
     async def delegate(self, call: DelegatedCall) -> Delegated:
         """Run the delegate's first turn on the call's task, in a new session.
 
-        It ends as a root's first turn does (:class:`StartedTurn`), at revision 0
+        It ends as a root's first turn does (`StartedTurn`), at revision 0
         of its session; a turn that cannot finish is an error observation.
         """
         if call.rounds_left < 1:

@@ -1,24 +1,5 @@
-"""Keeping a claim alive while its turn runs, and what its writes may wait for.
-
-A claim carries a lease so that a worker that dies mid-resume leaves a row the
-sweeper can move to ``abandoned``. A live turn renews the lease as its events
-arrive, and on a heartbeat while a tool runs (a tool yields no events, and may
-run longer than the lease); if a renewal finds the claim gone, the turn stops at
-its next event, because whatever it would publish is no longer its to publish.
-
-The lease is also what keeps every other worker out, so it bounds how long the
-claim's own writes (publish, second pause, abandon) may wait for a store that is
-out of reach: :meth:`ClaimLease.retry_write` retries them until a margin before the
-lease as last written, and only a store that stays away longer than that loses
-the answer. A renewal that meets the outage is not a reason to stop the turn
-either, while the lease it already holds has time left.
-
-A store that answers but cannot write (a full disk) is not an outage that
-passes in seconds: nothing is waited for then. The claim's writes fail at once
-(:class:`StoreCannotWrite`, the cleanup is owed to the sweep), and
-:meth:`ClaimLease.renew_if_due`, which runs before the gated call and after every event,
-stops the turn as soon as the store has refused a write, so no further tool
-runs for a turn that could not be recorded.
+"""Keeping a claim alive while its turn runs: renewed on events and heartbeats, and bounding how
+long the claim's writes may wait for a store out of reach.
 """
 
 from __future__ import annotations
@@ -89,7 +70,7 @@ class ClaimLease:
     async def renew_if_due(self) -> None:
         """Renew once a third of the lease has passed; cheap to call on every event.
 
-        Raises :class:`StoreCannotWrite` once the store has refused a write for a
+        Raises `StoreCannotWrite` once the store has refused a write for a
         lasting reason since its last commit: whatever the turn did next could not
         be recorded.
         """
@@ -130,10 +111,10 @@ class ClaimLease:
     async def retry_write(self, write: Callable[[], Awaitable[T]]) -> T:
         """Run one of the claim's writes, retried while the store is out of reach.
 
-        Only :class:`StoreUnavailable` is retried: it means nothing was written
+        Only `StoreUnavailable` is retried: it means nothing was written
         (or, for a commit whose reply was lost, that the write took effect and
         the retry finds it done -- each write is keyed by this claim). A conflict,
-        a lost claim, a store that cannot write (:class:`StoreCannotWrite`, which
+        a lost claim, a store that cannot write (`StoreCannotWrite`, which
         lasts until someone frees the disk), anything else propagates at once. The
         first attempt always runs; the backoff is cut short so that the last
         attempt starts at the end of the window, none after it, and the last

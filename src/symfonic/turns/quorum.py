@@ -1,24 +1,5 @@
-"""A resume that is one approval among several: refused, counted, or the one that claims.
-
-A pause whose rule needs N approvers (``needs_approval(..., approvers=N)``) is
-answered with its one token by N distinct principals. What can refuse an
-approval is decided with every other refusal, before anything is written: the
-requester approving its own request where the rule says someone else must (403
-``own_request``), or an approval given to arguments the pause no longer
-proposes (409 ``stale_question``, decided again by the store under its lock).
-Each approval is then one vote in the store: counted, the pause still pending,
-and the resume ends with ``approval.recorded``; or, for the N-th, the claim
-itself, made in the vote's transaction, so the gated call runs once however the
-last approvals race. A principal already counted who approves again is a
-replay: it gets the same ``approval.recorded`` with the vote as it stands, and
-counts once.
-
-An edit is a new proposal (:func:`proposal`): the edited call replaces the one
-in the checkpoint, the question is worded again from it by the rule's
-description (so no approver reads the old figure over the new arguments), the
-editor's approval is the only one counted, and the approvals of the old
-arguments no longer count. A reject is no vote: it claims the pause like any
-answer and rejects it, whoever approved before.
+"""A resume that is one approval among several: refused, counted as one vote, or the vote that
+claims. An edit is a new proposal; a reject claims like any answer (docs/approvals.md).
 """
 
 from __future__ import annotations

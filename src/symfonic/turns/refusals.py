@@ -1,16 +1,5 @@
-"""A resume's second step: refuse the answer, or replay the outcome it already had.
-
-Everything that can refuse a resume is decided here, before the claim, so a
-refused request never spends the token: a delegate's own pause (answered only
-through the pause that stands for it), a principal who may not answer, a pause
-no longer pending and unexpired, an approval given to another question, an
-answer that fails the schema, an approval the pause's quorum cannot count
-(:mod:`~symfonic.turns.quorum`). A pause already settled with this very answer is
-no refusal: the request is a retry (a lost reply, a second tab) and gets the
-outcome the first one produced (:mod:`symfonic.turns.replay`).
-
-The claim itself can still lose a race; the loser comes back here with the
-pause as the winner left it (:func:`refuse_or_replay_lost`).
+"""A resume's second step: everything that can refuse the answer, decided before the claim so a
+refused request never spends the token, or the replay of an identical settled answer.
 """
 
 from __future__ import annotations

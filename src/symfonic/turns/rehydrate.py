@@ -1,17 +1,7 @@
 """Rebuilding a paused turn's messages, with the answer folded in.
 
-This module owns exactly one translation: from a recorded turn state back into
-the messages a provider is sent. ``kernel_resume``
-(:mod:`symfonic.turns.continuation`) runs the kernel on from them; the seed's path,
-:mod:`symfonic.agent.cutover.rehydration`, re-exports this module.
-
-From the checkpoint, and only from the checkpoint. Nothing here reads a
-process-local cache, and the value it translates came from the store on this
-call: the claim hands back the checkpoint of the row it claims. That is what
-makes a worker that never saw the pause able to continue the run -- and
-pause/resume spans worker lifecycles by definition, which is why
-``SymfonicAgent.resume`` opens the agent's store, and its pool, before it
-touches anything.
+From the checkpoint, and only from the checkpoint, so a worker that never saw the pause
+can continue the run.
 """
 
 from __future__ import annotations
@@ -72,23 +62,10 @@ def _answer_text(response: Answer) -> str:
 def rehydrate(outcome: ResumeOutcome) -> tuple[BaseMessage, ...]:
     """The paused turn's messages, with the answer folded in as its observation.
 
-    **From the checkpoint, and only from the checkpoint.** Every message here
-    came out of ``outcome.turn``, which
-    :class:`~symfonic.capabilities.human.turnstate.TurnCheckpointStore` read
-    from the checkpoint port on this call. Nothing is recovered from a cache
-    keyed by run id, and nothing is remembered between processes -- which is
-    what makes a worker that never saw the pause able to continue it.
-
-    The answer arrives as a ``tool`` message joined on the reserved call id,
-    because that is what the paused round was waiting for: the model asked for
-    a call, the kernel stopped before dispatching it, and the person's answer is
-    that call's observation. Anything else -- a fresh user turn, say -- would
-    leave the assistant's tool call unanswered in the transcript, which is the
-    orphaned-call state every strict provider rejects on the next request.
-
-    Every observation carries the name of the tool its call named, as the kernel's
-    own observations do: providers show the model a tool result by that name, and
-    one without it reads as a result of nothing.
+    The answer arrives as a ``tool`` message on the reserved call id, the call
+    the paused round was waiting for: anything else would leave the assistant's
+    tool call unanswered, which every strict provider rejects. It carries the
+    tool's name, as the kernel's own observations do.
     """
     checkpoint = outcome.turn
     if checkpoint is None:

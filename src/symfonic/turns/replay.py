@@ -1,8 +1,5 @@
-"""Replaying a resume that was already settled with this very answer.
-
-A client that retries an answer it already gave (a lost reply, a second tab)
-gets the outcome the first one produced, read from the pause, and nothing runs
-again.
+"""Replaying a resume that was already settled with this very answer: the first outcome, read
+from the pause, and nothing run again.
 """
 
 from __future__ import annotations

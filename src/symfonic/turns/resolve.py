@@ -1,16 +1,5 @@
-"""A resume's first step: the token verified, once, and the pause it names found.
-
-The token is the capability, and the token alone decides which pause a resume
-answers: it is verified here and nowhere after, whichever transport received
-it. The pause comes from one of two sources. A resume on the agent that wrote
-the pause takes the record that agent kept (:mod:`symfonic.turns.recent_pauses`)
-while it is unexpired, and trusts it only for what never changes -- the claim,
-one conditional statement, decides whether it can still be answered. Anything
-else reads the row: a worker that never saw the pause, a kept record past its
-expiry (only the row can say whether it was answered in time), and a transport
-that must route the request or decide on the pause's current state first
-(:func:`resolve_row`). Either way the kept record is taken: a pause asked
-about once is not kept any longer.
+"""A resume's first step: the token verified, once, whichever transport received it, and the
+pause it names found, from the agent's kept record or the row.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """A resume, as its five steps in order: resolve, refuse or replay, claim, run, settle.
 
-The order is the guarantee. The token is verified once, by
-:mod:`~symfonic.turns.resolve`, whichever transport received it, and the pause
-it names is the only pause the steps after it see. Everything that can refuse
-the request -- a principal who may not answer, a pause no longer pending, an
-answer to another question or failing the schema, a refused budget -- is
-decided before the claim (:mod:`~symfonic.turns.refusals`, then the admission
-in :mod:`~symfonic.turns.claim`), so a refused request never spends the token.
-The claim is the one conditional statement that decides the race, and it hands
-back the :class:`~symfonic.turns.resumed_turn.ResumedTurn` it won. :func:`run`
-continues the kernel from the checkpoint (:mod:`~symfonic.turns.continuation`,
-through a delegate first when the pause stands for one:
-:mod:`~symfonic.turns.delegated_resume`), and :func:`settle` ends the turn in
-one write: publish, or a second pause. A turn that fails after the claim
-abandons it instead, each write retried within the claim's lease while the
-store is out of reach.
+The order is the guarantee: everything that can refuse comes before the claim.
 """
 
 from __future__ import annotations

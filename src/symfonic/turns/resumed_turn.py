@@ -1,26 +1,5 @@
-"""A won claim's turn: what it runs with, and the one write it ends in.
-
-The final answer is read from the kernel's raw done result through the same
-``answer_of_result`` the first-turn stream publishes with, never from the
-projected ``ResponseCompleteEvent`` text. A resumed turn that stops at the tool
-limit or with an empty answer is therefore refused exactly as that stream
-refuses it, and publishes nothing.
-
-Once the host reports that this request won the token's single-use claim, a
-failure that published nothing -- an error, a late revision conflict, a client
-disconnect -- moves the pause row to ``abandoned`` under a shielded cancel
-scope. The token is already spent, so this never makes the pause redeemable
-again; it only stops a dead row from staying ``pending``.
-
-Each of those writes -- the publish, the second pause, the abandon -- is run
-through the claim's lease (:meth:`~symfonic.turns.lease.ClaimLease.retry_write`):
-a store out of reach is waited for while the lease keeps every other worker
-out, so a restart of the database does not cost the person their answer.
-
-The claim builds the turn (:meth:`ResumedTurn.won`) with everything it runs
-with -- the lease, whose message it answers, the admitted plan -- and a
-delegate's claimed pause is settled by the same class, its second pause marked
-with the session of the pause that stands for it.
+"""A won claim's turn, root or delegate: what it runs with, and the one write it ends in
+(publish, second pause or abandon), each retried within the claim's lease.
 """
 
 from __future__ import annotations
@@ -87,7 +66,7 @@ class ResumedTurn:
     """State shared by the admission, the frames, and the settlement of one claim.
 
     Built unclaimed (the reference page's constructor) it only admits and
-    settles; :meth:`won` builds the turn a claim won, with what it runs with.
+    settles; `won` builds the turn a claim won, with what it runs with.
     """
 
     def __init__(
@@ -98,7 +77,7 @@ class ResumedTurn:
         scope: IssuerScope,
         claim_id: str,
     ) -> None:
-        """``guarded``: the agent's :class:`Settlement` (named as its reference page names
+        """``guarded``: the agent's `Settlement` (named as its reference page names
         it); ``principal``: who answered; ``scope``: whose turn the pause belongs to."""
         self._settlement = guarded
         self._principal = principal

@@ -1,16 +1,6 @@
-"""Who may see a run, and cancelling one: the Python API's and the HTTP API's one rule.
+"""Who may see a run, and cancelling one: one rule for the Python and HTTP APIs.
 
-A run is visible to its session's owner and, for a resume, to whoever may answer
-the pause it answered; to anyone else it does not exist, with the same
-:class:`~symfonic.core.contracts.errors.RunNotFound` as an id nobody made, so a
-stranger learns nothing from the answer. A cancel is the store's, one
-transaction (:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`):
-it either takes away everything the turn could settle with, or, when the turn
-already ended or settled, changes nothing and says so
-(:class:`~symfonic.core.contracts.errors.RunNotRunning`). A message still
-queued is taken out of its queue instead
-(:meth:`~symfonic.core.contracts.run_queue.RunQueue.cancel_queued_turn`). Stopping
-the task that runs the turn is its worker's business, not this module's.
+To anyone else a run does not exist (`RunNotFound`).
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ from symfonic.turns.runtime import TurnRuntime
 
 
 async def visible_run(agent: TurnRuntime, run_id: str, principal: Principal) -> RunRecord:
-    """The run, if ``principal`` may see it; :class:`RunNotFound` otherwise."""
+    """The run, if ``principal`` may see it; `RunNotFound` otherwise."""
     record = await agent.store.run_record(run_id)
     # A rolled-back run is kept only as what its turn's publish checks: no client's.
     if record is None or record.state is RunState.FORGOTTEN:
@@ -44,7 +34,7 @@ async def _sees(agent: TurnRuntime, principal: Principal, record: RunRecord) -> 
 async def cancel_run(agent: TurnRuntime, run_id: str, principal: Principal) -> RunRecord:
     """Cancel the run ``principal`` may see, as it reads once cancelled.
 
-    :class:`RunNotRunning` when it already ended or its turn already settled:
+    `RunNotRunning` when it already ended or its turn already settled:
     a cancel never undoes what was published.
     """
     record = await visible_run(agent, run_id, principal)

@@ -1,23 +1,5 @@
-"""The writes a turn ends in, each one transaction, and what a finished turn may publish.
-
-Every turn ends in exactly one of these writes: a first turn publishes
-(:meth:`Settlement.publish_turn`), records its pause, or clears its run marker
-(:meth:`Settlement.end_run`); a resumed turn
-publishes at its claim (:meth:`Settlement.publish_resume`), records a second
-pause that supersedes the claimed one, or abandons the claim. Every pause is
-written together with its checkpoint, so a token handed to a client always
-names a pause that some other worker can resume.
-
-A claimed pause's writes are keyed by the claim, and claim ids are never
-reused, so a retry whose first attempt committed but lost its reply finds its
-own write already done: the claim has left ``claimed`` the way this write
-would have moved it. That check, :meth:`Settlement._done_already`, is the one
-place such a retry is told apart from a claim someone else settled.
-
-:func:`answer_of_result` is the single rule for what a finished turn publishes,
-used by first turns and resumed turns alike: the answer comes from the kernel's
-raw done result, and a turn that stopped at the tool limit, over its budget, or
-with an empty answer is refused with :class:`UnusableFinal` and publishes nothing.
+"""The writes a turn ends in, each one transaction, and `answer_of_result`, the one rule for
+what a finished turn may publish. A pause is always written with its checkpoint.
 """
 
 from __future__ import annotations
@@ -81,7 +63,7 @@ class Settlement:
     """An agent's store, signer and pause time to live: every write a turn ends in.
 
     It also keeps the records of the pauses it wrote (``recent``), for the
-    resume that comes back to this agent (:mod:`symfonic.turns.recent_pauses`),
+    resume that comes back to this agent (`symfonic.turns.recent_pauses`),
     and how to stop the background runs it runs (``running``).
     """
 

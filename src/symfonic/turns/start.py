@@ -1,14 +1,7 @@
 """A first turn: a user message run to an answer, a pause, or an error.
 
-:func:`first_turn` sets the session's run marker, runs the kernel's rounds, and
-ends in one write through :class:`~symfonic.turns.started_turn.StartedTurn`.
-
-Everything that can refuse the turn (unknown session, another turn running, a
-pending pause, a stale ``base_revision``, the quota) is checked before the
-first event, so a transport can answer with a plain error instead of a stream.
-After ``turn.started`` the stream always ends with exactly one of
-``response.complete``, ``turn.paused`` or ``error``, and the session is left
-either published at the next revision, paused, or exactly as it was.
+Every refusal is checked before the first event, and the stream ends with exactly one
+terminal event.
 """
 
 from __future__ import annotations
@@ -124,7 +117,7 @@ async def _begin(
 ) -> tuple[RunStart, str]:
     """Set the session's run marker, or raise why not; the run and its id. With
     ``interrupt`` or ``rollback``, whatever turn holds the session is cancelled in
-    the same transaction (:class:`~symfonic.core.contracts.interrupts.TurnInterrupts`)."""
+    the same transaction (`TurnInterrupts`)."""
     now = agent.clock()
     run_id = uuid.uuid4().hex
     # Every check that can refuse the turn is in the statement that marks it
@@ -202,9 +195,9 @@ async def first_turn(
     Publishing or recording the pause ends the run in the same transaction;
     only a turn that did neither has a run marker left to clear. ``on_busy``:
     ``interrupt`` or ``rollback`` cancels the turn that holds the session, as
-    this one begins (``enqueue`` is the caller's: :mod:`symfonic.turns.queue`).
+    this one begins (``enqueue`` is the caller's: `symfonic.turns.queue`).
     ``held``: the session already held for this turn and its run id (a queued
-    message taken). A takeover stops it at its next step (:mod:`symfonic.turns.stopping`)."""
+    message taken). A takeover stops it at its next step (`symfonic.turns.stopping`)."""
     start, run_id, budget = await _held(
         agent, principal, session_id, base_revision, on_pending_pause, on_busy, held
     )

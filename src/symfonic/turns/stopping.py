@@ -1,20 +1,5 @@
-"""A first turn that can be stopped at its next step, from outside the task running it.
-
-A background run is stopped by cancelling the scope its task drives the whole
-turn in. An attached turn has no task of its own: its events are pulled by
-whoever streams them to the client, who also awaits the client between two
-events, and a scope spanning those awaits would cancel them too. So each step
-of the turn (the await for its next event: a model call, a tool) is awaited in
-a scope of its own, and :meth:`TurnStopper.stop` cancels the step under way,
-or, between two steps, the next one before it starts. A tool already running
-is cancelled there, as in a background run. The turn then raises
-:class:`TurnStopped`, which ends its stream with the ``error`` a cancelled
-run's stream ends with.
-
-``stop`` is called once the store already took the session away from the turn
-(a new message interrupted it), so nothing the turn could still do would
-settle; stopping it only spares the steps it would waste, and the tools it
-would run, on a turn nobody will see published.
+"""A first turn that can be stopped at its next step, from outside the task running it, once the
+store has already taken its session away.
 """
 
 from __future__ import annotations
@@ -41,10 +26,10 @@ class TurnStopped(SymfonicError):
 
 
 class TurnStopper:
-    """Each step of a turn in its own cancel scope; :meth:`stop` cancels the current one.
+    """Each step of a turn in its own cancel scope; `stop` cancels the current one.
 
-    Made with :meth:`of`, it is the turn's stop among the ones a takeover looks up
-    by run id (``running``) until :meth:`ended`; a background run driving the turn
+    Made with `of`, it is the turn's stop among the ones a takeover looks up
+    by run id (``running``) until `ended`; a background run driving the turn
     puts its own there once started, which stops the turn whole, and is left be.
     """
 

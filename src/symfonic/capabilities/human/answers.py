@@ -1,6 +1,7 @@
-"""What a person's answer becomes: the observation the paused call receives. Approve and edit
-dispatch the gated tool, reject never runs it, and every answer is bounded in size and depth
-before its schema is checked.
+"""What a person's answer becomes: the observation the paused call receives.
+
+Approve and edit dispatch the gated tool, reject never runs it, and every answer is
+bounded in size and depth before its schema is checked.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Approval decided per call: a rule on the arguments says whether a person must approve, and
-who. A rule is asked once, before its round dispatches anything, and its decision is data from
-then on; a rule that fails decides nothing and its round runs nothing.
+"""Approval decided per call: a rule on the arguments says whether a person must approve, and who.
+
+A rule is asked once, before its round dispatches anything, and its decision is data
+from then on; a rule that fails decides nothing and its round runs nothing.
 """
 
 from __future__ import annotations

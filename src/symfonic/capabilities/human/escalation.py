@@ -1,5 +1,7 @@
-"""Escalation chains: who is asked next when nobody answers a pause. A chain is checked when the
-agent is built and then written into the pause row, so any worker's sweep can apply it.
+"""Escalation chains: who is asked next when nobody answers a pause.
+
+A chain is checked when the agent is built and then written into the pause row, so any
+worker's sweep can apply it.
 """
 
 from __future__ import annotations

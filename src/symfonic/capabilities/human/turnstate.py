@@ -1,5 +1,7 @@
-"""A paused turn's state, written to and read from the checkpoint port. A checkpoint is data
-only, never committed history, so a pause costs the size of its turn.
+"""A paused turn's state, written to and read from the checkpoint port.
+
+A checkpoint is data only, never committed history, so a pause costs the size of its
+turn.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Approvals that need several people: the storage role a quorum vote goes through. Each vote is
-one transaction under the pause row's lock, counted once per principal and only toward the
-arguments its approver was shown; the vote that completes the quorum claims the pause in that
-transaction.
+"""Approvals that need several people: the storage role a quorum vote goes through.
+Each vote is one transaction under the pause row's lock, counted once per principal and
+only toward the arguments its approver was shown; the vote that completes the quorum
+claims the pause in that transaction.
 """
 
 from __future__ import annotations

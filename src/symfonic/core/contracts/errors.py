@@ -1,5 +1,7 @@
-"""One exception tree, with the HTTP status each request error maps to. A `RequestError` carries
-structured fields, so the HTTP layer maps it 1:1 and a caller branches on its type.
+"""One exception tree, with the HTTP status each request error maps to.
+
+A `RequestError` carries structured fields, so the HTTP layer maps it 1:1 and a caller
+branches on its type.
 """
 
 # SymfonicError

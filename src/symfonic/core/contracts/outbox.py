@@ -1,5 +1,7 @@
-"""The webhook outbox: the storage role the webhook dispatcher drives. A delivery is owed in the
-transaction of the change that caused it, then sent and settled only under its lease.
+"""The webhook outbox: the storage role the webhook dispatcher drives.
+
+A delivery is owed in the transaction of the change that caused it, then sent and
+settled only under its lease.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The record of pause changes: the storage role the live feed reads. Every change is recorded
-in its own transaction at a growing position; a watcher may see a change twice, never miss one.
+"""The record of pause changes: the storage role the live feed reads.
+
+Every change is recorded in its own transaction at a growing position; a watcher may see
+a change twice, never miss one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Pauses and their checkpoints: the storage role a resume goes through. Every single-use
-transition (claim, publish, abandon) is one conditional statement whose row count says who won.
+"""Pauses and their checkpoints: the storage role a resume goes through.
+
+Every single-use transition (claim, publish, abandon) is one conditional statement whose
+row count says who won.
 """
 
 from __future__ import annotations

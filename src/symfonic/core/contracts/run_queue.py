@@ -1,6 +1,7 @@
-"""Messages that wait for their session: the storage role that keeps a session's queue. Taking
-the head is one transaction that sets the run marker, starts its run and removes the message, so
-a message is taken at most once and never lost.
+"""Messages that wait for their session: the storage role that keeps a session's queue.
+
+Taking the head is one transaction that sets the run marker, starts its run and removes
+the message, so a message is taken at most once and never lost.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Sessions and the first turns that hold them. History only grows, one published turn at its
-`base_revision`, and a run marker is set or refused in one conditional statement.
+"""Sessions and the first turns that hold them.
+
+History only grows, one published turn at its `base_revision`, and a run marker is set
+or refused in one conditional statement.
 """
 
 from __future__ import annotations
