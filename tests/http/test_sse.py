@@ -10,7 +10,7 @@ import pytest
 
 from http_support import frames
 from symfonic.agent.fastapi.sse import TurnEventStream
-from symfonic.agent.service.started import StartedTurn
+from symfonic.agent.service.primed_turn import PrimedTurn
 from symfonic.core.contracts.errors import SessionBusy
 from symfonic.core.contracts.types import Event, ResponseCompleteEvent, TurnStartedEvent
 
@@ -64,7 +64,7 @@ async def test_refusal_raises_from_start_and_closes_the_stream() -> None:
             closed.set()
 
     with pytest.raises(SessionBusy):
-        await StartedTurn.start(refused())
+        await PrimedTurn.start(refused())
     assert closed.is_set()
 
 
@@ -77,7 +77,7 @@ async def test_a_quiet_turn_gets_keepalive_pings_then_its_frames() -> None:
         yield ResponseCompleteEvent(answer="ok", revision=1)
 
     wire = Wire()
-    stream = TurnEventStream(await StartedTurn.start(quiet()), ping_interval=0.01)
+    stream = TurnEventStream(await PrimedTurn.start(quiet()), ping_interval=0.01)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_respond, stream, wire)
         await wire.pinged.wait()
@@ -97,7 +97,7 @@ async def test_a_turn_that_breaks_mid_stream_still_ends_with_an_error_frame() ->
         raise RuntimeError("a bug")
 
     wire = Wire()
-    await _respond(TurnEventStream(await StartedTurn.start(broken())), wire)
+    await _respond(TurnEventStream(await PrimedTurn.start(broken())), wire)
     last = frames(wire.text)[-1]
     assert (last.event, last.id, last.data["code"]) == ("error", "2", "internal")
     assert "a bug" not in wire.text
@@ -116,7 +116,7 @@ async def test_a_client_hanging_up_closes_the_turn_at_once() -> None:
 
     wire = Wire()
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_respond, TurnEventStream(await StartedTurn.start(endless())), wire)
+        tasks.start_soon(_respond, TurnEventStream(await PrimedTurn.start(endless())), wire)
         await wire.first_frame.wait()
         wire.hang_up.set()
     assert closed.is_set()

@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanContext
 from http_support import Clock
 from otel_support import Recorded, attributes, children, otel
 from symfonic import PauseAlreadyClaimed, PauseExpired, SymfonicAgent
-from symfonic.agent.service.pending_gauge import PendingPauses
+from symfonic.agent.service.pending_pauses_gauge import PendingPauses
 from symfonic.core.telemetry import names
 from symfonic.testing import ScriptedChatModel, call, reply
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from symfonic.capabilities.human.schema_words import problems
+from symfonic.capabilities.human.schema_problems import problems
 from symfonic.cli.render import shown
 from symfonic.cli.terminal import Terminal
 

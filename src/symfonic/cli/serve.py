@@ -41,7 +41,7 @@ import anyio
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.retention import Retention, parse_age
 from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.pending_gauge import PendingPauses
+from symfonic.agent.service.pending_pauses_gauge import PendingPauses
 from symfonic.cli.connections import bounded_protocol
 from symfonic.cli.observability import (
     Telemetry,

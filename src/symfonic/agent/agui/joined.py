@@ -1,6 +1,6 @@
 """An AG-UI run that joins the turn its thread is running, instead of being refused.
 
-Every turn an AG-UI run starts is a kept run (:mod:`symfonic.agent.service.kept`),
+Every turn an AG-UI run starts is a kept run (:mod:`symfonic.agent.service.kept_stream`),
 so a second request for the thread while it runs -- a reloaded page, a second
 tab, a message sent twice -- follows that turn: its kept events from the first,
 then live, on whichever worker the request reached, each translated to AG-UI

@@ -29,8 +29,8 @@ from symfonic.agent.agui.stream import RunEventStream
 from symfonic.agent.http.errors import ErrorResponse, documented
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost, UnknownAgent
+from symfonic.agent.service.primed_turn import PrimedTurn
 from symfonic.agent.service.runs import BackgroundRuns
-from symfonic.agent.service.started import StartedTurn
 from symfonic.core.contracts.errors import RequestError
 from symfonic.core.contracts.principal import Principal
 
@@ -103,7 +103,7 @@ def agui_router(
         """Run an agent on an AG-UI thread; the response is the run's AG-UI event stream."""
         slot = streams.acquire(caller, request.scope, idle=False)
         try:
-            started = await StartedTurn.start(agui_run(opened, caller, run_input, runs=background))
+            started = await PrimedTurn.start(agui_run(opened, caller, run_input, runs=background))
         except BaseException:
             slot.release()
             raise

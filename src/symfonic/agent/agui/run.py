@@ -14,7 +14,7 @@ so it raises, and the route answers 503 with ``Retry-After`` as the native API
 does.
 
 The turn runs as a kept run of the worker's background runs
-(:mod:`symfonic.agent.service.kept`) and this request listens to it: a client
+(:mod:`symfonic.agent.service.kept_stream`) and this request listens to it: a client
 that goes away mid-run stops listening, and the turn goes on to its end (a
 claimed pause is carried out, not abandoned), while a later request for the
 thread joins it (:mod:`symfonic.agent.agui.joined`). On an app whose lifespan
@@ -42,7 +42,7 @@ from symfonic.agent.agui.state import (
 )
 from symfonic.agent.agui.threads import Acknowledge, Join, NewTurn, Resume, ShowState, plan_run
 from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.kept import kept_stream
+from symfonic.agent.service.kept_stream import kept_stream
 from symfonic.agent.service.runs import BackgroundRuns
 from symfonic.core.contracts.errors import (
     PauseAlreadyAnswered,

@@ -1,7 +1,7 @@
 """An AG-UI run as Server-Sent Events, raced against the client going away.
 
 The run's first event is pulled before this response exists (see
-:mod:`symfonic.agent.service.started`), so a store out of reach before the run
+:mod:`symfonic.agent.service.primed_turn`), so a store out of reach before the run
 started can still be a 503.
 
 The run is closed the moment the client disconnects -- cancelled mid-``await``
@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 
 from symfonic.agent.http.stream_shares import StreamSlot
 from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
-from symfonic.agent.service.started import StartedTurn
+from symfonic.agent.service.primed_turn import PrimedTurn
 
 PING = b": ping\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -39,7 +39,7 @@ class RunEventStream(StreamingResponse):
 
     def __init__(
         self,
-        run: StartedTurn[BaseEvent],
+        run: PrimedTurn[BaseEvent],
         *,
         slot: StreamSlot | None = None,
         ping_interval: float = PING_INTERVAL,
@@ -69,7 +69,7 @@ class RunEventStream(StreamingResponse):
 
 
 async def _frames(
-    encoder: EventEncoder, events: StartedTurn[BaseEvent]
+    encoder: EventEncoder, events: PrimedTurn[BaseEvent]
 ) -> AsyncGenerator[bytes, None]:
     async for event in events:
         yield encoder.encode(event).encode()

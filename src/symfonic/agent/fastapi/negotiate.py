@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from symfonic.agent.fastapi.schemas import TurnOutcome
 from symfonic.agent.fastapi.sse import TurnEventStream
 from symfonic.agent.http.stream_shares import StreamShares
-from symfonic.agent.service.started import StartedTurn
+from symfonic.agent.service.primed_turn import PrimedTurn
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import ApprovalRecordedEvent, Event
 from symfonic.turns.outcomes import collect
@@ -44,11 +44,11 @@ async def respond(
     whichever the client asked for, since there is no stream to send.
     """
     if wants_json(request):
-        turn = await StartedTurn.start(events)
+        turn = await PrimedTurn.start(events)
     else:
         slot = shares.acquire(principal, request.scope, idle=False)
         try:
-            turn = await StartedTurn.start(events)
+            turn = await PrimedTurn.start(events)
             if not isinstance(turn.first, ApprovalRecordedEvent):
                 return TurnEventStream(turn, slot=slot)
         except BaseException:

@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from symfonic.agent.http.stream_shares import StreamSlot
 from symfonic.agent.http.streaming import PING_INTERVAL, stream_until_disconnect
-from symfonic.agent.service.started import StartedTurn
+from symfonic.agent.service.primed_turn import PrimedTurn
 from symfonic.core.contracts.run_events import RunEvent
 from symfonic.core.contracts.types import ErrorEvent, Event, TurnPausedEvent
 
@@ -106,7 +106,7 @@ class TurnEventStream(FrameStream):
 
     def __init__(
         self,
-        turn: StartedTurn[Event],
+        turn: PrimedTurn[Event],
         *,
         slot: StreamSlot | None = None,
         ping_interval: float = PING_INTERVAL,

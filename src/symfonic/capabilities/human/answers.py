@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from symfonic.capabilities.human.schema_words import Problem, problems
+from symfonic.capabilities.human.schema_problems import Problem, problems
 from symfonic.core.contracts.errors import InvalidAnswer
 from symfonic.core.contracts.types import Answer, AnswerStatus, InteractionKind, ToolStatus
 

@@ -1,13 +1,6 @@
-"""``symfonic.pauses.pending``: how many pauses wait for an answer, by agent and kind.
-
-The store is the only place that knows across workers, and OpenTelemetry reads
-a gauge in a synchronous callback that cannot query it; so a task counts the
-pending pauses every ``interval`` seconds (the store's own grouped count, one
-row per agent and kind however many wait), and the callback reports the last
-count. Every worker counts
-the whole store: aggregate the series across workers with ``max``, not ``sum``.
-``symfonic serve`` runs it only when metrics are exported.
-"""
+"""``symfonic.pauses.pending``: pending pauses by agent and kind, counted in the store every
+``interval`` seconds, since a gauge's callback cannot query it. Each worker counts the whole
+store: aggregate the series across workers with ``max``, not ``sum``."""
 
 from __future__ import annotations
 

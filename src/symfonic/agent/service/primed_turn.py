@@ -1,11 +1,5 @@
-"""A turn (or an AG-UI run) whose first event has been pulled.
-
-Every refusal of a turn or resume (unknown session, busy, paused, stale
-revision, bad token, bad answer, budget, a store out of reach before the claim)
-raises from the stream's first ``__anext__``, before any event. Pulling that
-event before a response exists is what lets a refusal be a plain JSON error
-with its own status instead of a 200 stream that says "error".
-"""
+"""A turn (or an AG-UI run) whose first event has been pulled, so every refusal has
+raised before a response exists and can be a plain JSON error with its own status."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ from symfonic.turns.outcomes import first_event
 E = TypeVar("E")
 
 
-class StartedTurn(Generic[E]):
+class PrimedTurn(Generic[E]):
     """The first event, and the rest of the stream; ``aclose`` ends the turn."""
 
     def __init__(self, first: E, rest: AsyncGenerator[E, None]) -> None:
@@ -25,7 +19,7 @@ class StartedTurn(Generic[E]):
         self._rest = rest
 
     @classmethod
-    async def start(cls, events: AsyncGenerator[E, None]) -> StartedTurn[E]:
+    async def start(cls, events: AsyncGenerator[E, None]) -> PrimedTurn[E]:
         """Pull the first event; refusals raise here and the stream is closed."""
         return cls(await first_event(events), events)
 

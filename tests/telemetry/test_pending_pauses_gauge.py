@@ -13,7 +13,7 @@ import pytest
 from bench.scale_load import Layout, load_pending
 from opentelemetry.metrics import CallbackOptions
 
-from symfonic.agent.service.pending_gauge import PendingPauses
+from symfonic.agent.service.pending_pauses_gauge import PendingPauses
 from symfonic.core.telemetry import names
 from symfonic.storage import open_store
 

@@ -9,7 +9,7 @@ import pytest
 from symfonic import InvalidAnswer
 from symfonic.capabilities.human.answers import PLAIN_APPROVAL, validate_answer
 from symfonic.capabilities.human.interactions import approval_schema
-from symfonic.capabilities.human.schema_words import problems
+from symfonic.capabilities.human.schema_problems import problems
 from symfonic.core.contracts.types import InteractionKind
 
 PAYMENT = approval_schema(

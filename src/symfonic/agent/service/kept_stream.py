@@ -1,17 +1,5 @@
-"""A turn a client listens to, run as a kept run: it outlives the request that started it.
-
-A front end's request (an AG-UI run) starts its turn as one of this worker's
-background runs (:mod:`symfonic.agent.service.runs`) instead of inside the
-request, and listens to it live on this worker (:meth:`RunHandle.events`,
-each event at once, not waiting for the keeper). When the request goes away
-(a reloaded page, a dropped connection) only the listening stops: the turn
-goes on to its end, its events kept, so another request on any worker can
-join it, and a claimed pause is carried out rather than abandoned. Refusals,
-and a resume's claim, are decided before the first event exactly as for a
-turn run inside its request. What runs nothing passes through as it is: an
-approval only counted toward a quorum, and a resume replayed from a run that
-is already kept.
-"""
+"""A turn a client listens to, run as a kept run that outlives its request: a request that
+goes away stops only the listening, and another request on any worker can join the turn."""
 
 from __future__ import annotations
 
