@@ -1,23 +1,7 @@
-"""The FastAPI app factory: symfonic's native HTTP API (SPEC §6) over hosted agents.
-
-``create_app(agents)`` returns an app that serves the agents by name on one
-shared store. Its lifespan opens the store and runs the pause sweeper, the
-live pause feed's watch, the background runs and, with webhooks, their
-dispatcher under one task group, and closes them on shutdown.
-Mounted inside another app, whose lifespan Starlette does not run for a mount,
-the store opens on the first request and the live feed and background runs
-answer 503; run both
-there by passing ``lifespan=sub.router.lifespan_context`` to the outer app (or
-call ``agent.sweep()`` from your own scheduler).
-
-People answer their pauses in the web inbox at ``/inbox``
-(:mod:`symfonic.agent.fastapi.inbox`), served by this app from the package.
-
-The API documentation (``/docs``, ``/redoc``) is served with the Swagger UI and
-ReDoc assets that ``fastapi-offline`` ships, from the app itself: a service on a
-network without internet access still shows its docs, and a browser opening
-them asks no third party for anything (Swagger UI's online validator is off;
-ReDoc's page forbids its badge's image from a CDN, :mod:`.redoc`).
+"""The FastAPI app factory: symfonic's native HTTP API over hosted agents on one store.
+Its lifespan runs the sweeper, the live feed, background runs and the webhook dispatcher
+under one task group; mounted elsewhere, pass `lifespan=sub.router.lifespan_context` to
+the outer app.
 """
 
 from __future__ import annotations
@@ -91,7 +75,7 @@ def create_app(
 
     ``store``: a URL or an opened store (default ``SYMFONIC_STORE``, else the
     embedded SQLite file). ``api_keys``: ``"alice=key1,carol=key3:approver"``
-    or an :class:`Authenticator` (default ``SYMFONIC_API_KEYS``); with none,
+    or an `Authenticator` (default ``SYMFONIC_API_KEYS``); with none,
     every caller is the principal ``local``. ``sweep_interval``: seconds between
     sweeps of expired pauses and lapsed claims; 0 turns the sweeper off.
     ``retention``: with one, each sweep also deletes the finished sessions idle
@@ -100,13 +84,13 @@ def create_app(
     subscriptions this worker registers and sends to (docs/webhooks.md), sharing
     ``webhook_settings``. ``max_streams_per_principal``: how many streams (pause
     feeds, turn and AG-UI event streams) one principal may hold open at once; one
-    more is a 429. The app's :class:`StreamShares` is ``app.state.stream_shares``,
+    more is a 429. The app's `StreamShares` is ``app.state.stream_shares``,
     which ``symfonic serve`` hands its connection layer. ``key_brake``: how many
     wrong keys an address or a key prefix may present (default: 10, then one
-    every 6 s; :mod:`~symfonic.agent.fastapi.key_brake`). ``cors_origins``: the
+    every 6 s; `key_brake`). ``cors_origins``: the
     browser origins (``https://app.example``) that may call the API from another
     origin, with a key, never with the inbox's cookie (default: none, same-origin
-    only; :mod:`~symfonic.agent.fastapi.cors`). ``run_events_ttl``: how long
+    only; `cors`). ``run_events_ttl``: how long
     after a run ends its kept events are deleted, on each sweep (docs/runs.md).
     """
     host = _host_of(agents, store)
@@ -159,7 +143,7 @@ def _lifespan(
     """The app's lifespan: the store open, and what runs beside the requests.
 
     The sweeper (unless ``sweep_interval`` is 0), the live feed's watch, the
-    background runs (:class:`BackgroundRuns`) and the webhook dispatcher run
+    background runs (`BackgroundRuns`) and the webhook dispatcher run
     under one task group; shutdown cancels them, then closes the store.
     """
     sweep_interval, retention, run_events_ttl = sweeping

@@ -1,9 +1,7 @@
 """API keys to principals, checked in constant time; keys never appear in a repr or log.
 
-``SYMFONIC_API_KEYS="alice=key1,bob=key2,carol=key3:approver"``: each entry is
-``name=key`` with optional ``:scope`` suffixes (``+`` separates several scopes,
-``carol=key3:approver+auditor``). With no keys the service runs as the single
-principal ``local``, which may answer every pause.
+`SYMFONIC_API_KEYS="alice=key1,carol=key3:approver+auditor"`; with no keys every caller
+is `local`.
 """
 
 from __future__ import annotations

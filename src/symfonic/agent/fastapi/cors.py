@@ -1,12 +1,5 @@
-"""Cross-origin access for a browser app on another origin, and only for the origins named.
-
-With no origins the app answers no preflight and adds no CORS header, so a
-browser keeps it same-origin, as it always was. With origins, Starlette's
-``CORSMiddleware`` lets those origins call the API, ``/v1/agui`` and the pause
-feed with a bearer key in ``Authorization``. Credentials are never allowed
-cross-origin (``allow_credentials=False``): a browser does not hand a named
-origin a response to a request that carried the inbox's cookie, so the cookie
-grants nothing outside the inbox's own origin; a key has to be sent on purpose.
+"""Cross-origin access for a browser app, only for the origins named and never with credentials,
+so the inbox's cookie grants nothing outside its own origin.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The live pause feed's frames, as models: what ``GET /v1/pauses/events`` sends.
-
-The frames are written by :mod:`symfonic.agent.fastapi.routes_pause_feed`; these
-models give them their OpenAPI schema and build their data, so the document
-and the wire cannot drift apart. A pause inside a frame is exactly the item
-``GET /v1/pauses`` lists (:class:`PauseView`), token included where that
-listing would include it.
+"""The live pause feed's frames as models, so the OpenAPI document and the wire cannot drift
+apart; a pause in a frame is exactly the item `GET /v1/pauses` lists.
 """
 
 from __future__ import annotations

@@ -1,24 +1,5 @@
-"""A brake on guessing API keys: wrong keys are counted per client address and per key prefix.
-
-Every request that presents a key -- an ``Authorization`` header on any route,
-the inbox's sign-in form -- passes the brake before its key is checked. Each
-client address, and each key prefix, may fail ``burst`` times; after that one
-more failure is allowed every ``interval`` seconds. A request from a braked
-address, or presenting a key whose prefix is braked, is refused with 429
-``too_many_failed_keys`` and ``Retry-After`` *without its key being checked*,
-so a guess made while braked learns nothing, even a right one. Parallel
-requests gain nothing: the check and the count happen together, with no
-``await`` between them.
-
-The prefix is the key's first half, at most 16 characters, and is kept only as
-a digest. Guesses that vary the tail of a key someone half knows are braked
-together from however many addresses they come; random guesses have random
-prefixes and meet the address brake instead. Each table holds at most
-``MAX_TRACKED`` entries, so a flood of addresses cannot grow memory without
-bound: the entries that have recovered go first, then the oldest.
-
-Hand-written rather than a rate-limit library: it is two small token buckets,
-and none of the libraries that offer them is a dependency already.
+"""A brake on guessing API keys: wrong keys are counted per client address and per key prefix,
+and a braked request is refused (429) without its key being checked.
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
-"""Caps on request body size, refused in the service's one error shape.
-
-One cap holds for every route; a few routes whose bodies are small by nature
-have a lower one (``ROUTE_LIMITS``): an answer (``POST /v1/resume``) and a new
-session's metadata (``POST /v1/sessions``). Parsing JSON costs time and memory
-in proportion to its size, so a body far larger than its bounds allow
-(:data:`symfonic.capabilities.human.answers.MAX_ANSWER_BYTES`,
-:data:`symfonic.agent.fastapi.schemas.MAX_METADATA_BYTES`) is refused before
-it is parsed, not after. The lower caps leave room for whitespace and escapes.
-
-A body over the cap is refused before it is parsed: at once when its
-``Content-Length`` says so, or as soon as the bytes received pass the cap when
-it is sent chunked. Either way the answer is the JSON 413 every other refusal
-looks like, not a bare text response from a layer the error handlers never see.
+"""Caps on request body size, lower for the routes whose bodies are small by nature; a body over
+its cap is refused before it is parsed, with the JSON 413 every refusal looks like.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""What a started turn becomes: SSE frames by default, or one JSON outcome on request.
+"""What a started turn becomes:
 
-A client that sends ``Accept: application/json`` (and not ``text/event-stream``)
-gets the turn's outcome as one body; everyone else gets the event stream. Either
-way the turn is started first, so its refusals are JSON errors with their own
-status, never a stream. A stream takes a place in the caller's share of streams
-before the turn starts, so a principal at its cap is refused (429) with nothing
-run and nothing claimed.
+SSE frames by default, or one JSON outcome for `Accept: application/json`. The turn
+starts first, so its refusals are JSON errors, never a stream.
 """
 
 from __future__ import annotations

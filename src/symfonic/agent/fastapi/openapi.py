@@ -1,16 +1,5 @@
-"""The OpenAPI document's stream parts: each SSE event's name and data schema.
-
-FastAPI documents a JSON body from its model; a turn's 200 is either that (the
-``TurnOutcome``) or an event stream, whose frames it cannot infer because the
-route returns a prepared response. This module states them: the stream's
-``itemSchema`` is one alternative per event type, ``event`` fixed to the type
-and ``data`` a JSON string whose schema is the event's model, registered under
-``components/schemas`` by the model's name.
-
-A discriminated union (AG-UI's messages, by ``role``) needs its tag in every
-body even where the model gives the tag a default; pydantic's schema leaves it
-optional, so each member the discriminator maps to is made to require it, and
-a client that follows the document sends what the service accepts.
+"""The OpenAPI document's stream parts: each SSE event's name and data schema, which FastAPI
+cannot infer from a prepared response.
 """
 
 from __future__ import annotations
@@ -151,7 +140,7 @@ def _braked_where_authenticated(document: dict[str, Any]) -> None:
 
 def _token_on_the_wire(components: dict[str, Any]) -> None:
     """``turn.paused`` carries ``token`` (the name the rest of the API uses) beside the
-    deprecated ``pause_token``, as :func:`symfonic.agent.fastapi.sse.wire_data` sends it."""
+    deprecated ``pause_token``, as `symfonic.agent.fastapi.sse.wire_data` sends it."""
     paused = components.get(TurnPausedEvent.__name__)
     if paused is None:
         return

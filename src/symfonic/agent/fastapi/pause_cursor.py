@@ -1,13 +1,5 @@
-"""A listing's cursor: where the next page starts, as an opaque string.
-
-A cursor holds the position of the last pause a page listed (its creation
-time and id, both of which that page already showed the caller), so it
-reveals nothing the caller did not see and needs no secret. What comes back
-is read strictly: a well-formed base64url text of exactly an aware timestamp
-and an id of the store's alphabet, else the request is refused with
-``invalid_cursor`` before the store is asked. The store only ever binds the
-two values as parameters; a cursor cannot name a pause the caller may not
-answer, since the listing's own conditions still apply after it.
+"""A listing's cursor: the position of the last pause a page listed, as an opaque string that
+reveals nothing the caller did not see and is read strictly.
 """
 
 from __future__ import annotations
@@ -49,7 +41,7 @@ def _position(text: str) -> PausePosition | None:
 
 
 def decode_cursor(cursor: str) -> PausePosition:
-    """The position ``cursor`` names; raises :class:`InvalidCursor` for anything else."""
+    """The position ``cursor`` names; raises `InvalidCursor` for anything else."""
     refusal = InvalidCursor(
         "this cursor is not one a listing handed out; "
         "start again without a cursor and follow each page's next_cursor"

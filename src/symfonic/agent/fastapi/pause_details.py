@@ -1,10 +1,5 @@
-"""What a person needs beside a pause to answer it: the call it gates and the turn so far.
-
-Both come from the pause's checkpoint, the only place they are kept: the tool
-call whose id the pause names (its tool and arguments, which an approval's Edit
-starts from; once a quorum's edit proposed other arguments, those), and the last
-few messages of the paused turn. A pause whose
-checkpoint is gone (it was answered meanwhile) is listed without them.
+"""What a person needs beside a pause to answer it, from its checkpoint: the call it gates and
+the last messages of its turn.
 """
 
 from __future__ import annotations

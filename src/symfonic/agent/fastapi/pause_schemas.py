@@ -1,11 +1,5 @@
-"""A pause as the principal who may answer it sees it, and a page of them.
-
-``GET /v1/pauses``, a reassignment's answer, the live pause feed and a session's
-``pending_pause`` all show a pause as :class:`PauseView`, so a client reads one
-shape wherever a pause appears; it is built from the record by field name
-(:meth:`PauseView.of`), so the view and the row cannot drift apart. The
-committed messages a pause shows for context are :class:`MessageView`, the same
-a session lists, and so they live here, below both.
+"""A pause as the principal who may answer it sees it (`PauseView`), one shape wherever a pause
+appears, built from the record by field name.
 """
 
 from __future__ import annotations

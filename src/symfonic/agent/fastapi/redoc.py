@@ -1,12 +1,7 @@
-"""``/redoc``: ReDoc from the app's own assets, on a page that may load nothing else.
+"""`/redoc`:
 
-fastapi-offline serves ReDoc's script from the package, but the script draws its
-"API docs by Redocly" badge with an image from ``cdn.redoc.ly``: a browser on a
-network without internet access waits on it, and any other sends a third party
-the fact that it opened the docs. The page's Content-Security-Policy lets it
-load only from the app itself (plus the inline styles and the ``blob:`` worker
-ReDoc makes for its search), so the browser never asks the CDN and the badge
-keeps only its words.
+ReDoc from the app's own assets, on a page whose Content-Security-Policy lets the
+browser load nothing from a third party.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ POLICY = (
 
 
 def install_redoc(app: FastAPI, path: str = "/redoc") -> None:
-    """Serve ReDoc at ``path`` from the packaged assets, under :data:`POLICY`."""
+    """Serve ReDoc at ``path`` from the packaged assets, under `POLICY`."""
 
     @app.get(path, include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:

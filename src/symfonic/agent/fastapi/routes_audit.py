@@ -1,12 +1,5 @@
-"""``GET /v1/audit``: the audit trail, oldest first, a page at a time, for an auditor.
-
-Only a principal with the ``auditor`` scope (or the wildcard the keyless
-``local`` principal has) reads it; anyone else gets 403, since the trail names
-every principal's answers. A page holds the records after a cursor, each with
-its ``prev_hash`` and ``hash``, so a reader can check the chain across pages
-itself. The cursor is the last sequence the page showed, as an opaque string:
-it reveals nothing the page did not, and a malformed one is refused with
-``invalid_cursor`` before the store is asked.
+"""`GET /v1/audit`: the audit trail, oldest first, a page at a time, for a principal with the
+`auditor` scope only.
 """
 
 import base64

@@ -1,16 +1,5 @@
-"""``GET /v1/pauses/events``: the pauses a caller may answer, live, as Server-Sent Events.
-
-The frames are fixed by the feed's contract: a ``pauses.snapshot`` (the first
-page ``GET /v1/pauses`` lists, tokens included, with its ``total`` and
-``next_cursor`` for the pages after it), or, after a ``Last-Event-ID`` the
-store can replay from, the changes since; then one frame per change of a pause
-the caller may answer. ``id:`` is the store's change position. The waiting,
-filtering and replay are the service host's (:mod:`symfonic.agent.service.pause_feed`);
-this module turns its items into frames and keeps the stream open with a
-keep-alive comment until the client leaves, which closes the subscription at
-once (:mod:`symfonic.agent.http.streaming`). Each feed counts against its
-principal's share of streams, and is the first stream to give way when the
-server is out of connections (:mod:`symfonic.agent.http.stream_shares`).
+"""`GET /v1/pauses/events`: the pauses a caller may answer, live, as Server-Sent Events: a
+snapshot or a replay from `Last-Event-ID`, then one frame per change.
 """
 
 import json

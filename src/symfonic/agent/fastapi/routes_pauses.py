@@ -1,21 +1,7 @@
-"""``GET /v1/pauses``, ``POST /v1/pauses/{id}/reassign`` and ``GET /v1/health``: what a
-caller may answer; an operator's hand-over of a pause; whether we serve.
+"""`GET /v1/pauses`, `POST /v1/pauses/{id}/reassign` and `GET /v1/health`.
 
-Health is 200 only while the store answers and, once a write has failed for a
-lasting reason (a full disk), only once a probe write commits again: a store
-that reads but cannot write serves no turn, so health says 503 and why.
-
-A listing shows only the pauses this principal may answer (its own unaddressed
-pauses, and those addressed to one of its scopes), a page at a time, oldest
-first, with how many there are in all and a cursor for the next page
-(:mod:`~symfonic.agent.service.pause_listing`,
-:mod:`~symfonic.agent.fastapi.pause_cursor`); each pending one comes with its
-token so the caller can answer it; with ``details=true`` also the tool call it
-gates and the last messages of its turn
-(:mod:`~symfonic.agent.fastapi.pause_details`), which cost a read per pause and
-so are asked for, not sent to every listing and feed subscriber. A pending
-pause past its expiry is not listed even before the sweeper marks it
-``expired``: it can no longer be answered.
+A listing shows only the pauses this principal may answer; health is 503 while the store
+cannot write.
 """
 
 from typing import Annotated

@@ -1,14 +1,6 @@
-"""``POST /v1/resume``: answer a pause with its token, and run the turn on.
+"""`POST /v1/resume`: answer a pause with its token, in the body only, and run the turn on.
 
-The token is the capability: it travels in the body only (never a URL), names
-one pause, and routes the request to that pause's agent on whichever worker
-receives it. Everything that can refuse the answer is checked before the claim,
-so a refused request leaves the pause ``pending`` and the token unspent.
-A pause that needs several approvers takes one approval per principal with the
-same token: each is counted (202) until the last, which runs the turn on; a
-second approval by one principal is answered as the first was, counted once.
-With ``"background": true`` the claim too is decided before the 202 that names
-the run, and the turn runs on whether or not the client stays.
+Everything that can refuse the answer is checked before the claim.
 """
 
 from typing import Annotated

@@ -1,12 +1,6 @@
-"""``/v1/runs``: a run's state, its events as SSE from any worker, and its cancel.
+"""`/v1/runs`: a run's state, its events as SSE from any worker, and its cancel.
 
-A run is visible to its session's owner and, for a resume, to whoever may
-answer the pause it answered; to anyone else it does not exist (404, the same
-answer as for an id nobody made). Its events are replayed from the start, or
-after the ``Last-Event-ID`` a reconnecting client sends, then followed live
-until the run ends (:mod:`symfonic.agent.service.runs`). Closing the stream
-stops following; the run goes on. A cancel, from any worker, is the store's
-(:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`).
+To anyone who may not see a run it does not exist (404).
 """
 
 from typing import Annotated

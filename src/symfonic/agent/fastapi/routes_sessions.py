@@ -1,16 +1,7 @@
-"""``/v1/sessions``: create a session, read it, and run a turn on it.
+"""`/v1/sessions`: create a session, read it, and run a turn on it.
 
-A session belongs to the principal that created it; to anyone else it does not
-exist (404, the same answer as for an id nobody created). A turn is refused
-before its stream starts -- busy, paused, stale ``base_revision``, budget -- so
-a refusal is a JSON error and a 200 is always a turn that ran. With
-``"background": true`` the same refusals come first, then a 202 names the run
-(:mod:`symfonic.agent.fastapi.routes_runs`), which goes on without the request.
-With ``"on_busy": "enqueue"`` the message is queued behind the session's turn
-(:mod:`symfonic.turns.queue`) and the 202 names the run it will be; every turn
-that ends here, attached or not, starts the session's next queued message.
-``"interrupt"`` and ``"rollback"`` cancel the turn holding the session as the
-new one begins (:mod:`symfonic.storage.interrupts`).
+A turn is refused before its stream starts, so a 200 is always a turn that ran
+(docs/runs.md).
 """
 
 from collections.abc import Sequence

@@ -1,13 +1,5 @@
-"""``/v1/webhooks/deliveries`` and ``/v1/webhooks/destinations``: the outbox, for an operator.
-
-An operator sees what was owed to which URL and how its delivery went, newest
-first, and sends a failed (or delivered) one again: back to ``pending`` with
-its attempts at 0 and the same ``webhook-id``, so a receiver that already has
-it dedupes it. Only a principal with the ``operator`` scope (or the wildcard
-the keyless ``local`` principal has) may do either; a delivery's URL and error
-say where the service sends its events, which is not every caller's business.
-Each destination's circuit (closed, open, half-open) is shown with why and
-until when, in words as well as fields.
+"""`/v1/webhooks/deliveries` and `/v1/webhooks/destinations`: the outbox and each destination's
+circuit, for a principal with the `operator` scope.
 """
 
 from datetime import datetime

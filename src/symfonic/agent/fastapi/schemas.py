@@ -1,14 +1,7 @@
-"""The HTTP API's bodies: what a request may carry and what every response holds.
+"""The HTTP API's bodies.
 
-Request bodies are strict (unknown fields are refused) and are made into JSON
-that every layer after them can hold and send back. JSON text may escape a lone
-UTF-16 surrogate (``"\\udbb5"``), which is not a character: no UTF-8 response
-could carry it back, so it becomes U+FFFD, as any UTF-8 decoder would make it.
-NaN and infinities, which Python's parser accepts but JSON does not, are refused
-with a 422, as is nesting deeper than any real answer needs. A session's
-metadata is at most ``MAX_METADATA_BYTES`` as compact JSON: it is read back with
-the session on every turn (an answer's own bounds are the kernel's,
-:mod:`symfonic.capabilities.human.answers`).
+Requests are strict and made into JSON every later layer can hold: a lone surrogate
+becomes U+FFFD, and NaN, infinities and excessive nesting are refused.
 """
 
 from __future__ import annotations

@@ -1,19 +1,5 @@
-"""What every route depends on: the opened host, and the caller's principal.
-
-The principal comes from the ``Authorization: Bearer`` header, checked by the
-:class:`Authenticator` in constant time, or, for the inbox page, from its
-signed session cookie (:mod:`~symfonic.agent.fastapi.web_sessions`). A request
-the cookie authenticates that would change state must carry the session's CSRF
-token in ``X-CSRF-Token``, or it is refused with 403; a Bearer request needs
-none, since no browser attaches a Bearer header on its own. Every key presented
-passes the brake on guessing (:mod:`~symfonic.agent.fastapi.key_brake`). A missing or
-unknown key is a 401 before any route code runs, and before the body is read: FastAPI parses and
-validates a body before it solves dependencies, so routes built with
-:attr:`HttpService.route_class` authenticate first, and a caller without a key
-learns nothing about what a well-formed body looks like. With no keys
-configured every caller is ``local``.
-The host is opened by the app's lifespan; an app mounted inside another whose
-lifespan did not run opens it on the first request instead.
+"""What every route depends on: the opened host, and the caller's principal from a Bearer key or
+the inbox's cookie. A missing or unknown key is a 401 before the body is read.
 """
 
 from __future__ import annotations
@@ -165,7 +151,7 @@ class HttpService:
         return await self.authenticate(request)
 
     def _authenticating_route(self) -> type[APIRoute]:
-        """A route class whose routes that depend on :meth:`principal` authenticate first."""
+        """A route class whose routes that depend on `principal` authenticate first."""
         service = self
 
         class AuthenticatingRoute(APIRoute):

@@ -1,7 +1,5 @@
-"""``ResumedTurn`` at the path its reference page documents.
-
-The implementation is shared by every transport and lives in
-:mod:`symfonic.turns.resumed_turn`; this module only names it here.
+"""`ResumedTurn` at the path its reference page documents; the code is in
+`symfonic.turns.resumed_turn`.
 """
 
 from symfonic.turns.resumed_turn import ResumedTurn

@@ -1,23 +1,7 @@
 """A started turn as Server-Sent Events, raced against the client going away.
 
-By the time this response exists the turn has begun (its first event was
-pulled while a refusal could still be a JSON error), so from here the response
-owns the turn and must end it one way or another. Two things can end it early:
-the client disconnecting, and the server shutting down. Either way the turn's
-generator is closed *now* -- cancelled mid-``await`` or closed at its ``yield``
--- which is what runs its shielded cleanup: a claimed pause that published
-nothing moves to ``abandoned`` and a first turn's run marker is cleared.
-
-A stream holds a place in its principal's share of streams
-(:mod:`symfonic.agent.http.stream_shares`) from before its turn starts until it
-ends, however it ends.
-
-A run's kept events (:class:`RunEventStream`) go out the same way: closing
-that stream stops following the run, never the run itself.
-
-How the disconnect is watched (the ASGI ``receive`` channel, for the whole
-stream, whatever ASGI version the server reports) is
-:mod:`symfonic.agent.http.streaming`.
+The response owns the turn: a disconnect or shutdown closes its generator at once, which
+runs its shielded cleanup.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""Browser sessions for the inbox: a signed cookie that names a principal, never holds a key.
-
-A person signs in once with their API key; the service answers with a cookie
-holding a random session id, the principal's name, an expiry and a mark of the
-principal's current key, all signed with HMAC-SHA256 under a key derived from
-the database's signing secret. Every worker of that database derives the same
-key, so any worker behind a balancer accepts the cookie, and none needs to
-remember anything: the cookie is the session. Changing or removing the
-principal's API key ends its sessions (the key mark no longer matches), and a
-session ends by itself at its expiry.
-
-State-changing requests authenticated by this cookie must also carry the
-session's CSRF token (an HMAC of the session id, so it is tied to the session
-and cannot be guessed from outside); the page reads it from its own markup and
-sends it as ``X-CSRF-Token``. Every comparison is constant-time.
+"""Browser sessions for the inbox: an HMAC-signed cookie that names a principal and never holds
+a key, accepted by any worker of the database. Cookie-authenticated writes must carry the
+session's CSRF token.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""``/inbox``: the page, signing in with a key, signing out, and the page's own files.
+"""`/inbox`: the page, signing in with a key, signing out, and the page's own files.
 
-``GET /inbox`` is the page (or the sign-in form), ``POST /inbox`` signs in, so
-every page is served at one URL and its relative links hold wherever the app is
-mounted; ``POST /inbox/sign-out`` signs out.
-
-The key travels once, in the body of the sign-in form, and is never stored,
-echoed or logged: the answer is a session cookie (``HttpOnly``, ``SameSite=Strict``,
-``Secure`` when the request came over TLS) that names the principal, and the
-page holds only that session's CSRF token. A wrong key waits a second before
-its answer, and counts against the key brake every route shares
-(:mod:`~symfonic.agent.fastapi.key_brake`), so guessing keys through the form
-is slow however many requests run in parallel, and a sign-in form
-posted from another site's page is refused, so no site can sign a browser in
-as someone else. With no keys configured
-everyone is ``local`` and the page needs no sign-in.
-
-The page and its files carry a Content-Security-Policy that allows scripts,
-styles and connections to this origin only, and forbids framing.
+The key travels once, in the sign-in body, and is never stored, echoed or logged; the
+answer is a signed session cookie.
 """
 
 from __future__ import annotations
