@@ -1,10 +1,5 @@
-"""What a hosted agent declares to AG-UI front ends, in the protocol's capabilities shape.
-
-The protocol leaves retrieval to the implementation (``GET /v1/agui/capabilities``
-here). Every agent pauses for a person (``ask_human`` is always available),
-takes the answers back through ``RunAgentInput.resume``; an agent with approval
-gates asks for approvals and accepts ``editedArgs`` for them. Only what the
-agent actually does is declared, because a front end shapes its interface on it.
+"""What a hosted agent declares to AG-UI front ends (`GET /v1/agui/capabilities`): only what it
+actually does, since a front end shapes its interface on it.
 """
 
 from __future__ import annotations

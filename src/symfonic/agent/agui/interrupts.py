@@ -1,39 +1,7 @@
 """A symfonic pause as an AG-UI interrupt, and an AG-UI resume payload as a symfonic answer.
 
-An interrupt's ``id`` is the pause token: the resume entry that answers it hands
-the token back, so the AG-UI path redeems exactly the capability the native
-``POST /v1/resume`` does, with the same single-use claim behind it. ``reason``
-is ``tool_call`` for an approval gate (the interrupt names the gated call in
-``toolCallId``) and ``input_required`` for ``ask_human`` and forms.
-
-Resume payloads accepted for an approval (``reason: tool_call``):
-
-- ``{"approved": true}`` -- run the call as proposed;
-- ``{"approved": true, "editedArgs": {...}}`` -- run it with these arguments;
-- ``{"approved": false}`` or ``{"approved": false, "reason": "..."}`` -- do not run it;
-- symfonic's own ``{"decision": "approve"}``, ``{"decision": "edit", "args": {...}}``,
-  ``{"decision": "reject", "reason": "..."}``.
-
-The AG-UI shapes are translated to symfonic's before anything is validated, so
-both spellings of one decision are the same answer (an identical resume replays
-whichever spelling it used). For ``input_required`` the payload is the answer
-itself: a string for ``ask_human``, a value valid against the form's schema.
-A ``cancelled`` entry carries no answer; its payload is ignored.
-
-A pause handed to another audience (an escalation step, an operator's
-reassignment) stays the same interrupt, with the same ``id``: AG-UI has no
-channel to a consumer between runs, so the next run that shows it (a reloaded
-page, a message sent while it is open) carries in its ``metadata`` who it went
-to, from whom and why, and whether this run's principal may still answer it.
-
-An MCP server's question (an interrupt whose ``metadata.symfonic.server`` names
-the server) tells three answers apart, as MCP's elicitation does: a ``resolved``
-entry is ``accept`` with its payload, a ``cancelled`` one is ``cancel``, and a
-``resolved`` entry whose payload is exactly ``{"action": "decline"}`` is
-``decline`` -- the person refused outright. AG-UI's entry has only the two
-statuses, so the refusal rides in the payload, where every front end (CopilotKit's
-``resolve(payload)`` among them) can put it; a server whose own form has a field
-named ``action`` takes such a payload as the answer it is.
+An interrupt's `id` is the pause token, so AG-UI redeems exactly the capability `POST
+/v1/resume` does (payloads in docs/agui.md).
 """
 
 from __future__ import annotations
@@ -107,7 +75,7 @@ def approval_response_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def interrupt_of(event: TurnPausedEvent, addressed: Mapping[str, Any] | None = None) -> Interrupt:
-    """``event`` as an interrupt; ``addressed``: :func:`addressed_metadata` of its pause."""
+    """``event`` as an interrupt; ``addressed``: `addressed_metadata` of its pause."""
     schema = event.response_schema
     if event.kind is InteractionKind.APPROVAL:
         schema = approval_response_schema(schema)
@@ -168,7 +136,7 @@ def addressed_metadata(pause: PauseRecord, may_answer: bool) -> dict[str, Any]:
 
 def status_of(pause: PauseQuestion, status: AnswerStatus, payload: Answer) -> AnswerStatus:
     """How a resume entry answers ``pause``: ``declined`` for an MCP server's question
-    whose entry carries :data:`DECLINE`, else the entry's own status."""
+    whose entry carries `DECLINE`, else the entry's own status."""
     if status != "resolved" or pause.server is None or payload != DECLINE:
         return status
     fields = pause.response_schema.get("properties")

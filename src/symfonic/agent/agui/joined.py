@@ -1,24 +1,5 @@
-"""An AG-UI run that joins the turn its thread is running, instead of being refused.
-
-Every turn an AG-UI run starts is a kept run (:mod:`symfonic.agent.service.kept_stream`),
-so a second request for the thread while it runs -- a reloaded page, a second
-tab, a message sent twice -- follows that turn: its kept events from the first,
-then live, on whichever worker the request reached, each translated to AG-UI
-once and in order, as the run that started it showed them. The second
-request's own message is not run (the thread is busy with the turn it joins).
-
-The joined run is an AG-UI run of its own: ``RUN_STARTED`` and ``RUN_FINISHED``
-carry this request's ``runId``, and ``RUN_STARTED``'s ``metadata.symfonic``
-says ``joined`` and names the symfonic run. A request that brought no messages
-(a page restoring its thread) gets the thread's committed messages right after
-``RUN_STARTED``, so it shows the conversation while the turn streams; every
-joined run gets the thread's messages again before its interrupt or success,
-which then include the joined turn. An interrupt's ``id`` is its pause token,
-minted again from the pause (the kept event does not keep it), as for any
-interrupt this thread's owner is shown.
-
-Only the thread's owner reaches this: anyone else gets ``thread_not_found``
-from :func:`~symfonic.agent.agui.threads.thread_session`, as before.
+"""An AG-UI run that joins the turn its thread is running, instead of being refused: its kept
+events, then live, as an AG-UI run of its own; the request's own message is not run.
 """
 
 from __future__ import annotations

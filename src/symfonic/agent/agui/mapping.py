@@ -1,16 +1,6 @@
-"""symfonic stream events as AG-UI events, for one run.
-
-The projection owns the AG-UI sequencing rules that symfonic's own events do not
-spell out: a text message is opened before its first fragment and closed before
-anything else happens (a tool call, a result, the end of the run); every tool
-call is a start, one args fragment and an end, attributed to the assistant
-message of its round; and the run closes exactly once, with ``RUN_FINISHED``
-(outcome ``success`` or ``interrupt``) or ``RUN_ERROR``. Events are built with
-the ``ag_ui.core`` models, so what leaves here is what the protocol's schema
-accepts.
-
-In a resumed run the call the person answered was announced by the run that
-paused; it gets only its ``TOOL_CALL_RESULT`` here, on its original id.
+"""symfonic stream events as AG-UI events, for one run, with the protocol's sequencing rules: a
+text message closed before anything else, each tool call a start, args and end, and the run
+closed exactly once.
 """
 
 from __future__ import annotations

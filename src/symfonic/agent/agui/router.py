@@ -1,18 +1,7 @@
-"""The AG-UI endpoints: ``POST /v1/agui`` (a run, as an SSE stream) and its capabilities.
-
-Authentication is the caller's dependency, the same one the native API uses, so
-a principal is a principal whichever protocol it speaks. Past authentication and
-a body that parses as ``RunAgentInput``, every outcome -- a refusal included --
-travels as AG-UI events in the stream, never as a bare HTTP error, because that
-is where an AG-UI client looks for it. The exceptions: a principal already
-holding as many streams as it may (a 429 with ``Retry-After``, before anything
-runs), and a store out of reach before the run started: the run's first event
-is pulled before the response exists, so that is a 503 with ``Retry-After`` and
-nothing claimed, the same answer the native API gives.
-
-A run's turn is a kept run of the worker's background runs: the response
-follows it, a client that goes away leaves it running, and a second run for
-the thread while it runs joins it (:mod:`symfonic.agent.agui.joined`).
+"""The AG-UI endpoints:
+`POST /v1/agui` and its capabilities. Past authentication and a parsed body every
+outcome travels as AG-UI events, save a stream cap (429) and a store out of reach before
+the run (503).
 """
 
 from collections.abc import Awaitable, Callable

@@ -1,26 +1,7 @@
 """One AG-UI run, start to end: plan it, run the symfonic turn, project its events.
 
-A run that would only find its interrupt answered elsewhere, or a page that
-reloaded while one waits, finishes with the thread's state instead of an error
-(:mod:`symfonic.agent.agui.state`); a resume that meets another request's claim
-in flight waits for it to settle, then gets its outcome. A resume that ran ends
-with ``MESSAGES_SNAPSHOT``, so a front end shows the tool's real result.
-
-Whatever happens, the stream is well formed: a refusal (anything that stops the
-run before it starts) is a stream of exactly one ``RUN_ERROR``; a run that
-started ends with exactly one ``RUN_FINISHED`` or ``RUN_ERROR``. The one
-exception is a store out of reach before the run started: nothing was decided,
-so it raises, and the route answers 503 with ``Retry-After`` as the native API
-does.
-
-The turn runs as a kept run of the worker's background runs
-(:mod:`symfonic.agent.service.kept_stream`) and this request listens to it: a client
-that goes away mid-run stops listening, and the turn goes on to its end (a
-claimed pause is carried out, not abandoned), while a later request for the
-thread joins it (:mod:`symfonic.agent.agui.joined`). On an app whose lifespan
-did not run (mounted in another) there are no background runs: the turn runs
-inside the request, and a client that goes away closes it at once, which moves
-a claimed pause to ``abandoned``.
+The stream is always well formed: a refusal is one `RUN_ERROR`, a started run ends with
+exactly one `RUN_FINISHED` or `RUN_ERROR`.
 """
 
 from __future__ import annotations

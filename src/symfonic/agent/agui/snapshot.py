@@ -1,13 +1,5 @@
-"""A thread's conversation as AG-UI messages, for ``MESSAGES_SNAPSHOT``.
-
-A thread's messages are its session's committed history, followed by the turn
-an open interrupt paused (kept only in that pause's checkpoint until the turn
-commits). A front end that replaces its messages with the snapshot gets what
-symfonic will run on: the real tool results, not its own placeholders, and a
-pending call with the arguments an edit proposed for the other approvers.
-
-Message ids are the thread's id and the message's place in the conversation,
-so two snapshots of one thread name each message alike.
+"""A thread's conversation as AG-UI messages for `MESSAGES_SNAPSHOT`: its committed history and
+the turn an open interrupt paused, with ids stable across snapshots.
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""Runs that run nothing and still end well: the thread's state, or an answer given elsewhere.
-
-An AG-UI client clears its pending interrupts only on ``RUN_FINISHED``, so a
-``RUN_ERROR`` for an interrupt that someone else answered, or for a page that
-reloaded while an interrupt waits, would leave the front end unable to go on.
-These runs finish instead, with what is true of the thread now: its messages
-(``MESSAGES_SNAPSHOT``) and, while one stands open, its interrupt again (AG-UI
-1.0 forbids a success outcome while the producer knows an interrupt is open).
-Every interrupt, the first a turn pauses at as well as one shown again, says in
-its metadata who its pause is addressed to now, whether the run's principal may
-answer it, and who it was handed to, if it was. Nothing here claims or
+"""Runs that run nothing and still finish: the thread's state now, or an answer given elsewhere,
+since an AG-UI client clears its interrupts only on `RUN_FINISHED`. Nothing here claims or
 answers a pause.
 """
 

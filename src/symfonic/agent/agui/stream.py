@@ -1,19 +1,5 @@
-"""An AG-UI run as Server-Sent Events, raced against the client going away.
-
-The run's first event is pulled before this response exists (see
-:mod:`symfonic.agent.service.primed_turn`), so a store out of reach before the run
-started can still be a 503.
-
-The run is closed the moment the client disconnects -- cancelled mid-``await``
-or closed at its ``yield``. For a turn kept as a run of the worker's
-background runs (the default under the app's lifespan) that only stops this
-request's listening, and the turn goes on; for a turn run inside the request
-(no lifespan) closing it is what runs the turn's shielded cleanup: a claimed
-pause that published nothing moves to ``abandoned`` instead of staying
-``claimed`` (:mod:`symfonic.agent.http.streaming` watches for it). The keep-alive is a
-comment frame, which AG-UI clients, reading only ``data:`` lines, skip. The
-run's place in its principal's share of streams is released when it ends
-(:mod:`symfonic.agent.http.stream_shares`).
+"""An AG-UI run as Server-Sent Events, raced against the client going away; closing it stops a
+kept run's listening, or runs an in-request turn's cleanup.
 """
 
 from __future__ import annotations

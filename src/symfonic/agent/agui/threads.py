@@ -1,42 +1,5 @@
-"""AG-UI threads as symfonic sessions, and which turn a run input asks for.
-
-A thread *is* a session: its ``threadId`` (1-64 letters, digits, ``._:-``) is the
-session id, and the conversation is the session's -- a run's ``messages`` are
-read only for the new turn's text, the last user message. A run on a thread
-nobody has used creates the session for the caller (bound to the agent named in
-``forwardedProps.agent``, else the service's first). A thread owned by another
-principal gets the ``thread_not_found`` a resume on a missing thread gets: its
-messages, pauses and state are never shown and never touched.
-
-The interrupt contract is decided here, before anything runs or is claimed:
-
-- input without ``resume`` on a thread that is running a turn whose events
-  are kept (an earlier AG-UI run, a background run) joins that turn: the run
-  replays and follows its events (:mod:`symfonic.agent.agui.joined`), and the
-  input's own message, if any, is not run;
-- input without ``resume`` starts a new turn from the last user message;
-- input without ``resume`` on a known thread that carries no user message, or
-  that comes while the thread's interrupt is open (pending and unexpired, or
-  claimed), runs nothing and answers with the thread's state: its messages and
-  the open interrupt, which stays open. This is AG-UI's "uncovered interrupt"
-  handling: the interrupt is never acted on, nor dropped, and the consumer
-  gets another chance to answer it (a reloaded page gets its card back);
-- a ``resume`` must answer the thread's open interrupt -- one entry, naming it;
-  an entry naming anything else, or more than one entry, is refused;
-- an entry naming an interrupt that was already answered goes to symfonic's
-  resume, which replays the identical answer's outcome without running
-  anything and refuses a different one (the run then finishes with the
-  published outcome, :mod:`symfonic.agent.agui.state`);
-- an entry answering an interrupt handed since to an audience the principal is
-  not in (an escalation, an operator's reassignment) runs nothing and answers
-  with the thread's state, saying who has the interrupt now;
-- a ``cancelled`` entry for an interrupt that can no longer be answered
-  (expired or abandoned) is the protocol's way of moving a thread past it: the
-  run acknowledges it and finishes without running anything.
-
-Everything else (an answer failing the schema, an expired or claimed pause, a
-principal who may not answer) is refused by symfonic's resume before its claim,
-so a refused run never spends the interrupt.
+"""AG-UI threads as symfonic sessions, and which turn a run input asks for, decided before
+anything runs or is claimed. A thread owned by another principal is `thread_not_found`.
 """
 
 from __future__ import annotations

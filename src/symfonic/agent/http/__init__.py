@@ -1,2 +1,3 @@
-"""What the two HTTP transports (the native API and AG-UI) share: one error
-envelope with its OpenAPI entries, and streaming until the client goes away."""
+"""What the two HTTP transports share: one error envelope with its OpenAPI entries, and
+streaming until the client goes away.
+"""

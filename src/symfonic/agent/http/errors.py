@@ -1,13 +1,7 @@
-"""Every refusal as one JSON shape: ``{"error": {"code", "message"}}``.
+"""Every refusal as one JSON shape, `{"error": {"code", "message"}}`, with the SPEC's status.
 
-Errors raised before a stream starts -- symfonic's ``RequestError`` tree, a
-malformed body, an unknown route, an unreachable store -- all leave the service
-in this shape, with the status of the SPEC's table, so a client needs one
-parser. A 401 says how to authenticate (``WWW-Authenticate: Bearer``); a 429 and
-a 503 (the store out of reach, nothing claimed) say when to come back
-(``Retry-After``). What the database driver said goes to the log, never into a
-body. Anything unexpected is logged here and answered with a bare ``internal``
-error that reveals nothing of the request.
+What the driver said goes to the log, and anything unexpected is a bare `internal`
+error.
 """
 
 from __future__ import annotations

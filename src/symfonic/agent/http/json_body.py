@@ -1,14 +1,6 @@
-"""Why a request's body could not be read as JSON, said in words.
-
-FastAPI reports a JSON syntax error as a bare character offset ("10: JSON
-decode error"), and a body sent without ``Content-Type: application/json``
-(curl's ``-d`` sends a form's type) as a body that is not an object. Both are
-the framing of the request, not its fields, so they are refused as such: 400
-``bad_request`` naming the line and column where the JSON broke, and 415
-``unsupported_media_type`` naming the header to send. A body of another type is
-not read as JSON on purpose, as FastAPI does by default: a browser posts a form
-or plain text from any site without asking first, so reading those as JSON
-would let another site's page call the API with a visitor's inbox cookie.
+"""Why a request's body could not be read as JSON, in words: 400 with the line and column, or
+415 naming the header. A body of another type is never read as JSON, so no site's form can call
+the API with the inbox cookie.
 """
 
 from __future__ import annotations

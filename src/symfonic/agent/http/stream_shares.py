@@ -1,25 +1,6 @@
-"""Fair shares of long-lived streams: a cap per principal, and who gives way when full.
-
-A pause feed, a turn's event stream and an AG-UI run each hold a connection for
-as long as they last, and a feed lasts until its client leaves. So one key could
-hold every connection the server accepts with streams that cost it nothing.
-A background run holds a place too while it runs, with no connection under it:
-it costs the worker what a turn's stream does, listened to or not. The shares
-are this process's: each worker counts its own. This module owns two rules:
-
-- **A cap per principal.** A principal holds at most ``per_principal`` streams
-  at once; one more is refused with :class:`TooManyStreams` (429, with
-  ``Retry-After``) before anything starts, so no turn runs and no pause is
-  claimed for a stream that is refused.
-- **Who gives way.** When the server is out of connections, the connection
-  layer asks :meth:`StreamShares.heaviest` for the oldest *idle* stream of the
-  principal holding the most streams, and closes it. A feed waiting for the
-  next change is idle; a turn's stream is working while its turn runs and is
-  never chosen, since closing it would abandon the turn.
-
-A stream learns its connection from the ASGI scope's extensions
-(:data:`CONNECTION_EXTENSION`), put there by the server's protocol; an app
-served some other way still caps streams, and has nothing to displace.
+"""Fair shares of long-lived streams in this process: a cap per principal, refused before
+anything starts, and the oldest idle stream of the heaviest principal closed when connections
+run out.
 """
 
 from __future__ import annotations
@@ -95,7 +76,7 @@ class StreamShares:
         return len(self._open.get(principal, ()))
 
     def acquire(self, principal: Principal, scope: Mapping[str, Any], *, idle: bool) -> StreamSlot:
-        """A slot for one more stream of ``principal``, or :class:`TooManyStreams`."""
+        """A slot for one more stream of ``principal``, or `TooManyStreams`."""
         slots = self._open.setdefault(principal.name, [])
         if len(slots) >= self.per_principal:
             raise TooManyStreams(

@@ -1,14 +1,5 @@
-"""Writing a stream of frames while watching for the client to go away.
-
-The frames and the client's ``http.disconnect`` race in one task group, watched
-on the ASGI ``receive`` channel for the whole stream -- not only noticed at the
-next write, since a turn waiting on a slow tool writes nothing for as long as
-the tool runs. When the client leaves, the task group is cancelled, which stops
-the frames mid-``await``; the caller closes its generator (``aclosing``), which
-is what runs a turn's shielded cleanup *now*, not when the garbage collector
-finds it. A keep-alive comment goes out every ``ping_interval`` seconds so
-proxies do not cut a quiet stream; it shares the body lock with the frames so
-the two never interleave.
+"""Writing a stream of frames while watching for the client to go away on the ASGI `receive`
+channel, so a turn's cleanup runs at once, not when the garbage collector finds it.
 """
 
 from __future__ import annotations
