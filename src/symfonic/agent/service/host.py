@@ -1,12 +1,7 @@
-"""The agents one service hosts, sharing one store.
+"""The agents one service hosts, sharing one store and so its token secret.
 
-The store is the host's (a URL or an opened store), or else the first agent's:
-an agent built with ``store=...`` and served on its own keeps its store.
-
-A session is bound to the agent that created it (its selected root); requests
-that name a session are routed to that agent, and a resume to the agent of the
-pause its token names, whichever worker receives them. All agents share the
-store, and so the store's token secret: any worker verifies any token.
+A session is routed to the agent that created it, and a resume to the agent of the pause
+its token names, on any worker.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""A turn a client listens to, run as a kept run that outlives its request: a request that
-goes away stops only the listening, and another request on any worker can join the turn."""
+"""A turn a client listens to, run as a kept run that outlives its request: a request that goes
+away stops only the listening, and another request on any worker can join the turn.
+"""
 
 from __future__ import annotations
 

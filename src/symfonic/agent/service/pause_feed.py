@@ -1,27 +1,6 @@
-"""The live pause feed of one worker: one watch of the store, many subscribers.
-
-Each subscriber is one principal's view: a snapshot of the pauses it may answer
-(their first page and how many there are, the listing of
-:mod:`~symfonic.agent.service.pause_listing`; or, after a position it already
-has, the changes it missed), then every change
-of a pause it may answer, in the order the store committed them. "May answer"
-is :meth:`Principal.may_answer` on the pause's row, the rule ``list_pauses``
-applies, and only pauses of agents this host serves are shown. A pause handed
-to another audience is also told to the audience it left, without its token,
-so that audience's view can drop it.
-
-The worker watches the store once (:meth:`PauseChangeLog.watch_pause_changes`), and
-only while someone subscribes, in :meth:`PauseFeed.run`, which the app's
-lifespan runs. A subscriber registers, then waits until that watch is
-established, and only then reads its snapshot or replay: every change is then
-either in what it read or in what the watch delivers after it (some in both;
-a replayed change is not delivered twice). A change may still reach a client
-twice across a reconnect; a pause's changes always arrive in order.
-
-Each subscriber's queue is bounded. One that falls more than ``queue_limit``
-changes behind loses them and is sent a fresh snapshot instead, as is every
-subscriber when the watch is lost and established again. A subscriber that
-leaves is removed at once; when the last one leaves, the watch stops.
+"""The live pause feed of one worker: one watch of the store, while someone subscribes, and many
+subscribers. A subscriber reads its snapshot only once the watch is established, so it misses no
+change; one that falls behind gets a fresh snapshot.
 """
 
 from __future__ import annotations
@@ -143,7 +122,7 @@ class FeedSubscription:
 
 
 class PauseFeed:
-    """One worker's feed; run :meth:`run` for as long as it serves."""
+    """One worker's feed; run `run` for as long as it serves."""
 
     def __init__(
         self,
@@ -228,7 +207,7 @@ class PauseFeed:
     async def subscribe(self, principal: Principal, after: int | None) -> FeedSubscription:
         """``principal``'s feed, from a snapshot or from position ``after``.
 
-        Raises :class:`FeedUnavailable` before anything is sent when the watch
+        Raises `FeedUnavailable` before anything is sent when the watch
         cannot be established. Close the subscription (``aclosing``) to leave.
         """
         if not self._running:

@@ -1,10 +1,7 @@
-"""What a principal may answer, a page at a time: the listing the API and the feed share.
+"""What a principal may answer, a page at a time, for the API and the feed.
 
-Only pauses of the agents this host serves are listed, and a pending pause
-past its expiry is left out even before the sweeper marks it ``expired``: it
-can no longer be answered. Both are conditions of the store's query, not a
-filter after it, so a page is full and the total counts exactly what paging
-reaches.
+The hosted agents and the expiry are conditions of the store's query, so a page is full
+and the total exact.
 """
 
 from __future__ import annotations

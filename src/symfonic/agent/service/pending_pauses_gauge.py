@@ -1,6 +1,7 @@
-"""``symfonic.pauses.pending``: pending pauses by agent and kind, counted in the store every
-``interval`` seconds, since a gauge's callback cannot query it. Each worker counts the whole
-store: aggregate the series across workers with ``max``, not ``sum``."""
+"""`symfonic.pauses.pending`: pending pauses by agent and kind, counted in the store every
+`interval` seconds. Each worker counts the whole store: aggregate across workers with `max`, not
+`sum`.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ REFRESH_INTERVAL = 30.0
 
 
 class PendingPauses:
-    """The last count of pending pauses, refreshed from the store by :meth:`keep_counting`."""
+    """The last count of pending pauses, refreshed from the store by `keep_counting`."""
 
     def __init__(self) -> None:
         self._counts: dict[tuple[str, str], int] = {}

@@ -1,12 +1,6 @@
-"""An operator hands a pending pause to another audience, for every transport.
+"""An operator hands a pending pause to another audience, for every transport:
 
-Only a principal with the ``operator`` scope may (403 for anyone else, whose
-request says nothing about the pause); a pause this service does not host, or
-a delegate's own pause, is not found (404); one that is no longer pending and
-unexpired is refused (409 ``pause_not_pending``). The store applies it in one
-transaction with its change on the feed and its webhooks
-(:mod:`symfonic.storage.readdressing`), and the agent's store logs it as
-``pause.reassigned`` (:mod:`symfonic.core.telemetry.logged_store`).
+`operator` scope only, one store transaction with its feed change and webhooks.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
-"""The background sweep: first the cleanups this worker's failed turns could not
-write while the store was unable (`symfonic.storage.owed_cleanups`), then pending
-pauses past their expiry, claims past their lease, the runs whose kept events
-are past their TTL, and, with a retention, finished sessions idle for longer
-than it keeps them. Last, queued messages no other worker is taking (their
-session's hold lapsed with its worker) are taken and started on this worker
-(:meth:`~symfonic.agent.service.runs.BackgroundRuns.take_free_queues`).
-
-A worker that dies mid-resume cannot abandon its own claim; its lease simply
-stops being renewed. Some live worker has to notice, and every worker running
-this loop does: each pass is one conditional statement per transition, so any
-number of workers may sweep one database at once without stepping on each other.
-A pass that fails (the store is briefly down) is logged and tried again later.
-
-When a webhook wants ``pause.expiring``, each pass first owes it for the pending
-pauses near their expiry, then expires the ones past it; the insert that owes
-it is keyed by the pause, so every worker's pass may try and one succeeds.
-
-Each escalation step a pass applied, and each pause it expired, is a line on
-the ``symfonic.pauses`` logger, written by the agent's store
-(:mod:`symfonic.core.telemetry.logged_store`) for the worker whose update won it.
+"""The background sweep every worker runs: owed cleanups, expired pauses, lapsed claims, old run
+events, retention, then queued messages nobody is taking. Each transition is one conditional
+statement, so any number of workers may sweep at once.
 """
 
 from __future__ import annotations

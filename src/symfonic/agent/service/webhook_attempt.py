@@ -1,9 +1,5 @@
-"""One attempt to send one delivery: its body, its signature, its request.
-
-An attempt ends in the receiver's status and, unless it delivered, why not in
-words: a 2xx delivers; a 3xx is a failure (redirects are never followed); a
-timeout, a refused connection or a broken one are failures. It never raises for
-what the receiver does, so the dispatcher always has an outcome to record.
+"""One attempt to send one delivery: a 2xx delivers, anything else (a redirect included) fails
+with why in words. It never raises for what the receiver does.
 """
 
 from __future__ import annotations

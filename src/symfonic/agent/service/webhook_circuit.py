@@ -1,21 +1,6 @@
-"""A webhook destination's circuit: when to stop sending to it, when to try again.
-
-Every transition lives here, as pure functions from a circuit and what happened
-to the next circuit; the dispatcher writes the result with a compare-and-swap,
-so every worker follows the same circuit.
-
-- ``closed``: sent to as usual. ``circuit_failures`` failed attempts in a row
-  open it.
-- ``open``: nothing is sent until ``retry_at``, the backoff: ``circuit_backoff``
-  seconds, doubled each time it opens again without closing in between, at most
-  ``circuit_max_backoff``. Its deliveries wait; their attempts are not spent.
-- ``half-open``: one worker took the circuit to send one delivery, the probe.
-  It delivering closes the circuit; it failing opens it again, for longer. A
-  probe whose worker died lapses at ``retry_at``, and another worker probes.
-
-A delivered attempt closes the circuit whatever its state: the destination
-answered. An attempt that could not be made for the event's own sake (its pause
-was deleted) says nothing of the destination and is not counted.
+"""A webhook destination's circuit (closed, open, half-open) as pure functions from a circuit
+and what happened to the next; the dispatcher writes the result by compare-and-swap
+(docs/webhooks.md).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
-"""Sending the webhook outbox: one dispatcher per worker, never on a turn's path.
-
-The dispatcher looks at the outbox every ``poll_interval`` (one indexed probe
-per URL), and leases due deliveries one destination at a time, as many as that
-destination has free senders: at most ``per_destination`` requests in flight
-to one URL and ``concurrency`` in all. Each delivery is sent from its own task
-over one ``aiohttp.ClientSession``, so the senders grow with the backlog up to
-those bounds, and a destination that hangs or fails holds only its own
-senders and its own rows. After repeated failures its circuit opens
-(:mod:`symfonic.agent.service.webhook_circuit`) and nothing is sent to it until
-one probe, after a backoff, says it answers again. A turn or a resume never
-waits for any of this: they only wrote a row, in their own transaction.
-
-Each attempt is settled under the lease that sent it, many in one transaction:
-a 2xx delivers it; anything else schedules the next attempt
-(``retry_schedule``, ±``jitter``) or, after the last one, leaves it ``failed``
-for an operator to see and resend until ``failed_ttl`` has passed. A worker
-that dies mid-send settles nothing; its lease lapses and another worker sends
-the delivery again, with the same ``webhook-id``. Delivery is therefore at
-least once, and a receiver dedupes on ``webhook-id``.
+"""Sending the webhook outbox: one dispatcher per worker, never on a turn's path, leasing due
+deliveries per destination within `per_destination` and `concurrency`. Delivery is at least
+once; receivers dedupe on `webhook-id`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""What a webhook's body says, one pydantic model per event type.
-
-Every body is ``{"type", "timestamp", "data"}``: ``type`` the event,
-``timestamp`` when it happened (the change's commit, the sweep that found the
-pause near its expiry, the failed turn's end, the escalation or reassignment),
-``data`` what it is about. A pause event's ``data`` is the pause as a receiver
-needs it to tell a person: never its answer, and its token only on ``pause.created`` and
-``pause.expiring`` to a subscription that opts in. The JSON Schema of all of
-them (:func:`json_schema`) is committed as ``docs/webhook-payloads.schema.json``
-and a test keeps it current.
+"""What a webhook's body says, one pydantic model per event type; their JSON Schema is committed
+as `docs/webhook-payloads.schema.json`. A pause's answer is never sent, and its token only to a
+subscription that opts in.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""Webhook subscriptions as an operator configures them, and how they are sent.
+"""Webhook subscriptions as an operator configures them, and the settings they share.
 
-A :class:`Webhook` is one URL, its signing secret (``whsec_`` and base64, as the
-Standard Webhooks specification writes it), the event types it wants (all of
-them by default) and whether ``pause.created`` and ``pause.expiring`` carry the
-pause's token. A token is a capability -- whoever holds it may answer the pause
--- so it is sent only to a subscription that asks for it.
-
-:class:`WebhookSettings` holds what every subscription of a worker shares: the
-request timeout, the retry schedule, the lease, how often the outbox is polled,
-the lead of ``pause.expiring`` and the inbox link. The secret is checked when
-the subscription is built, so a missing or malformed one stops start-up with
-one line; it never appears in a ``repr``.
+A signing secret is checked when built and never appears in a `repr`.
 """
 
 from __future__ import annotations
