@@ -1,12 +1,6 @@
-"""The demo agent: a payments assistant that must ask before it pays.
-
-Its model is scripted, so it runs offline and always does the same thing: look
-the payee up (an ordinary tool), then ask to send the payment (a tool gated by
-approval), then report what happened. It also shows the other two ways a turn
-pauses: a payee it does not know makes it ask for their bank details (a form),
-and a request without an amount makes it ask how much (a question); either then
-goes on to the approval. ``symfonic demo`` and ``symfonic serve`` (with no agent
-named) use it.
+"""The demo agent: a payments assistant, scripted so it runs offline, that looks the payee up
+and must ask before it pays. An unknown payee makes it ask for bank details (a form), a missing
+amount asks how much.
 """
 
 from __future__ import annotations

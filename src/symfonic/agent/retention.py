@@ -1,14 +1,6 @@
-"""How long finished sessions are kept, and pruning them batch by batch.
-
-Sessions are deleted only if an operator asks: their retention is off by
-default. The kept events of runs are the exception: they exist for a client to
-rejoin a run, so they go ``RUN_EVENTS_TTL`` after the run ends unless the
-operator keeps them longer (:func:`prune_run_events`, every sweep). When
-it is on, the sweeper prunes on every pass and ``symfonic prune`` does it by
-hand; both go through :func:`prune`, one short transaction per batch, so a
-large backlog never holds the store's locks for long. What may be deleted at
-all (never a session with a pause pending or claimed, or a turn running) is the
-store's rule: :mod:`symfonic.storage.retention`.
+"""How long finished sessions and runs' kept events are kept, and pruning them one short
+transaction per batch. Sessions are deleted only if an operator asks; what may be deleted at all
+is the store's rule.
 """
 
 from __future__ import annotations

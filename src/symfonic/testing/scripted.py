@@ -1,9 +1,7 @@
 """A deterministic chat model for tests, demos and benchmarks.
 
-``respond`` is a function of the message list, so concurrent sessions stay
-deterministic: each session's reply depends only on its own transcript. It
-streams (text in word-sized chunks, then the tool calls) and accepts
-``bind_tools`` like a real provider model, without calling anything.
+Its reply is a function of its own transcript, so concurrent sessions stay
+deterministic; it streams and binds tools like a provider model.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""``kernel_resume`` at the path its reference page documents.
-
-The implementation lives in :mod:`symfonic.turns.continuation`.
+"""`kernel_resume` at the path its reference page documents; the code is in
+`symfonic.turns.continuation`.
 """
 
 from symfonic.turns.continuation import kernel_resume

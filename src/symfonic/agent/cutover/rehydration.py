@@ -1,6 +1,5 @@
-"""``rehydrate`` and ``NOT_DISPATCHED`` at the path their reference page documents.
-
-The implementation lives in :mod:`symfonic.turns.rehydrate`.
+"""`rehydrate` and `NOT_DISPATCHED` at the path their reference page documents; the code is in
+`symfonic.turns.rehydrate`.
 """
 
 from symfonic.turns.rehydrate import NOT_DISPATCHED, InteractionConfigurationError, rehydrate
