@@ -1,8 +1,10 @@
-"""The README as a user reads it: its example runs, and its configuration reference is whole.
+"""The README and the manual as a user reads them: their examples run as written, and
+their references are whole.
 
-The example is executed as written, with its scripted model, and again with a
-model that fails (at once, and only once the person has answered), which is
-what a provider that is down looks like: each outcome is reported, none crashes.
+Each page's example is executed as written, with its scripted model; the first
+agent's also with a model that fails (at once, and only once the person has
+answered), which is what a provider that is down looks like: each outcome is
+reported, none crashes. The CLI reference the site generates is what `--help` says.
 """
 
 from __future__ import annotations
@@ -18,35 +20,64 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, ToolMessage
 
+import symfonic.testing
 from http_support import free_port
 from symfonic.cli.main import main
 from symfonic.testing import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
 
 
-def _section(title: str) -> str:
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else None]
+def page(name: str) -> str:
+    return (DOCS / name).read_text()
 
 
-def _example() -> str:
-    [code] = re.findall(r"```python\n(.*?)```", _section("Define an agent"), re.DOTALL)
-    return str(code)
+def _section(text: str, title: str) -> str:
+    """The part of a page under its `## title` heading."""
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
 
 
-def _run_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # the example's store is ./symfonic.db
+def _blocks(text: str, language: str = "python") -> list[str]:
+    return [str(code) for code in re.findall(rf"```{language}\n(.*?)```", text, re.DOTALL)]
+
+
+def _exec(code: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the examples' stores are files in the current directory
     monkeypatch.delenv("SYMFONIC_STORE", raising=False)
-    exec(compile(_example(), "README.md", "exec"), {"__name__": "readme_example"})
+    exec(compile(code, where, "exec"), {"__name__": "docs_example"})
 
 
-def test_the_readme_example_pauses_then_completes(
+def test_the_readmes_agent_prints_what_the_readme_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _run_example(tmp_path, monkeypatch)
+    [code] = _blocks(_section(README, "An agent"))
+    [shown] = _blocks(_section(README, "An agent"), "text")
+    _exec(code, "README.md", tmp_path, monkeypatch)
+    assert capsys.readouterr().out.splitlines() == shown.splitlines()
+    # the model reads the reject: nothing claims the payment was made
+    assert "Paid" not in shown.splitlines()[-1]
+
+
+def test_the_readme_fits_on_a_few_screens() -> None:
+    assert len(README.splitlines()) <= 250
+
+
+FIRST_AGENT = "getting-started/first-agent.md"
+
+
+def _first_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    [code] = _blocks(page(FIRST_AGENT))
+    _exec(code, FIRST_AGENT, tmp_path, monkeypatch)
+
+
+def test_the_first_agent_pauses_then_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _first_agent(tmp_path, monkeypatch)
     assert capsys.readouterr().out.splitlines() == [
         "paused: Approve send_payment?",
         "complete: Paid bob 5.",
@@ -64,27 +95,23 @@ def test_the_readme_example_pauses_then_completes(
     ],
     ids=["at-once", "on-resume"],
 )
-def test_the_readme_example_reports_a_failed_turn_instead_of_crashing(
+def test_the_first_agent_reports_a_failed_turn_instead_of_crashing(
     fails: Any,
     expected: list[str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    original = ScriptedChatModel.from_script
-
-    def from_script(script: Any) -> ScriptedChatModel:
-        scripted = original(script)
-
-        def respond(messages: list[BaseMessage]) -> Any:
+    def failing_model(respond: Any) -> ScriptedChatModel:
+        def failing(messages: list[BaseMessage]) -> Any:
             if fails(messages):
                 raise ConnectionError("the provider is out of reach")
-            return scripted.respond(messages)
+            return respond(messages)
 
-        return ScriptedChatModel(respond=respond)
+        return ScriptedChatModel(respond=failing)
 
-    monkeypatch.setattr(ScriptedChatModel, "from_script", from_script)
-    _run_example(tmp_path, monkeypatch)
+    monkeypatch.setattr(symfonic.testing, "ScriptedChatModel", failing_model)
+    _first_agent(tmp_path, monkeypatch)
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == expected
     assert lines[-1].startswith("failed: model_error ")
@@ -106,9 +133,9 @@ def _environment_variables_read_in_src() -> set[str]:
 def test_every_environment_variable_src_reads_is_in_the_configuration_reference() -> None:
     variables = _environment_variables_read_in_src()
     assert {"SYMFONIC_STORE", "SYMFONIC_API_KEYS", "SYMFONIC_API_KEY"} <= variables
-    reference = _section("Configuration")
+    reference = page("reference/configuration.md")
     missing = sorted(name for name in variables if f"| `{name}` |" not in reference)
-    assert not missing, f"README's Configuration table lacks {missing}"
+    assert not missing, f"the configuration reference lacks {missing}"
 
 
 def test_every_serve_option_is_in_the_configuration_reference(
@@ -119,16 +146,16 @@ def test_every_serve_option_is_in_the_configuration_reference(
     options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", capsys.readouterr().out))
     options.discard("--help")
     assert {"--store", "--host", "--port"} <= options
-    reference = _section("Configuration")
+    reference = page("reference/configuration.md")
     missing = sorted(option for option in options if f"| `{option}` |" not in reference)
-    assert not missing, f"README's serve options table lacks {missing}"
+    assert not missing, f"the configuration reference's serve options lack {missing}"
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_the_several_workers_example_resumes_through_another_worker(postgres_url: str) -> None:
-    """The README's shell block, run as written but on a fresh database and free ports."""
-    [block] = re.findall(r"```bash\n(.*?)```", _section("Several workers"), re.DOTALL)
+    """The guide's shell block, run as written but on a fresh database and free ports."""
+    [block] = _blocks(page("guides/workers.md"), "bash")
     script = "\n".join(line for line in block.splitlines() if not line.startswith("createdb"))
     script = script.replace("postgresql://postgres@127.0.0.1:5432/symfonic", postgres_url)
     script = script.replace(".venv/bin/symfonic", f"{sys.executable} -m symfonic")
@@ -149,15 +176,16 @@ def test_the_several_workers_example_resumes_through_another_worker(postgres_url
 
 
 def _refusal_table() -> dict[str, int]:
-    """Each code the README's refusal table names, with the status it is listed under."""
+    """Each code the error reference's refusal table names, with its status."""
     listed: dict[str, int] = {}
-    for status, codes in re.findall(r"^\| (\d{3}) \| ([^|]+) \|", README, re.MULTILINE):
+    errors = page("reference/errors.md")
+    for status, codes in re.findall(r"^\| (\d{3}) \| ([^|]+) \|", errors, re.MULTILINE):
         for code in re.findall(r"`([a-z_]+)`", codes):
             listed[code] = int(status)
     return listed
 
 
-def test_every_refusal_the_service_makes_is_in_the_readme_table_with_its_status() -> None:
+def test_every_refusal_the_service_makes_is_in_the_error_reference_with_its_status() -> None:
     from starlette.exceptions import HTTPException
 
     from symfonic.agent.fastapi import app, auth  # noqa: F401  (every route's errors)
@@ -190,10 +218,8 @@ def test_every_refusal_the_service_makes_is_in_the_readme_table_with_its_status(
 def test_the_delegation_example_pauses_once_then_completes_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    [code] = re.findall(r"```python\n(.*?)```", _section("Agents that delegate"), re.DOTALL)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SYMFONIC_STORE", raising=False)
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme_delegation"})
+    [code] = _blocks(page("guides/delegation.md"))
+    _exec(code, "guides/delegation.md", tmp_path, monkeypatch)
     assert capsys.readouterr().out.splitlines() == [
         "paused: Approve charge? (asked by billing)",
         "complete: Done: billing says Ann was charged 5.",
@@ -203,13 +229,9 @@ def test_the_delegation_example_pauses_once_then_completes_both(
 def test_the_mcp_example_gates_a_server_tool_and_answers_its_question(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server, agent = re.findall(
-        r"```python\n(.*?)```", _section("Tools from MCP servers"), re.DOTALL
-    )
+    server, agent = _blocks(page("guides/mcp.md"))
     (tmp_path / "bank_server.py").write_text(server)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SYMFONIC_STORE", raising=False)
-    exec(compile(agent, "README.md", "exec"), {"__name__": "readme_mcp_example"})
+    _exec(agent, "guides/mcp.md", tmp_path, monkeypatch)
     assert capsys.readouterr().out.splitlines() == [
         "paused: Approve transfer_funds?",
         "complete: Done: pay bob 5.",
@@ -218,18 +240,50 @@ def test_the_mcp_example_gates_a_server_tool_and_answers_its_question(
     ]
 
 
-def test_the_readmes_four_eyes_example_runs_as_written(
+def test_the_four_eyes_example_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    start = README.index("\n#### Approval policies: four eyes\n")
-    [code] = re.findall(
-        r"```py\n(.*?)```", README[start : README.index("\n#### ", start + 1)], re.DOTALL
-    )
-    monkeypatch.chdir(tmp_path)  # the example's store is ./four-eyes.db
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme_four_eyes"})
+    [code] = _blocks(_section(page("guides/approvals.md"), "Approval policies: four eyes"), "py")
+    _exec(code, "guides/approvals.md", tmp_path, monkeypatch)
     assert capsys.readouterr().out.splitlines() == [
         "refused: alice asked for this call and may not approve it; "
         "someone else of its audience must",
         "paused ['carol']",
         "complete Paid bob 5000.",
     ]
+
+
+def test_the_forms_example_asks_a_form_then_a_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [code] = _blocks(page("guides/forms.md"))
+    _exec(code, "guides/forms.md", tmp_path, monkeypatch)
+    assert capsys.readouterr().out.splitlines() == [
+        "form What are dave's bank details?",
+        "input Which currency?",
+        "complete Added dave.",
+    ]
+
+
+def _help(capsys: pytest.CaptureFixture[str], *words: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        main([*words, "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_the_cli_reference_is_what_help_says_for_every_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The site's CLI page, generated when the site is built, against `--help` itself."""
+    monkeypatch.syspath_prepend(str(DOCS / "hooks"))
+    import generated
+
+    reference = generated.cli_reference()
+    monkeypatch.setenv("COLUMNS", generated.HELP_WIDTH)
+    paths = [path for path, _ in generated.commands()]
+    listed = re.findall(r"^    ([a-z]+) {2,}", _help(capsys), re.MULTILINE)
+    assert {path[0] for path in paths if path} == set(listed)
+    assert len(paths) > len(listed) + 1  # the subcommands' own subcommands too
+    for path in paths:
+        assert f"```text\n{_help(capsys, *path).rstrip()}\n```" in reference, " ".join(path)

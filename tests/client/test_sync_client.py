@@ -127,21 +127,21 @@ def test_the_blocking_client_runs_a_turn_in_the_background(sqlite_url: str, tmp_
         assert (refused.value.status, refused.value.code) == (409, "run_not_running")
 
 
-def readme_example() -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    start = readme.index("\n### The Python client\n")
-    [code] = re.findall(
-        r"```python\n(.*?)```", readme[start : readme.index("\n### ", start + 1)], re.DOTALL
-    )
+def guide_example() -> str:
+    guide = (Path(__file__).resolve().parents[2] / "docs/guides/client.md").read_text()
+    [code] = re.findall(r"```python\n(.*?)```", guide, re.DOTALL)
     return code
 
 
-def test_the_readmes_client_example_runs_as_written(
+def test_the_client_guides_example_runs_as_written(
     sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = readme_example()
+    code = guide_example()
     with serving(sqlite_url, tmp_path / "serve.log", keys="alice=key1") as server:
-        exec(compile(code.replace("http://127.0.0.1:8000", server.url), "README", "exec"), {})
+        exec(
+            compile(code.replace("http://127.0.0.1:8000", server.url), "guides/client.md", "exec"),
+            {},
+        )
     out = capsys.readouterr().out.split()
     paused = out.index("turn.paused")
     assert out[0] == "turn.started" and "tool.call" in out[:paused]
