@@ -287,3 +287,24 @@ def test_the_cli_reference_is_what_help_says_for_every_command(
     assert len(paths) > len(listed) + 1  # the subcommands' own subcommands too
     for path in paths:
         assert f"```text\n{_help(capsys, *path).rstrip()}\n```" in reference, " ".join(path)
+
+
+# Each page under getting-started/ and guides/ whose Python a test here (or the
+# client's, in tests/client) runs; serving.md's block is a module to write, not to run.
+RUN_AS_WRITTEN = {
+    "getting-started/first-agent.md",
+    "guides/client.md",
+    "guides/delegation.md",
+    "guides/forms.md",
+    "guides/mcp.md",
+}
+
+
+def test_every_python_example_in_the_tutorial_and_guides_is_run() -> None:
+    with_python = {
+        str(path.relative_to(DOCS))
+        for part in ("getting-started", "guides")
+        for path in (DOCS / part).glob("*.md")
+        if _blocks(path.read_text())
+    }
+    assert with_python - RUN_AS_WRITTEN == {"getting-started/serving.md"}

@@ -19,7 +19,7 @@ from typing import Any
 from symfonic.cli.main import parser
 
 OPENAPI = Path(__file__).resolve().parent.parent / "openapi.json"
-HELP_WIDTH = "100"
+HELP_WIDTH = "80"
 
 
 def commands(
