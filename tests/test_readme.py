@@ -200,7 +200,6 @@ def test_every_refusal_the_service_makes_is_in_the_error_reference_with_its_stat
         return json.loads(response.body)["error"]["code"], response.status_code
 
     made = {cls.code: cls.status for cls in subclasses(RequestError)}
-    made[auth.Unauthenticated.code] = 401
     made[StoreUnavailable.code] = StoreUnavailable.status
     made.update({code: status for status, code in errors._CODES.items()})
     made.update(json_body.REFUSALS)

@@ -21,7 +21,8 @@ from fastapi import FastAPI
 
 from http_support import KEYS, auth, payment_agent
 from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.fastapi.key_brake import DEFAULT_BURST, KeyBrake, TooManyFailedKeys
+from symfonic.agent.fastapi.key_brake import DEFAULT_BURST, KeyBrake
+from symfonic.core.contracts.errors import TooManyFailedKeys
 
 pytestmark = pytest.mark.anyio
 

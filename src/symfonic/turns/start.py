@@ -19,6 +19,7 @@ from symfonic.core.contracts.errors import (
     SessionBusy,
     SessionNotFound,
     SessionPaused,
+    TurnStopped,
 )
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, RunRequest, RunStart, SessionRecord
@@ -45,7 +46,7 @@ from symfonic.turns.outcomes import error_event
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
 from symfonic.turns.started_turn import MarkerLease, StartedTurn
-from symfonic.turns.stopping import TurnStopped, TurnStopper
+from symfonic.turns.stopping import TurnStopper
 
 OnPendingPause = Literal["reject", "abandon"]
 # What a message does when another turn holds its session (docs/runs.md).

@@ -9,20 +9,10 @@ from typing import TypeVar
 
 import anyio
 
-from symfonic.core.contracts.errors import SymfonicError
-from symfonic.core.contracts.run_events import CANCELLED
+from symfonic.core.contracts.errors import TurnStopped
 
 E = TypeVar("E")
 Stop = Callable[[], None]
-
-
-class TurnStopped(SymfonicError):
-    """The turn was stopped at a step: its session was taken over by a new message."""
-
-    code = CANCELLED.code
-
-    def __init__(self) -> None:
-        super().__init__(CANCELLED.message)
 
 
 class TurnStopper:

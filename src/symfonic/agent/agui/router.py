@@ -17,10 +17,10 @@ from symfonic.agent.agui.run import agui_run
 from symfonic.agent.agui.stream import RunEventStream
 from symfonic.agent.http.errors import ErrorResponse, documented
 from symfonic.agent.http.stream_shares import StreamShares
-from symfonic.agent.service.host import ServiceHost, UnknownAgent
+from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.primed_turn import PrimedTurn
 from symfonic.agent.service.runs import BackgroundRuns
-from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.errors import RequestError, UnknownAgent
 from symfonic.core.contracts.principal import Principal
 
 # One SSE frame: ``data:`` is one AG-UI event, as JSON, named by its ``type``.

@@ -15,10 +15,13 @@ from symfonic.agent.agui.interrupts import answer_of, status_of
 from symfonic.agent.agui.snapshot import handed_note
 from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import (
+    InvalidRunInput,
     PauseForbidden,
     PauseNotFound,
     RequestError,
+    ResumeMismatch,
     StoreUnavailable,
+    ThreadNotFound,
 )
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.run_events import RunRecord
@@ -29,21 +32,6 @@ from symfonic.turns.start import owned_session
 
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 SETTLED = (PauseState.PUBLISHED, PauseState.SUPERSEDED)
-
-
-class InvalidRunInput(RequestError):
-    code = "invalid_input"
-    status = 422
-
-
-class ThreadNotFound(RequestError):
-    code = "thread_not_found"
-    status = 404
-
-
-class ResumeMismatch(RequestError):
-    code = "resume_mismatch"
-    status = 409
 
 
 @dataclass(frozen=True)

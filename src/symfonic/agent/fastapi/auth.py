@@ -10,17 +10,10 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-from symfonic.core.contracts.errors import ConfigurationError, RequestError
+from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.principal import WILDCARD, Principal
 
 LOCAL = Principal("local", frozenset({WILDCARD}))
-
-
-class Unauthenticated(RequestError):
-    """No API key, or one no principal holds."""
-
-    code = "unauthenticated"
-    status = 401
 
 
 def _digest(key: str) -> bytes:

@@ -10,23 +10,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.errors import TooManyFailedKeys
 
 DEFAULT_BURST = 10
 DEFAULT_INTERVAL = 6.0
 MAX_TRACKED = 10_000
 PREFIX_CHARS = 16
-
-
-class TooManyFailedKeys(RequestError):
-    """Too many wrong keys from this address, or for keys that begin like this one."""
-
-    code = "too_many_failed_keys"
-    status = 429
-
-    def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(message, retry_after=retry_after)
-        self.retry_after = retry_after
 
 
 @dataclass

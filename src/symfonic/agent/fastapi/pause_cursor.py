@@ -9,19 +9,12 @@ import binascii
 import re
 from datetime import datetime
 
-from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.errors import InvalidCursor
 from symfonic.core.contracts.store import PausePosition
 
 MAX_CURSOR_CHARS = 200
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _SEPARATOR = "|"
-
-
-class InvalidCursor(RequestError):
-    """A cursor this service did not hand out, or one altered since."""
-
-    code = "invalid_cursor"
-    status = 400
 
 
 def encode_cursor(position: PausePosition) -> str:

@@ -11,22 +11,16 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
-from symfonic.agent.fastapi.pause_cursor import InvalidCursor
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
-from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.errors import InvalidCursor, ScopeRequired
 from symfonic.core.contracts.principal import WILDCARD, Principal
 
 AUDITOR = "auditor"
 MAX_LIMIT = 1000
 _CURSOR = re.compile(r"[A-Za-z0-9_-]{1,40}")
 _PREFIX = "audit:"
-
-
-class AuditorOnly(RequestError):
-    code = "forbidden"
-    status = 403
 
 
 class AuditRecordView(BaseModel):
@@ -90,7 +84,7 @@ def decode_cursor(cursor: str) -> int:
 
 def _auditor(principal: Principal) -> None:
     if AUDITOR not in principal.scopes and WILDCARD not in principal.scopes:
-        raise AuditorOnly(
+        raise ScopeRequired(
             f"{principal.name} may not read the audit trail: that needs the auditor scope"
         )
 

@@ -32,10 +32,9 @@ from symfonic.agent.service.pause_feed import (
     FeedChange,
     FeedItem,
     FeedSubscription,
-    FeedUnavailable,
     PauseFeed,
 )
-from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.errors import FeedUnavailable, StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 
 logger = logging.getLogger("symfonic.http")

@@ -12,7 +12,7 @@ from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.webhook_circuit import describe
-from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.errors import DeliveryNotFound, ScopeRequired
 from symfonic.core.contracts.principal import WILDCARD, Principal
 from symfonic.core.contracts.webhooks import (
     CircuitState,
@@ -27,16 +27,6 @@ OPERATOR = "operator"
 # What an operator is shown when no state is asked for: what still needs attention.
 UNSETTLED = frozenset({DeliveryState.FAILED, DeliveryState.PENDING})
 MAX_DELIVERY_ID = 2**63 - 1
-
-
-class OperatorOnly(RequestError):
-    code = "forbidden"
-    status = 403
-
-
-class DeliveryNotFound(RequestError):
-    code = "delivery_not_found"
-    status = 404
 
 
 class DeliveryView(BaseModel):
@@ -123,7 +113,7 @@ class DeliveryFilter(BaseModel):
 
 def _operator(principal: Principal) -> Principal:
     if OPERATOR not in principal.scopes and WILDCARD not in principal.scopes:
-        raise OperatorOnly(
+        raise ScopeRequired(
             f"{principal.name} may not see webhook deliveries: that needs the operator scope"
         )
     return principal

@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.responses import Response
 
-from symfonic.agent.fastapi.auth import LOCAL, Authenticator, Unauthenticated
+from symfonic.agent.fastapi.auth import LOCAL, Authenticator
 from symfonic.agent.fastapi.key_brake import KeyBrake
 from symfonic.agent.fastapi.web_sessions import (
     COOKIE_NAME,
@@ -25,7 +25,7 @@ from symfonic.agent.fastapi.web_sessions import (
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.runs import BackgroundRuns
-from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.errors import CsrfRefused, Unauthenticated
 from symfonic.core.contracts.principal import Principal
 from symfonic.turns.background import RunHandle
 
@@ -37,13 +37,6 @@ bearer = HTTPBearer(
 
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-class CsrfRefused(RequestError):
-    """A cookie-authenticated request that changes state came without its CSRF token."""
-
-    code = "csrf_refused"
-    status = 403
 
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from symfonic.core.contracts.errors import RequestError
+from symfonic.core.contracts.errors import TooManyStreams
 from symfonic.core.contracts.principal import Principal
 
 CONNECTION_EXTENSION = "symfonic.connection"
@@ -23,17 +23,6 @@ class Connection(Protocol):
     """What a stream may do to the connection it is sent on: close it."""
 
     def close(self) -> None: ...
-
-
-class TooManyStreams(RequestError):
-    """The principal already holds as many streams as it may."""
-
-    code = "too_many_streams"
-    status = 429
-
-    def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(message, retry_after=retry_after)
-        self.retry_after = retry_after
 
 
 @dataclass(eq=False)

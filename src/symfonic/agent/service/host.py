@@ -16,19 +16,12 @@ from symfonic.agent.retention import Retention, prune_run_events
 from symfonic.core.contracts.errors import (
     ConfigurationError,
     PauseNotFound,
-    RequestError,
     SessionNotFound,
+    UnknownAgent,
 )
 from symfonic.core.contracts.store import PruneReport, Store, SweepReport
 from symfonic.storage import open_store
 from symfonic.turns.resolve import ResolvedPause, resolve_row
-
-
-class UnknownAgent(RequestError):
-    """A request names an agent this service does not host."""
-
-    code = "unknown_agent"
-    status = 404
 
 
 class ServiceHost:

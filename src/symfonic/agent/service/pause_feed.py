@@ -16,7 +16,7 @@ import anyio.abc
 
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_listing import PausePage, pause_page
-from symfonic.core.contracts.errors import RequestError, StoreUnavailable
+from symfonic.core.contracts.errors import FeedUnavailable, StoreUnavailable
 from symfonic.core.contracts.pause_changes import PauseChange, PauseChangeLog
 from symfonic.core.contracts.principal import Principal
 
@@ -28,14 +28,6 @@ REPLAY_LIMIT = 1000
 LISTEN_TIMEOUT = 10.0
 # Seconds before a lost watch is established again.
 RETRY_DELAY = 1.0
-
-
-class FeedUnavailable(RequestError):
-    """The live feed cannot be followed now: the store cannot be watched, or no
-    watch runs (an app whose lifespan did not run)."""
-
-    code = "feed_unavailable"
-    status = 503
 
 
 @dataclass(frozen=True)

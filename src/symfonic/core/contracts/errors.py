@@ -11,6 +11,7 @@ branches on its type.
 # │   ├── UnusableFinal              stopped at the tool limit, or with an empty answer
 # │   ├── BudgetExhausted            the event guard stopped a turn over its plan
 # │   └── ModelError                 the model call itself failed
+# ├── TurnStopped                    a turn stopped when a new message took its session
 # ├── StoreUnavailable               the database could not be reached       (503)
 # │   └── StoreCannotWrite           it answers, but no write commits (a full disk)
 # └── RequestError                   the caller can act on these; each has .code
@@ -30,7 +31,19 @@ branches on its type.
 #     ├── RunNotRunning              409  a cancel of a run that ended or already settled
 #     ├── PauseExpired               410
 #     ├── PauseAbandoned             410
-#     └── BudgetRefused              429  refused before the claim; .retry_after
+#     ├── BudgetRefused              429  refused before the claim; .retry_after
+#     ├── Unauthenticated            401  no API key, or one no principal holds
+#     ├── CsrfRefused                403  a cookie-authenticated write without its CSRF token
+#     ├── ScopeRequired              403  an operator's or auditor's route
+#     ├── InvalidCursor              400
+#     ├── InvalidRunInput            422  an AG-UI run input symfonic cannot run
+#     ├── ThreadNotFound             404  an AG-UI thread the caller does not own
+#     ├── UnknownAgent               404
+#     ├── DeliveryNotFound           404  a webhook delivery
+#     ├── ResumeMismatch             409  an AG-UI resume that does not answer the open interrupt
+#     ├── TooManyFailedKeys          429  the key brake; .retry_after
+#     ├── TooManyStreams             429  the principal's share of streams; .retry_after
+#     └── FeedUnavailable            503  the live pause feed cannot be followed now
 
 from __future__ import annotations
 
@@ -197,3 +210,97 @@ class BudgetRefused(RequestError):
     def __init__(self, message: str, *, retry_after: int) -> None:
         super().__init__(message, retry_after=retry_after)
         self.retry_after = retry_after
+
+
+class Unauthenticated(RequestError):
+    """No API key, or one no principal holds."""
+
+    code = "unauthenticated"
+    status = 401
+
+
+class CsrfRefused(RequestError):
+    """A cookie-authenticated request that changes state came without its CSRF token."""
+
+    code = "csrf_refused"
+    status = 403
+
+
+class ScopeRequired(RequestError):
+    """A route only a scope may use (`operator`, `auditor`), asked by a principal without it."""
+
+    code = "forbidden"
+    status = 403
+
+
+class InvalidCursor(RequestError):
+    """A cursor this service did not hand out, or one altered since."""
+
+    code = "invalid_cursor"
+    status = 400
+
+
+class InvalidRunInput(RequestError):
+    code = "invalid_input"
+    status = 422
+
+
+class ThreadNotFound(RequestError):
+    code = "thread_not_found"
+    status = 404
+
+
+class UnknownAgent(RequestError):
+    """A request names an agent this service does not host."""
+
+    code = "unknown_agent"
+    status = 404
+
+
+class DeliveryNotFound(RequestError):
+    code = "delivery_not_found"
+    status = 404
+
+
+class ResumeMismatch(RequestError):
+    code = "resume_mismatch"
+    status = 409
+
+
+class TooManyFailedKeys(RequestError):
+    """Too many wrong keys from this address, or for keys that begin like this one."""
+
+    code = "too_many_failed_keys"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after
+
+
+class TooManyStreams(RequestError):
+    """The principal already holds as many streams as it may."""
+
+    code = "too_many_streams"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after
+
+
+class FeedUnavailable(RequestError):
+    """The live feed cannot be followed now: the store cannot be watched, or no watch runs."""
+
+    code = "feed_unavailable"
+    status = 503
+
+
+class TurnStopped(SymfonicError):
+    """The turn was stopped at a step: its session was taken over by a new message."""
+
+    code = "run_cancelled"
+    message = "the run was cancelled; nothing was published"
+
+    def __init__(self) -> None:
+        super().__init__(self.message)

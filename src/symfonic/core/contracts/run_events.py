@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from symfonic.core.contracts.errors import TurnStopped
 from symfonic.core.contracts.types import STREAM_EVENTS, ErrorEvent, Event, TextDeltaEvent
 
 # Rows one run keeps at most, its terminal event included.
@@ -173,4 +174,4 @@ class SessionRuns(Protocol):
         ...
 
 
-CANCELLED = ErrorEvent(code="run_cancelled", message="the run was cancelled; nothing was published")
+CANCELLED = ErrorEvent(code=TurnStopped.code, message=TurnStopped.message)

@@ -17,9 +17,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from symfonic.agent.fastapi.auth import LOCAL
-from symfonic.agent.fastapi.key_brake import TooManyFailedKeys
 from symfonic.agent.fastapi.service import HttpService
 from symfonic.agent.fastapi.web_sessions import COOKIE_NAME, CSRF_HEADER, SESSION_SECONDS
+from symfonic.core.contracts.errors import TooManyFailedKeys
 from symfonic.core.contracts.principal import Principal
 
 HERE = Path(__file__).parent
