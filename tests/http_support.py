@@ -49,8 +49,9 @@ def frames(text: str) -> list[Frame]:
             name, _, value = line.partition(": ")
             fields.setdefault(name, []).append(value)
         if "event" in fields:
-            out.append(Frame(fields["event"][0], json.loads("\n".join(fields["data"])),
-                             fields["id"][0]))
+            out.append(
+                Frame(fields["event"][0], json.loads("\n".join(fields["data"])), fields["id"][0])
+            )
     return out
 
 
@@ -218,6 +219,17 @@ async def within_a_second(check: Callable[[], Awaitable[bool]]) -> None:
             await anyio.sleep(0.02)
 
 
+async def audit_sealed(client: httpx.AsyncClient) -> dict[str, Any]:
+    """Wait for the worker's sealer to give every committed audit record its place
+    (it seals every 0.5 s; the bound is loose for a loaded machine); the last health."""
+    with anyio.fail_after(3.0):
+        while True:
+            health: dict[str, Any] = (await client.get("/v1/health")).json()
+            if health["audit_unsealed"] == 0:
+                return health
+            await anyio.sleep(0.05)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -256,4 +268,3 @@ async def uvicorn_serving(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
                 yield client
         finally:
             server.should_exit = True
-

@@ -8,10 +8,14 @@ with ``agent.seed_history``; the PostgreSQL pool is sized to the concurrency
 (``SYMFONIC_POOL_SIZE``) unless the environment says otherwise.
 ``symfonic+normal`` is the same cycle on SQLite with ``?synchronous=normal``:
 beside ``symfonic`` (FULL) in one run, the price of syncing every commit.
+A tree whose audit records are sealed after commit runs its sealer beside the
+clients, every 0.5 s as a worker does, and once at close, so its cost is counted.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import os
 from contextlib import AsyncExitStack
@@ -61,6 +65,11 @@ class SymfonicWorkload(Workload):
         )
         self._stack = AsyncExitStack()
         self._agent = await self._stack.enter_async_context(agent)
+        store = self._agent.store
+        if hasattr(store, "seal_audit"):
+            sealer = asyncio.create_task(_seal_periodically(store))
+            self._stack.push_async_callback(store.seal_audit)
+            self._stack.push_async_callback(_stopped, sealer)
 
     async def add_sessions(self, count: int) -> list[str]:
         bodies = [b.as_dict() for b in self.spec.history]
@@ -96,6 +105,19 @@ class SymfonicWorkload(Workload):
         if self.spec.store == "sqlite":
             return package | {"sqlite_synchronous": self.synchronous}
         return package | {"pool_size": os.environ.get("SYMFONIC_POOL_SIZE", "symfonic default")}
+
+
+async def _seal_periodically(store: Any) -> None:
+    """The HTTP worker's audit sealer (`symfonic.agent.service.sweeper`), without HTTP."""
+    with contextlib.suppress(asyncio.CancelledError):
+        while True:
+            await asyncio.sleep(0.5)
+            await store.seal_audit()
+
+
+async def _stopped(sealer: asyncio.Task[None]) -> None:
+    sealer.cancel()
+    await sealer
 
 
 def _checkpoints_give_up_at_once() -> None:

@@ -727,6 +727,18 @@ export interface components {
         /** Health */
         Health: {
             /**
+             * Audit Unsealed
+             * @description Audit records committed but not yet given their place in the chain.
+             * @default 0
+             */
+            audit_unsealed?: number;
+            /**
+             * Audit Unsealed Seconds
+             * @description How long the oldest of them has waited (about a second at most).
+             * @default 0
+             */
+            audit_unsealed_seconds?: number;
+            /**
              * Status
              * @constant
              */

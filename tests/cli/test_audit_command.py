@@ -24,6 +24,7 @@ def audited(url: str, count: int) -> None:
         async with open_store(url) as store:
             for n in range(count):
                 await store.append_audit(AuditEntry("reassigned", f"s{n}", "assistant"))
+            await store.seal_audit()
 
     anyio.run(append)
 
@@ -45,6 +46,20 @@ def test_verify_says_the_chain_holds_then_names_the_edited_record(
     assert main(["audit", "verify", "--store", url]) == 1
     out = capsys.readouterr().out
     assert "broken: record 2 (reassigned" in out and "changed after it was written" in out
+
+
+def test_verify_says_how_many_records_wait_to_be_sealed(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def append_unsealed() -> None:
+        async with open_store(url) as store:
+            await store.append_audit(AuditEntry("reassigned", "s9", "assistant"))
+
+    anyio.run(append_unsealed)
+    assert main(["audit", "verify", "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert "holds: 3 records verified" in out
+    assert "not yet sealed into the chain: 1, the oldest committed" in out
 
 
 def test_export_writes_json_lines_since_a_time(
@@ -87,6 +102,7 @@ def test_export_shows_a_reassignment_and_each_line_without_its_hash_is_what_was_
             (pause,) = await bulk_pauses(store, ["pay bob?"], start=now, audience="approver")
             asked = Reassignment(pause.pause_id, "finance", "olga", "carol is away", now)
             assert await store.reassign_pause(asked)
+            await store.seal_audit()
             return pause.pause_id
 
     pause_id = anyio.run(reassign)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from http_support import APPROVE, JSON, auth, paused_turn, payment_agent, serve
+from http_support import APPROVE, JSON, audit_sealed, auth, paused_turn, payment_agent, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -38,10 +38,12 @@ async def test_an_auditor_pages_through_who_asked_and_who_approved(store_url: st
                 "/v1/resume", json=answer, headers={**JSON, **auth("alice")}
             )
             assert resumed.status_code == 200
+        health = await audit_sealed(client)
         pages = await audit_pages(client, limit=4)
         refused = await client.get("/v1/audit", headers=auth("carol"))
         bad = await client.get("/v1/audit", params={"cursor": "bm9wZQ"}, headers=auth("ida"))
     records = [record for page in pages for record in page]
+    assert (health["audit_unsealed"], health["audit_unsealed_seconds"]) == (0, 0.0)
     assert [len(page) for page in pages] == [4, 2]
     assert [r["event"] for r in records] == ["asked", "answered", "published"] * 2
     assert [r["sequence"] for r in records] == list(range(1, 7))

@@ -18,6 +18,7 @@ from http_support import (
     APPROVE,
     JSON,
     Clock,
+    audit_sealed,
     auth,
     pause_row,
     paused_turn,
@@ -148,6 +149,7 @@ async def test_an_operator_reassigns_a_pending_pause_and_no_one_else_may(store_u
         row = await pause_row(agent, paused["pause_id"])
         assert row.state is PauseState.PUBLISHED
         # The auditor reads who handed it over, from whom to whom, and why; once.
+        await audit_sealed(client)
         trail = await client.get("/v1/audit", headers=auth("ida"))
     records = [r for r in trail.json()["records"] if r["pause_id"] == paused["pause_id"]]
     moved = [r for r in records if r["event"] == "reassigned"]

@@ -106,6 +106,7 @@ async def test_alice_asks_carol_approves_and_waits_dave_approves_and_it_runs_onc
         assert row.answered_by == "dave"
         assert [v.principal for v in row.approvals] == ["carol", "dave"]
 
+        await agent.store.seal_audit()
         records = await agent.store.audit_records(limit=100)
         votes = [(r.event, r.principal) for r in records if r.event in ("approved", "answered")]
         assert votes == [("approved", "carol"), ("approved", "dave"), ("answered", "dave")]
@@ -147,6 +148,7 @@ async def test_an_edit_resets_the_count_and_the_edited_call_runs_once(store_url:
         assert row is not None and row.state is PauseState.PUBLISHED
         assert [v.principal for v in row.approvals] == ["dave", "erin"]
 
+        await one.store.seal_audit()
         records = await one.store.audit_records(limit=100)
         said = [
             (r.principal, r.decision, r.args_digest, r.edited_args_digest)

@@ -106,6 +106,7 @@ async def test_a_principal_is_counted_once_and_a_second_vote_is_a_replay(store: 
     assert again == VoteOutcome(row, already=True)
     assert [(v.principal, v.at) for v in again.pause.approvals] == [("carol", VOTED_AT)]
     assert row.state is PauseState.PENDING and len(row.approvals) == 1
+    await store.seal_audit()
     approved = [r for r in await store.audit_records(limit=100) if r.event == "approved"]
     assert [r.principal for r in approved] == ["carol"]
 
@@ -148,6 +149,7 @@ async def test_an_edit_is_a_new_proposal_and_a_vote_for_the_old_one_writes_nothi
     done = await current(store, pause.pause_id)
     assert [v.principal for v in done.approvals] == ["dave", "carol"]
 
+    await store.seal_audit()
     records = [r for r in await store.audit_records(limit=100) if r.pause_id == pause.pause_id]
     said = [
         (r.event, r.principal, r.decision, r.args_digest, r.edited_args_digest) for r in records
@@ -205,6 +207,7 @@ async def test_every_vote_is_an_audit_record_in_the_chain(store: Store) -> None:
     pause = await needing(store, 2)
     await store.vote_pause(vote_of(pause, "carol"))
     await store.vote_pause(vote_of(pause, "dave"))
+    await store.seal_audit()
     records = [r for r in await store.audit_records(limit=100) if r.pause_id == pause.pause_id]
     said = [(r.event, r.principal, r.decision) for r in records]
     assert said == [

@@ -9,11 +9,13 @@ credentials would.
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import sys
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
-from datetime import timedelta
+from dataclasses import asdict, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -42,6 +44,8 @@ async def other(store_url: str, store: Store) -> AsyncIterator[SqlStore]:
 
 
 async def records(store: Any) -> list[AuditRecord]:
+    """The trail once every committed record is sealed, as a worker's sealer does."""
+    await store.seal_audit()
     return list(await store.audit_records(after=0, limit=1000))
 
 
@@ -116,8 +120,10 @@ async def test_a_declined_answer_is_recorded_as_declined_and_a_cancelled_one_as_
     assert await store.claim_pause(replace(claim_of(dropped, None), status="cancelled"))
     assert await store.claim_pause(claim_of(filled, {"iban": "DE02"}))
     answered = {r.pause_id: r for r in await records(store) if r.event == "answered"}
-    decisions = [(answered[p.pause_id].decision, answered[p.pause_id].principal)
-                 for p in (refused, dropped, filled)]
+    decisions = [
+        (answered[p.pause_id].decision, answered[p.pause_id].principal)
+        for p in (refused, dropped, filled)
+    ]
     assert decisions == [("declined", "ann"), ("cancelled", "ann"), ("answered", "ann")]
     assert await verify_log(store) == (6, None)
 
@@ -159,9 +165,10 @@ async def test_code_appends_through_the_same_chain(store: Any) -> None:
     entry = AuditEntry(
         "reassigned", session_id, "assistant", principal="olga", reason="away on leave"
     )
-    record = await store.append_audit(entry)
+    await store.append_audit(entry)
+    first, record = await records(store)
     assert (record.sequence, record.event, record.principal) == (2, "reassigned", "olga")
-    assert record.prev_hash == (await records(store))[0].hash
+    assert record.prev_hash == first.hash
     assert (await verify_log(store))[1] is None
 
 
@@ -171,25 +178,61 @@ async def test_a_record_of_any_text_verifies(store: Any) -> None:
     session_id = await new_session(store)
     reason = 'a "quote", a \\ and \x01\x1f\x7f, é € \u2028 \U0001f600 and \t\n'
     entry = AuditEntry("reassigned", session_id, "assistant", principal="zoë", reason=reason)
-    record = await store.append_audit(entry)
+    await store.append_audit(entry)
+    (record,) = await records(store)
     assert (record.reason, record.principal) == (reason, "zoë")
     assert await verify_log(store) == (1, None)
 
 
-async def test_two_workers_appending_at_once_keep_one_chain(store: Any, other: SqlStore) -> None:
-    sessions = [await new_session(store) for _ in range(8)]
+# A second worker process: 16 clients each append 10 records, and seal as they go.
+OTHER_PROCESS = """
+import sys, anyio
+from symfonic.core.contracts.audit import AuditEntry
+from symfonic.storage import open_store
+
+async def main(url):
+    async with open_store(url) as store:
+        async def client(n):
+            for k in range(10):
+                await store.append_audit(AuditEntry("reassigned", f"p{n}", "assistant"))
+                if k % 3 == 0:
+                    await store.seal_audit()
+        async with anyio.create_task_group() as group:
+            for n in range(16):
+                group.start_soon(client, n)
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+async def test_concurrent_writers_and_sealers_never_share_a_place(
+    store: Any, other: SqlStore, store_url: str
+) -> None:
+    sessions = [await new_session(store) for _ in range(16)]
+    writing = True
 
     async def ask(worker: Any, session_id: str) -> None:
-        for _ in range(5):
+        for _ in range(10):
             await paused(worker, session_id, pause_id=uuid.uuid4().hex)
 
-    async with anyio.create_task_group() as group:
-        for i, session_id in enumerate(sessions):
-            group.start_soon(ask, (store, other)[i % 2], session_id)
+    async def seal(worker: Any) -> None:
+        while writing:
+            await worker.seal_audit()
+            await anyio.sleep(0.01)
+
+    async with anyio.create_task_group() as sealers:
+        for worker in (store, other):
+            sealers.start_soon(seal, worker)
+        async with anyio.create_task_group() as clients:
+            clients.start_soon(anyio.run_process, [sys.executable, "-c", OTHER_PROCESS, store_url])
+            for i, session_id in enumerate(sessions):
+                clients.start_soon(ask, (store, other)[i % 2], session_id)
+        writing = False
     trail = await records(other)
-    assert [r.sequence for r in trail] == list(range(1, 41))
-    assert len({r.prev_hash for r in trail}) == 40
-    assert await verify_log(other) == (40, None)
+    assert [r.sequence for r in trail] == list(range(1, 321))
+    assert len({r.prev_hash for r in trail}) == 320
+    assert sum(r.event == "asked" for r in trail) == 160
+    assert await verify_log(other) == (320, None)
 
 
 async def test_a_sweep_expiring_500_pauses_in_one_statement_chains_500_records(
@@ -213,6 +256,7 @@ async def test_verify_names_an_edited_record(store: Any, store_url: str) -> None
     session_id = await new_session(store)
     for _ in range(3):
         await claimed(store, session_id)
+    await store.seal_audit()
     await tamper(store_url, "UPDATE symfonic_audit SET principal = 'mallory' WHERE sequence = 4")
     checked, broken = await verify_log(store)
     assert checked == 3 and broken is not None and broken.sequence == 4
@@ -223,6 +267,7 @@ async def test_verify_names_a_deleted_record_and_a_removed_tail(store: Any, stor
     session_id = await new_session(store)
     for _ in range(3):
         await claimed(store, session_id)
+    await store.seal_audit()
     await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence = 3")
     broken = (await verify_log(store))[1]
     assert broken is not None and broken.message == "record 3 was removed"
@@ -252,4 +297,70 @@ async def test_pruning_keeps_an_anchor_the_rest_verifies_from(store: Any) -> Non
     assert await verify_log(store) == (4, None)
     assert await store.prune_audit("9999-12-31T00:00:00.000Z") == 4
     await claimed(store, session_id)
+    assert await store.prune_audit("9999-12-31T00:00:00.000Z") == 0  # unsealed: kept
+    assert len(await records(store)) == 2
     assert await verify_log(store) == (2, None)
+
+
+async def test_a_record_waits_unsealed_until_a_seal_gives_it_its_place(store: Any) -> None:
+    session_id = await new_session(store)
+    await paused(store, session_id)
+    anchor = await store.audit_anchor()
+    assert (anchor.unsealed, anchor.head_sequence) == (1, 0)
+    assert anchor.unsealed_since is not None
+    assert anchor.unsealed_seconds(datetime.now(UTC)) >= 0
+    assert await store.audit_records(after=0, limit=10) == []
+    assert await verify_log(store) == (0, None)
+    assert await store.seal_audit() == 1
+    anchor = await store.audit_anchor()
+    assert (anchor.unsealed, anchor.unsealed_since, anchor.head_sequence) == (0, None, 1)
+    assert anchor.unsealed_seconds(datetime.now(UTC)) == 0
+    assert await verify_log(store) == (1, None)
+
+
+async def test_verify_names_a_record_inserted_after_the_fact(store: Any, store_url: str) -> None:
+    session_id = await new_session(store)
+    await claimed(store, session_id)
+    last = (await records(store))[-1]
+    forged = replace(last, sequence=3, prev_hash=last.hash, principal="mallory", hash="")
+    forged = replace(forged, hash=forged.computed_hash())  # whoever forges can hash too
+    values = ", ".join(
+        "NULL" if v is None else str(v) if isinstance(v, int) else f"'{v}'"
+        for v in asdict(forged).values()
+    )
+    await tamper(
+        store_url, f"INSERT INTO symfonic_audit ({', '.join(asdict(forged))}) VALUES ({values})"
+    )
+    broken = (await verify_log(store))[1]
+    assert broken is not None and broken.message == (
+        "record 3 was inserted after the fact: the chain ends at record 2"
+    )
+
+
+# A worker that commits its records and dies before any seal.
+KILLED_BEFORE_SEALING = """
+import os, signal, sys, anyio
+from symfonic.core.contracts.audit import AuditEntry
+from symfonic.storage import open_store
+
+async def main(url):
+    async with open_store(url) as store:
+        for n in range(5):
+            await store.append_audit(AuditEntry("reassigned", f"s{n}", "assistant"))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+async def test_a_worker_killed_before_sealing_loses_no_record(store: Any, store_url: str) -> None:
+    session_id = await new_session(store)
+    await claimed(store, session_id)
+    killed = await anyio.run_process(
+        [sys.executable, "-c", KILLED_BEFORE_SEALING, store_url], check=False
+    )
+    assert killed.returncode == -signal.SIGKILL
+    assert (await store.audit_anchor()).unsealed == 7
+    trail = await records(store)  # the next seal, by any worker, picks them up
+    assert [r.event for r in trail] == ["asked", "answered"] + ["reassigned"] * 5
+    assert await verify_log(store) == (7, None)

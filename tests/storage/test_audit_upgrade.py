@@ -1,17 +1,14 @@
 """A chain written before the audit triggers changed still verifies after, as one chain.
 
-The store at migration 0016 writes its records with the row triggers of
-migration 0015; opening it at head replaces them (on PostgreSQL, with statement
-triggers) and the records written after continue the same chain: one sequence,
-each ``prev_hash`` the hash before it, every hash recomputed by ``verify``.
-A declined answer written at 0021 said ``answered`` and keeps saying it; one
-written after the upgrade says ``declined``, and the chain still verifies.
+Records written at an old revision, then sealed ones written at head, form one sequence,
+each `prev_hash` the hash before it; a declined answer written at 0021 keeps saying `answered`.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import anyio
@@ -36,9 +33,9 @@ def _at(connection: sa.Connection, revision: str) -> None:
     command.upgrade(config, revision)
 
 
-def _written_at_0016(connection: sa.Connection) -> None:
-    """Three pauses asked, two answered in one statement, by the old triggers."""
-    _at(connection, "0016")
+def _written_at(revision: str, connection: sa.Connection) -> None:
+    """Three pauses asked, two answered in one statement, by the triggers at ``revision``."""
+    _at(connection, revision)
     tables = sa.MetaData()
     tables.reflect(connection)
     sessions, pauses = tables.tables["symfonic_sessions"], tables.tables["symfonic_pauses"]
@@ -67,7 +64,7 @@ def _written_at_0016(connection: sa.Connection) -> None:
 
 def _declined_at_0021(connection: sa.Connection) -> None:
     """An MCP server's form asked and declined, by the triggers that knew only cancelled."""
-    _written_at_0016(connection)
+    _written_at("0016", connection)
     _at(connection, "0021")
     pauses = sa.Table("symfonic_pauses", sa.MetaData(), autoload_with=connection)
     connection.execute(
@@ -78,7 +75,7 @@ def _declined_at_0021(connection: sa.Connection) -> None:
     )
 
 
-async def _old_store(store_url: str, written: Any = _written_at_0016) -> None:
+async def _old_store(store_url: str, written: Any) -> None:
     if store_url.startswith("sqlite"):
         engine = sa.create_engine(store_url.replace("sqlite:", "sqlite+pysqlite:", 1))
         sa.event.listen(engine, "connect", lambda connection, _: register_audit_hash(connection))
@@ -102,10 +99,13 @@ async def _old_store(store_url: str, written: Any = _written_at_0016) -> None:
         await engine_.dispose()
 
 
+# 0016: migration 0015's row triggers; 0023: each record chained in its transaction
+# under the head row's lock, as the release before sealing wrote them.
+@pytest.mark.parametrize("revision", ["0016", "0023"])
 async def test_records_written_before_and_after_the_upgrade_verify_as_one_chain(
-    store_url: str,
+    store_url: str, revision: str
 ) -> None:
-    await _old_store(store_url)
+    await _old_store(store_url, partial(_written_at, revision))
     async with open_store(store_url) as store:  # opening upgrades the schema to head
         before: Any = await store.audit_records(after=0, limit=100)
         assert [(r.event, r.pause_id) for r in before] == [
@@ -118,6 +118,7 @@ async def test_records_written_before_and_after_the_upgrade_verify_as_one_chain(
         # p2 and the new pause expire in one statement; the new claim's lease lapses.
         report = await store.sweep(T0 + timedelta(hours=2))
         assert (report.expired, report.abandoned) == (2, 1)
+        assert await store.seal_audit() == 6
         trail = await store.audit_records(after=0, limit=100)
         assert [r.sequence for r in trail] == list(range(1, 12))
         assert trail[5].prev_hash == before[-1].hash
@@ -138,6 +139,7 @@ async def test_a_declined_answer_after_the_upgrade_says_declined_and_the_chain_v
         dropped = await paused(store, session_id, **form)
         assert await store.claim_pause(replace(claim_of(refused, None), status="declined"))
         assert await store.claim_pause(replace(claim_of(dropped, None), status="cancelled"))
+        await store.seal_audit()
         trail = await store.audit_records(after=0, limit=100)
         answers = [(r.pause_id, r.decision) for r in trail if r.event == "answered"]
         # What a record said when it was written stays: the chain is never rewritten.

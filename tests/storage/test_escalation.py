@@ -198,7 +198,8 @@ async def test_a_reassignment_hands_over_a_pending_pause_and_only_a_pending_one(
 
 
 async def audited(store: Store, pause_id: str) -> list[tuple[object, ...]]:
-    """The pause's audit records: event, from and to whom, by whom, why."""
+    """The pause's audit records once sealed: event, from and to whom, by whom, why."""
+    await store.seal_audit()
     trail = await store.audit_records(after=0, limit=1000)
     return [
         (r.event, r.from_audience, r.to_audience, r.principal, r.reason)

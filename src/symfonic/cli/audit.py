@@ -1,11 +1,6 @@
-"""``symfonic audit``: verify the audit trail's hash chain, or export its records.
+"""`symfonic audit`: verify the audit trail's hash chain (exit 1 when broken), or export it.
 
-``verify`` recomputes every kept record's hash from its anchor and says, in
-words, the first record that was changed or removed; it exits 1 then, so a
-scheduled check can alert on it. ``export`` writes the records stamped at or
-after ``--since`` as JSON lines, oldest first, each with its ``prev_hash`` and
-``hash`` so anyone can recompute the chain from the export alone: a line
-without its ``hash`` is exactly what was hashed.
+An export's line without its `hash` is exactly what was hashed, so anyone can recompute the chain.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from symfonic.core.contracts.audit import ChainBreak, verify_log
+from symfonic.core.contracts.audit import AuditAnchor, ChainBreak, verify_log
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.storage import masked_url, open_store, store_url
 
@@ -49,7 +44,7 @@ def register(sub: Any) -> None:
 def run_verify(args: argparse.Namespace) -> int:
     url = store_url(args.store)
     try:
-        checked, broken = anyio.run(_verify, url)
+        checked, broken, anchor = anyio.run(_verify, url)
     except (ConfigurationError, StoreUnavailable) as error:
         print(f"symfonic audit: {error}", file=sys.stderr)
         return 2
@@ -57,12 +52,19 @@ def run_verify(args: argparse.Namespace) -> int:
         print(f"the audit trail of {masked_url(url)} is broken: {broken.message}")
         return 1
     print(f"the audit trail of {masked_url(url)} holds: {checked} records verified")
+    if anchor.unsealed:
+        waited = anchor.unsealed_seconds(datetime.now(UTC))
+        print(
+            f"not yet sealed into the chain: {anchor.unsealed}, the oldest committed"
+            f" {waited:.1f} s ago (a running worker seals them within a second)"
+        )
     return 0
 
 
-async def _verify(url: str) -> tuple[int, ChainBreak | None]:
+async def _verify(url: str) -> tuple[int, ChainBreak | None, AuditAnchor]:
     async with open_store(url) as store:
-        return await verify_log(store, PAGE)
+        checked, broken = await verify_log(store, PAGE)
+        return checked, broken, await store.audit_anchor()
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -172,3 +172,5 @@ class DestinationList(ApiModel):
 
 class Health(ApiModel):
     status: Literal["ok"]
+    audit_unsealed: int = 0
+    audit_unsealed_seconds: float = 0.0

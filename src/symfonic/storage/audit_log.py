@@ -1,20 +1,8 @@
-"""The audit trail in SQL: appends through the intake, reads, and pruning with an anchor.
+"""The audit trail in SQL: records appended unsealed in the change's transaction, sealed later.
 
-The database writes and chains the records itself (migration 0015): a pause's
-change inserts into ``symfonic_audit_intake`` from a trigger, and so does
-:func:`append` for a change audited from code, inside the caller's own
-transaction, so the record commits or rolls back with the change. The intake's
-trigger takes the chain's head row first (on PostgreSQL an ``UPDATE`` that
-holds its lock to commit; on SQLite the write lock), which is why two workers
-appending at once never fork the chain.
-
-SQLite has no SHA-256: every connection the store opens registers
-``symfonic_audit_hash`` (:func:`register_audit_hash`), which the trigger calls
-on the record's JSON. A connection without it cannot change a pause's state.
-
-Pruning deletes a prefix of the chain and keeps the last deleted record's
-sequence and hash as the anchor, in the same transaction, so verification
-still starts from a hash it can trust.
+A record is inserted with a negative ``sequence`` (migration 0024); the sealer gives it
+its place, ``prev_hash`` and ``hash`` under the head row's lock, in commit order, so no
+change's transaction ever waits on the head. Pruning keeps the last pruned record as anchor.
 """
 
 from __future__ import annotations
@@ -23,15 +11,17 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 
 import rfc8785
 
 from symfonic.core.contracts.audit import AuditAnchor, AuditEntry, AuditRecord, hashed_fields
-from symfonic.storage.statements import Row, Statement, first
+from symfonic.storage.statements import Dialect, Row, Statement, first
 from symfonic.storage.transactions import Connection, SqlTransactions
 
 HASH_FUNCTION = "symfonic_audit_hash"
+# Records sealed a transaction: a backlog is sealed in several, none holding the head long.
+SEAL_BATCH = 1000
 _RECORD_COLUMNS = ", ".join(f.name for f in fields(AuditRecord))
 _ENTRY_COLUMNS = tuple(f.name for f in fields(AuditEntry))
 
@@ -39,25 +29,46 @@ APPEND = Statement(
     f"INSERT INTO symfonic_audit_intake ({', '.join(_ENTRY_COLUMNS)})"
     f" VALUES ({', '.join(':' + c for c in _ENTRY_COLUMNS)})"
 )
-HEAD_RECORD = Statement(
-    f"SELECT {_RECORD_COLUMNS} FROM symfonic_audit"
-    " WHERE sequence = (SELECT sequence FROM symfonic_audit_head WHERE id = 1)"
-)
 RECORDS = Statement(
-    f"SELECT {_RECORD_COLUMNS} FROM symfonic_audit WHERE sequence > :after"
+    f"SELECT {_RECORD_COLUMNS} FROM symfonic_audit WHERE sequence > :after AND sequence > 0"
     " AND (CAST(:since AS TEXT) IS NULL OR at >= :since) ORDER BY sequence LIMIT :limit"
 )
 ANCHOR = Statement(
-    "SELECT sequence, hash, anchor_sequence, anchor_hash FROM symfonic_audit_head WHERE id = 1"
+    "SELECT sequence, hash, anchor_sequence, anchor_hash,"
+    " (SELECT count(*) FROM symfonic_audit WHERE sequence < 0) AS unsealed,"
+    " (SELECT min(at) FROM symfonic_audit WHERE sequence < 0) AS unsealed_since"
+    " FROM symfonic_audit_head WHERE id = 1"
+)
+# The head's lock is what makes two sealers take turns: SQLite's write lock, PostgreSQL's row lock.
+SEALED_HEAD = {
+    Dialect.SQLITE: Statement("SELECT sequence, hash FROM symfonic_audit_head WHERE id = 1"),
+    Dialect.POSTGRESQL: Statement(
+        "SELECT sequence, hash FROM symfonic_audit_head WHERE id = 1 FOR UPDATE"
+    ),
+}
+# Unsealed numbers fall as records are written: the oldest is the one nearest zero.
+UNSEALED = Statement(
+    f"SELECT {_RECORD_COLUMNS} FROM symfonic_audit WHERE sequence < 0"
+    " ORDER BY sequence DESC LIMIT :limit"
+)
+SEAL = Statement(
+    "UPDATE symfonic_audit SET sequence = :sequence, prev_hash = :prev_hash, hash = :hash"
+    " WHERE sequence = :unsealed"
+)
+MOVE_HEAD = Statement(
+    "UPDATE symfonic_audit_head SET sequence = :sequence, hash = :hash WHERE id = 1"
 )
 LAST_BEFORE = Statement(
-    "SELECT sequence, hash FROM symfonic_audit WHERE at < :before ORDER BY sequence DESC LIMIT 1"
+    "SELECT sequence, hash FROM symfonic_audit WHERE at < :before AND sequence > 0"
+    " ORDER BY sequence DESC LIMIT 1"
 )
 MOVE_ANCHOR = Statement(
     "UPDATE symfonic_audit_head SET anchor_sequence = :sequence, anchor_hash = :hash"
     " WHERE id = 1 AND anchor_sequence < :sequence"
 )
-DELETE_THROUGH = Statement("DELETE FROM symfonic_audit WHERE sequence <= :sequence")
+DELETE_THROUGH = Statement(
+    "DELETE FROM symfonic_audit WHERE sequence > 0 AND sequence <= :sequence"
+)
 
 
 def _hash_record(record_json: str) -> str:
@@ -65,7 +76,7 @@ def _hash_record(record_json: str) -> str:
 
 
 def register_audit_hash(connection: sqlite3.Connection) -> None:
-    """Give a SQLite connection the hash the audit trigger computes each record's with."""
+    """Give a SQLite connection the hash the audit triggers of migrations 0015-0023 call."""
     connection.create_function(HASH_FUNCTION, 1, _hash_record, deterministic=True)
 
 
@@ -81,15 +92,40 @@ async def append(connection: Connection, entry: AuditEntry) -> None:
 
 
 class SqlAuditLog(SqlTransactions):
-    """The :class:`~symfonic.core.contracts.audit.AuditLog` role in SQL."""
+    """The `AuditLog` role in SQL."""
 
-    async def append_audit(self, entry: AuditEntry) -> AuditRecord:
-        async def append_then_read(connection: Connection) -> AuditRecord:
+    async def append_audit(self, entry: AuditEntry) -> None:
+        async def append_one(connection: Connection) -> None:
             await append(connection, entry)
-            (row,) = await connection.rows(HEAD_RECORD, {})
-            return record_of(row)
 
-        return await self.transaction(append_then_read)
+        await self.transaction(append_one)
+
+    async def seal_audit(self) -> int:
+        sealed = 0
+        while (batch := await self.background_transaction(self._seal_batch)) > 0:
+            sealed += batch
+            if batch < SEAL_BATCH:
+                break
+        return sealed
+
+    async def _seal_batch(self, connection: Connection) -> int:
+        (head,) = await connection.rows(SEALED_HEAD[self.dialect], {})
+        rows = await connection.rows(UNSEALED, {"limit": SEAL_BATCH})
+        if not rows:
+            return 0
+        sequence, prev_hash = int(head["sequence"]), head["hash"]
+        seals = []
+        for row in rows:
+            sequence += 1
+            record = replace(record_of(row), sequence=sequence, prev_hash=prev_hash)
+            prev_hash = record.computed_hash()
+            seals.append(
+                {"unsealed": row["sequence"], "sequence": sequence}
+                | {"prev_hash": record.prev_hash, "hash": prev_hash}
+            )
+        await connection.each(SEAL, seals)
+        await connection.count(MOVE_HEAD, {"sequence": sequence, "hash": prev_hash})
+        return len(seals)
 
     async def audit_records(
         self, *, after: int = 0, limit: int = 100, since: str | None = None
@@ -104,6 +140,8 @@ class SqlAuditLog(SqlTransactions):
             anchor_hash=row["anchor_hash"],
             head_sequence=int(row["sequence"]),
             head_hash=row["hash"],
+            unsealed=int(row["unsealed"]),
+            unsealed_since=row["unsealed_since"],
         )
 
     async def prune_audit(self, before: str) -> int:

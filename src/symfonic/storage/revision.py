@@ -4,6 +4,6 @@ and loads neither SQLAlchemy nor Alembic. A test pins it to the migrations' head
 
 from __future__ import annotations
 
-SCHEMA_HEAD = "0023"
+SCHEMA_HEAD = "0024"
 # Alembic's own bookkeeping table; missing in a database never migrated.
 READ_REVISION = "SELECT version_num FROM alembic_version"

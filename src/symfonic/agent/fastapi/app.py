@@ -38,7 +38,11 @@ from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import PauseFeed
 from symfonic.agent.service.runs import BackgroundRuns
-from symfonic.agent.service.sweeper import SWEEP_INTERVAL, sweep_periodically
+from symfonic.agent.service.sweeper import (
+    SWEEP_INTERVAL,
+    seal_audit_periodically,
+    sweep_periodically,
+)
 from symfonic.agent.service.webhook_dispatch import WebhookDispatcher
 from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.core.contracts.store import Store
@@ -142,9 +146,9 @@ def _lifespan(
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """The app's lifespan: the store open, and what runs beside the requests.
 
-    The sweeper (unless ``sweep_interval`` is 0), the live feed's watch, the
-    background runs (`BackgroundRuns`) and the webhook dispatcher run
-    under one task group; shutdown cancels them, then closes the store.
+    The audit's sealer, the sweeper (unless ``sweep_interval`` is 0), the live feed's
+    watch, the background runs and the webhook dispatcher run under one task group;
+    shutdown cancels them, then closes the store.
     """
     sweep_interval, retention, run_events_ttl = sweeping
     feed, runs = watches
@@ -157,6 +161,7 @@ def _lifespan(
         await host.open()
         try:
             async with anyio.create_task_group() as tasks:
+                tasks.start_soon(seal_audit_periodically, host)
                 if sweep_interval > 0:
                     tasks.start_soon(
                         sweep_periodically,

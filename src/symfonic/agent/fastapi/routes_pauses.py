@@ -4,6 +4,7 @@ A listing shows only the pauses this principal may answer; health is 503 while t
 cannot write.
 """
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 import anyio
@@ -115,8 +116,13 @@ def pauses_router(service: HttpService) -> APIRouter:
             with anyio.fail_after(HEALTH_TIMEOUT):
                 host = await service.ready()
                 await host.store.ping()
+                audit = await host.store.audit_anchor()
         except TimeoutError as error:
             raise StoreUnavailable("the store did not answer in time") from error
-        return Health(status="ok")
+        return Health(
+            status="ok",
+            audit_unsealed=audit.unsealed,
+            audit_unsealed_seconds=round(audit.unsealed_seconds(datetime.now(UTC)), 3),
+        )
 
     return router

@@ -290,3 +290,9 @@ class TurnOutcome(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"]
+    audit_unsealed: int = Field(
+        0, description="Audit records committed but not yet given their place in the chain."
+    )
+    audit_unsealed_seconds: float = Field(
+        0.0, description="How long the oldest of them has waited (about a second at most)."
+    )

@@ -17,6 +17,8 @@ from symfonic.agent.service.runs import BackgroundRuns
 logger = logging.getLogger("symfonic.http")
 
 SWEEP_INTERVAL = 5.0
+# Under a second from a record's commit to its place in the audit chain, sealing included.
+SEAL_INTERVAL = 0.5
 
 
 async def sweep_periodically(
@@ -37,6 +39,23 @@ async def sweep_periodically(
                 logger.info("started %d queued messages whose session was free", taken)
         except Exception as error:
             logger.warning("the pause sweep failed; retrying in %gs: %s", interval, error)
+        await anyio.sleep(interval)
+
+
+async def seal_audit_periodically(host: ServiceHost, interval: float = SEAL_INTERVAL) -> None:
+    """Give committed audit records their place in the chain every ``interval`` seconds;
+    a failure is logged once until a seal succeeds, and the next pass picks the records up."""
+    failing = False
+    while True:
+        try:
+            await host.store.seal_audit()
+            failing = False
+        except Exception as error:
+            if not failing:
+                logger.warning(
+                    "sealing the audit trail failed; retrying every %gs: %s", interval, error
+                )
+            failing = True
         await anyio.sleep(interval)
 
 

@@ -1,12 +1,12 @@
 """The audit trail's role: hash-chained records of what happened to each pause, written in the
-transaction that changed it (docs/audit.md).
+transaction that changed it and sealed into the chain after it commits (docs/audit.md).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from typing import Any, Protocol
 
 import rfc8785
@@ -83,6 +83,16 @@ class AuditAnchor:
     anchor_hash: str
     head_sequence: int
     head_hash: str
+    # Records committed but not yet given their place in the chain, and the oldest's stamp.
+    unsealed: int = 0
+    unsealed_since: str | None = None
+
+    def unsealed_seconds(self, now: datetime) -> float:
+        """How long the oldest unsealed record has waited for its place; 0 when none does."""
+        if self.unsealed_since is None:
+            return 0.0
+        since = datetime.fromisoformat(self.unsealed_since.replace("Z", "+00:00"))
+        return max(0.0, (now - since).total_seconds())
 
 
 @dataclass(frozen=True)
@@ -96,8 +106,12 @@ class ChainBreak:
 class AuditLog(Protocol):
     """Reading and pruning the audit trail; the store appends as pauses change."""
 
-    async def append_audit(self, entry: AuditEntry) -> AuditRecord:
+    async def append_audit(self, entry: AuditEntry) -> None:
         """Append one record for a change audited outside a pause's own transition."""
+        ...
+
+    async def seal_audit(self) -> int:
+        """Chain every committed unsealed record, oldest first; how many were sealed."""
         ...
 
     async def audit_records(
@@ -107,7 +121,7 @@ class AuditLog(Protocol):
         ...
 
     async def audit_anchor(self) -> AuditAnchor:
-        """The chain's anchor and head."""
+        """The chain's anchor and head, and how many records wait to be sealed."""
         ...
 
     async def prune_audit(self, before: str) -> int:
@@ -155,30 +169,36 @@ class ChainWalk:
         return None
 
 
-def check_chain(anchor: AuditAnchor, records: Iterable[AuditRecord]) -> ChainBreak | None:
-    """The first record that was changed or removed, or ``None`` when the chain holds."""
-    walk = ChainWalk(anchor)
-    for record in records:
-        broken = walk.step(record)
-        if broken is not None:
-            return broken
-    return walk.finish()
-
-
 async def verify_log(log: AuditLog, page: int = 1000) -> tuple[int, ChainBreak | None]:
     """How many records held, and the first break in the whole kept chain, read a page
     at a time so a long trail is never held in memory at once."""
-    anchor = await log.audit_anchor()
-    walk, after = ChainWalk(anchor), anchor.anchor_sequence
+    walk = ChainWalk(await log.audit_anchor())
+    after = walk.anchor.anchor_sequence
     while True:
         batch = await log.audit_records(after=after, limit=page)
         for record in batch:
-            broken = walk.step(record)
+            broken = await _past_head(log, walk, record) or walk.step(record)
             if broken is not None:
                 return walk.checked, broken
         if len(batch) < page:
             return walk.checked, walk.finish()
         after = batch[-1].sequence
+
+
+async def _past_head(log: AuditLog, walk: ChainWalk, record: AuditRecord) -> ChainBreak | None:
+    """A record past the head read first was sealed since, or inserted: the head read
+    now tells which, since a seal moves the head in the transaction that seals."""
+    if record.sequence <= walk.anchor.head_sequence:
+        return None
+    head = await log.audit_anchor()
+    walk.anchor = replace(walk.anchor, head_sequence=head.head_sequence, head_hash=head.head_hash)
+    if record.sequence <= head.head_sequence:
+        return None
+    return ChainBreak(
+        record.sequence,
+        f"record {record.sequence} was inserted after the fact: the chain ends at record "
+        f"{head.head_sequence}",
+    )
 
 
 def _gap(missing: int, found: int) -> ChainBreak:

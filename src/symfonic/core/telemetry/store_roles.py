@@ -258,8 +258,11 @@ class StoreRoles:
         return await self._through("prune", self._store.prune(batch))
 
     # the audit trail
-    async def append_audit(self, entry: AuditEntry) -> AuditRecord:
-        return await self._through("append_audit", self._store.append_audit(entry))
+    async def append_audit(self, entry: AuditEntry) -> None:
+        await self._through("append_audit", self._store.append_audit(entry))
+
+    async def seal_audit(self) -> int:
+        return await self._through("seal_audit", self._store.seal_audit())
 
     async def audit_records(
         self, *, after: int = 0, limit: int = 100, since: str | None = None
