@@ -1,8 +1,7 @@
 """The audit trail in SQL: records appended unsealed in the change's transaction, sealed later.
 
-A record is inserted with a negative ``sequence`` (migration 0024); the sealer gives it
-its place, ``prev_hash`` and ``hash`` under the head row's lock, in commit order, so no
-change's transaction ever waits on the head. Pruning keeps the last pruned record as anchor.
+A record is inserted with a negative `sequence` (migration 0024); a seal gives it its place,
+`prev_hash` and `hash` under the head row's lock, so no change's transaction waits on the head.
 """
 
 from __future__ import annotations
