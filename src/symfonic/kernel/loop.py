@@ -106,15 +106,10 @@ class _Progress:
 class Kernel:
     """Live handles for one turn: the model bound to its tools, the tools, the limits.
 
-    ``bound_model`` is ``model`` already bound to the tools, so an agent binds once
-    rather than once a turn; ``streaming`` says whether to stream its replies
-    (see `streams_natively`). ``heartbeat``, if given, is awaited every
-    ``heartbeat_interval`` seconds while a tool runs: a tool can run far longer
-    than anything else in a turn and yields no events meanwhile, and whoever
-    holds a lease on the turn must renew it. ``principal`` is the one whose
-    message the turn answers: approval rules decide with it. ``telemetry``: whether
-    the model and tool calls are traced and measured (an SDK was recording when the
-    agent opened).
+    ``bound_model`` is bound once per agent, not once a turn. ``heartbeat``, if
+    given, is awaited every ``heartbeat_interval`` seconds while a tool runs, for
+    whoever holds a lease on the turn. ``principal``: whose message the turn
+    answers, which approval rules decide with. ``telemetry``: trace and measure calls.
     """
 
     model: BaseChatModel

@@ -22,19 +22,12 @@ SWEEP_BATCH = 100
 def _stale(dialect: Dialect, new_state: str, state: str, due_by: str) -> Statement:
     """One batch of ``state`` pauses whose ``due_by`` time has come moved to ``new_state``.
 
-    The batch is picked once through the index on ``(state, due_by)``, then its
-    rows are updated by primary key. The update's own check that each row is
-    still due (what makes two sweepers move a pause once) is written so that no
-    index serves it: only the batch's keys can find the rows, and a batch costs
-    its own rows whatever the statistics say. Were the update matched on the due
-    index too, each batch would read every pause due, and on a PostgreSQL table
-    never analysed would join them to the batch row by row (4,000 due: 400,000
-    comparisons a batch).
-
-    PostgreSQL builds the batch as an array, skipping rows another transaction
-    holds: a ``LIMIT … FOR UPDATE SKIP LOCKED`` subquery under ``IN`` may be run
-    again for each row and move more than a batch. SQLite's writers never
-    overlap, and it runs an ``IN`` subquery once.
+    The batch is picked through the ``(state, due_by)`` index, then updated by key;
+    the update's recheck that a row is still due is wrapped in ``coalesce`` so no
+    index serves it and a batch costs its own rows (matched on the due index, a
+    never-analysed PostgreSQL table joins every due pause to the batch row by row).
+    PostgreSQL takes the batch as an array: a ``LIMIT … FOR UPDATE SKIP LOCKED``
+    subquery under ``IN`` may run again per row and move more than a batch.
     """
     batch = f"SELECT pause_id FROM symfonic_pauses WHERE state = '{state}' AND {due_by} <= :now"
     still_due = f"coalesce(state, state) = '{state}' AND coalesce({due_by}, {due_by}) <= :now"
@@ -55,17 +48,8 @@ class SqlPauseSweep(SqlTransactions):
     """The sweep of the port's `PauseStore`."""
 
     async def sweep(self, now: datetime) -> SweepReport:
-        """Expire stale pending pauses and abandon claims whose lease ran out, after
-        writing the cleanups owed since the store could not (`symfonic.storage.owed_cleanups`)
-        and applying the escalation steps due (`symfonic.storage.readdressing`).
-
-        Rows another transaction holds (a claim being won, a lease being renewed, a
-        publish) are skipped rather than waited for: a sweep never blocks a turn,
-        and sweepers on many workers never deadlock on each other. Each batch of at
-        most ``SWEEP_BATCH`` pauses is a transaction of its own, run where the
-        adapter keeps long work (`SqlTransactions.background_transaction`), and
-        each finds its rows through the index of the pauses due, so a pass costs
-        what it moves, not what waits.
+        """Expire stale pending pauses and abandon lapsed claims, after the owed cleanups
+        and the escalation steps due; held rows are skipped, never waited for (docs/storage.md).
         """
         # Cleanups owed since the store could not write go first: a failed turn's
         # claim or session is released within one sweep of writes working again.
