@@ -307,3 +307,10 @@ def test_every_python_example_in_the_tutorial_and_guides_is_run() -> None:
         if _blocks(path.read_text())
     }
     assert with_python - RUN_AS_WRITTEN == {"getting-started/serving.md"}
+
+
+def test_every_file_the_readme_links_to_exists() -> None:
+    targets = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README)
+    assert "docs/inbox.png" in targets
+    missing = [target for target in targets if not (ROOT / target).exists()]
+    assert not missing, missing
