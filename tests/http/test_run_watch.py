@@ -1,23 +1,35 @@
-"""A follower hears of what was kept while its worker's watch of the store was being set up.
-
-A worker watches the store only while something there is followed or running,
-so a worker idle between runs sets the watch up again for each one. What is
-kept before the watch listens is announced to nobody; once it listens, every
-follower looks again, so the stream ends when the run does instead of at the
-follower's next periodic look.
+"""How a follower of a run hears of its new events: from memory on the worker running it,
+through the store's watch on another, where what was kept while the watch was being set up
+still reaches it.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from typing import Any
 
 import anyio
 import pytest
 
-from http_support import KEYS, auth, client_of, frames, new_session, payment_agent
+from feed_support import FeedReader
+from http_support import (
+    KEYS,
+    Frame,
+    Gate,
+    auth,
+    client_of,
+    frames,
+    new_session,
+    payment_agent,
+    uvicorn_serving,
+)
+from symfonic import SymfonicAgent
 from symfonic.agent.fastapi.app import create_app
 from symfonic.agent.service import runs
+from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio
 
@@ -57,3 +69,83 @@ async def test_what_was_kept_before_the_watch_listened_reaches_the_follower(
             assert started.status_code == 202, started.text
             followed = await client.get(started.json()["events_url"], headers=ALICE)
     assert [f.event for f in frames(followed.text)][-1] == "response.complete"
+
+
+async def follow_to_the_end(reader: FeedReader) -> list[Frame]:
+    seen = [await reader.next()]
+    while seen[-1].event not in ("response.complete", "turn.paused", "error"):
+        seen.append(await reader.next())
+    return seen
+
+
+async def test_a_follower_on_the_running_worker_reads_its_events_from_memory(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = Gate()
+    agent = payment_agent(store_url, tool=gate.pay, approval=())
+    app = create_app(agent, api_keys=KEYS, sweep_interval=0)
+    async with uvicorn_serving(app) as client:
+        session_id = await new_session(client, **ALICE)  # the app has opened its store
+        reads: list[int] = []
+        read = agent.store.run_events_after
+
+        async def counted(run_id: str, position: int, *, limit: int) -> Any:
+            reads.append(position)
+            return await read(run_id, position, limit=limit)
+
+        monkeypatch.setattr(agent.store, "run_events_after", counted)
+        body = {"message": "pay 5", "background": True}
+        started = await client.post(f"/v1/sessions/{session_id}/turns", json=body, headers=ALICE)
+        url = started.json()["events_url"]
+        async with client.stream("GET", url, headers=ALICE) as response:
+            reader = FeedReader(response)
+            first = [await reader.next(), await reader.next()]
+            await gate.entered.wait()
+            gate.release.set()
+            live = first + await follow_to_the_end(reader)
+        assert reads == []  # not one read of the store between the events
+        replayed = frames((await client.get(url, headers=ALICE)).text)
+    assert [(f.event, f.id) for f in live] == [
+        ("turn.started", "1"),
+        ("tool.call", "2"),
+        ("tool.result", "3"),
+        ("text.delta", "4"),
+        ("response.complete", "5"),
+    ]
+    assert reads, "the replay once the run ended reads the store"
+    assert [(f.event, f.id, f.data) for f in replayed] == [(f.event, f.id, f.data) for f in live]
+
+
+async def ended_at(wait: float) -> str:
+    """The time this tool ended, after ``wait`` seconds."""
+    await anyio.sleep(wait)
+    return f"{time.time():.6f}"
+
+
+def ticking_agent(store_url: str, ticks: int) -> SymfonicAgent:
+    def respond(messages: list[Any]) -> Any:
+        done = sum(getattr(m, "type", "") == "tool" for m in messages) >= ticks
+        return reply("done") if done else call("ended_at", {"wait": 0.05})
+
+    return SymfonicAgent(
+        model=ScriptedChatModel(respond=respond), tools=[ended_at], store=store_url
+    )
+
+
+async def test_a_follower_on_another_worker_hears_of_each_event_promptly(store_url: str) -> None:
+    """A loose bound, for a loaded machine; the tight figures are bench/runs.py's."""
+    workers = [
+        create_app(ticking_agent(store_url, ticks=8), api_keys=KEYS, sweep_interval=0) for _ in "ab"
+    ]
+    async with uvicorn_serving(workers[0]) as a, uvicorn_serving(workers[1]) as b:
+        session_id, _ = await new_session(a, **ALICE), await new_session(b, **ALICE)
+        body = {"message": "tick", "background": True}
+        started = await a.post(f"/v1/sessions/{session_id}/turns", json=body, headers=ALICE)
+        waits: list[float] = []
+        async with b.stream("GET", started.json()["events_url"], headers=ALICE) as response:
+            reader = FeedReader(response)
+            while (frame := await reader.next()).event != "response.complete":
+                if frame.event == "tool.result":
+                    waits.append(time.time() - float(frame.data["content"]))
+    assert len(waits) == 8
+    assert statistics.median(waits[1:]) < 0.1, waits  # the first may have been replayed

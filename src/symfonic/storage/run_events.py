@@ -1,33 +1,7 @@
-"""Runs and their kept events, in SQL both databases accept.
+"""Runs and their kept events, in SQL both databases accept; docs/runs.md says what is kept.
 
-A run's row (``symfonic_runs``) holds its state, outcome and lease, and the
-count of events it kept and dropped; its events (``symfonic_run_events``) are
-numbered from 1 in the run. Only the run's own worker appends, and each append
-is one transaction that first updates the run's row (which on PostgreSQL locks
-it), then numbers the events after the count it read there, so two appends of
-one run can never take the same numbers. An append keeps at most
-:data:`~symfonic.core.contracts.run_events.RUN_EVENT_LIMIT` rows per run, one
-always left for the terminal event, and counts what it drops.
-
-Watching: every event row has an ``id`` that rises across runs and is never
-reused. Without notifications (SQLite) a watch reads the largest id every
-``POLL_SECONDS`` and, when it moved, which runs the new rows belong to, through
-the same poller as the record of pause changes
-(:func:`symfonic.storage.pause_changes.polled`). On PostgreSQL each append and
-each end also sends ``pg_notify`` with the run's id, delivered at commit, and
-the watch listens (:mod:`symfonic.storage.pg_notifications`).
-
-A cancel (:meth:`SqlRunEvents.cancel_run`) is one transaction: the run's row
-moves to ``cancelled`` while its lease holds, then the turn loses what it would
-settle with -- a first turn's run marker (left lapsed and marked cancelled,
-which its publish checks), a resume's claim (the statement that abandons it)
--- so a publish or pause it attempts after the commit finds nothing to settle. If
-that finds nothing (the turn settled first) the whole transaction rolls back
-and the cancel came too late. The cancel's ``error`` event is kept as the
-run's last, which wakes its followers and the worker running it alike.
-
-Retention deletes a run's row and events once it has ended (or its lease
-lapsed) for longer than the TTL, a batch of runs per transaction, off the loop.
+Each append is one transaction that locks the run's row and numbers its events after the
+count there, so numbers never collide; on SQLite a watch polls the newest event id.
 """
 
 from __future__ import annotations
@@ -174,7 +148,9 @@ def kept(events: Sequence[Event], stored: int) -> list[Event]:
 class SqlRunEvents(SqlTransactions):
     """The port's :class:`~symfonic.core.contracts.run_events.RunEventLog`, in SQL."""
 
-    POLL_SECONDS: ClassVar[float] = 0.2
+    # Another worker's follower hears of an event within this (SQLite: one indexed read,
+    # about 15 us, made only while the worker watches).
+    RUN_POLL_SECONDS: ClassVar[float] = 0.01
 
     async def begin_run_log(self, run: NewRun) -> None:
         params = {
@@ -294,8 +270,8 @@ class SqlRunEvents(SqlTransactions):
         return [str(row["run_id"]) for row in rows], upto
 
     def watch_run_events(self) -> AsyncGenerator[list[str], None]:
-        """Poll the largest event id; see the module's docstring."""
-        return polled(self._newest_run_event, self._runs_between, self.POLL_SECONDS)
+        """Poll the largest event id; each rise names the runs of the new rows."""
+        return polled(self._newest_run_event, self._runs_between, self.RUN_POLL_SECONDS)
 
     async def prune_run_events(self, ended_before: datetime, batch: int) -> int:
         async def prune(connection: Connection) -> int:

@@ -1,31 +1,8 @@
 """A run in the background: a started turn driven to its end by a task, its events kept.
 
-The turn is started where it is asked for: its first event is pulled before
-anything is handed back, so every refusal (and a resume's claim) is decided by
-then, exactly as for an attached turn. From there a task of the caller's task
-group owns it: it drives the turn to its end whether or not anyone listens,
-keeps its events in the store (:class:`~symfonic.core.contracts.run_events.RunEventLog`)
-and records how it ended. Nothing about the turn itself changes: its claim,
-lease, publish or abandon are the turn's own, so a worker that dies mid-run is
-today's lapsed lease (the sweep abandons the claim, the run marker lapses) and
-the run, no longer renewed, reads as ``failed``.
-
-Events are kept by a second task (:mod:`symfonic.turns.event_keeper`), so a
-slow write never holds the turn back. The terminal event is not the keeper's:
-it is kept with the run's end, in one transaction, so whoever has read it reads
-the run ended. A paused turn's token is not kept: the stream that replays the
-event mints it again for whoever may answer.
-
-A client on the worker that runs the turn may listen to it as it happens
-(:meth:`RunHandle.events`): the events as the turn yields them, each once and
-without waiting for the keeper, from the first; leaving stops listening,
-never the run. Clients on any worker follow the kept events instead.
-
-A run whose task is cancelled (the worker shutting down) closes its turn, which
-runs the turn's shielded cleanup, and is recorded ``failed``. A run cancelled
-in the store (from any worker) is stopped by :meth:`RunHandle.stop` the same
-way, when this worker hears of it (its watch, or at the latest its next lease
-renewal); the store already took away what its turn could settle with.
+The turn's refusals (and a resume's claim) are decided before its handle is given back;
+from there a task owns it to its end, whoever listens, and its row records how it ended.
+Its events are kept by `turns.event_keeper`; followers on this worker read them here.
 """
 
 from __future__ import annotations
@@ -41,7 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from symfonic.core.contracts.run_events import CANCELLED, NewRun, RunState
+from symfonic.core.contracts.run_events import CANCELLED, NewRun, RunEvent, RunState
 from symfonic.core.contracts.types import (
     TERMINAL_EVENTS,
     ErrorEvent,
@@ -88,6 +65,7 @@ class RunHandle:
         self._result: TurnResult | None = None
         self._scope = anyio.CancelScope()
         self._seen: list[Event] = []
+        self._kept: list[RunEvent] = []
         self._grew = anyio.Event()
 
     def __repr__(self) -> str:
@@ -130,6 +108,19 @@ class RunHandle:
                 else ErrorEvent(code=error.code, message=error.message)
             )
 
+    async def kept_events(self, after: int = 0) -> AsyncGenerator[RunEvent, None]:
+        """The run's events numbered after ``after`` as the store keeps them, each once
+        it is kept, until the run ended on this worker: no store is read."""
+        index = sum(kept.position <= after for kept in self._kept)
+        while True:
+            grew = self._grew
+            while index < len(self._kept):
+                index += 1
+                yield self._kept[index - 1]
+            if self.done:
+                return
+            await grew.wait()
+
     def stop(self) -> None:
         """Stop the turn at its next step (its shielded cleanup then runs). Called
         once the store says the run was cancelled, or no longer holds its lease."""
@@ -139,6 +130,12 @@ class RunHandle:
         self._seen.append(event)
         self._grew.set()
         self._grew = anyio.Event()
+
+    def _keep(self, kept: list[RunEvent]) -> None:
+        if kept:
+            self._kept.extend(kept)
+            self._grew.set()
+            self._grew = anyio.Event()
 
     def _finish(self, result: TurnResult | None) -> None:
         self._result = result
@@ -286,7 +283,9 @@ async def _ended(
             last = [stored(seen[-1])] if isinstance(seen[-1], TERMINAL_EVENTS) else []
             try:
                 # A no-op for a run cancelled in the store: it ended there.
-                await agent.store.end_run_log(first.run_id, state, outcome, agent.clock(), last)
+                if await agent.store.end_run_log(first.run_id, state, outcome, agent.clock(), last):
+                    position = handle._kept[-1].position if handle._kept else 0
+                    handle._keep([RunEvent(position + n, e) for n, e in enumerate(last, 1)])
             except Exception as error:
                 logger.warning("a background run's end could not be recorded: %s", error)
             handle._finish(result)
@@ -314,7 +313,7 @@ async def _driven(
     async with anyio.create_task_group() as renewing:
         renewing.start_soon(_renew, agent, first, handle)
         async with anyio.create_task_group() as keeping:
-            keeping.start_soon(keep_events, agent.store, run_id, receive)
+            keeping.start_soon(keep_events, agent.store, run_id, receive, handle._keep)
             with send:
                 send.send_nowait(seen[0])
                 async with aclosing(rest):

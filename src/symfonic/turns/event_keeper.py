@@ -1,28 +1,27 @@
 """Keeping a run's events: written by a task of their own, text deltas gathered.
 
-A run's events are kept beside the turn, never in its way: a slow write holds
-back only this task, and a write that fails is logged and the turn goes on
-(its end and outcome are recorded with the run, not here). Text deltas wait up
-to ``FLUSH_SECONDS`` so a long streamed answer is a few rows a second, not a row
-a token; any other event is written at once with what waits before it. What is
-kept is :func:`stored`: a paused turn's event without its token, which the
-stream that replays it mints again for whoever may answer.
+A slow or failed write holds back only this task, never the turn; deltas wait up to
+``FLUSH_SECONDS`` so a long answer is a few rows a second. Each write hands on what it
+kept, numbered as the store numbered it, so followers on this worker read no store.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from symfonic.core.contracts.run_events import RunEventLog
+from symfonic.core.contracts.run_events import RunEvent, RunEventLog, coalesced
 from symfonic.core.contracts.types import Event, TextDeltaEvent, TurnPausedEvent
 
 logger = logging.getLogger("symfonic")
 
 FLUSH_SECONDS = 0.25
+
+Kept = Callable[[list[RunEvent]], None]
 
 
 def stored(event: Event) -> Event:
@@ -33,17 +32,19 @@ def stored(event: Event) -> Event:
 
 
 async def keep_events(
-    store: RunEventLog, run_id: str, receive: MemoryObjectReceiveStream[Event]
+    store: RunEventLog, run_id: str, receive: MemoryObjectReceiveStream[Event], kept: Kept
 ) -> None:
-    """Write the events received, deltas gathered for up to ``FLUSH_SECONDS``."""
+    """Write the events received, deltas gathered for up to ``FLUSH_SECONDS``; hand
+    each write's rows to ``kept``, numbered from 1 in the run."""
     pending: list[Event] = []
     deadline = math.inf
+    written = 0
     async with receive:
         while True:
             try:
                 event = await _next(receive, deadline)
             except anyio.EndOfStream:
-                await _write(store, run_id, pending)
+                kept(await _write(store, run_id, pending, written))
                 return
             if event is not None:
                 pending.append(stored(event))
@@ -51,7 +52,9 @@ async def keep_events(
                     if len(pending) == 1:
                         deadline = anyio.current_time() + FLUSH_SECONDS
                     continue
-            await _write(store, run_id, pending)
+            rows = await _write(store, run_id, pending, written)
+            written += len(rows)
+            kept(rows)
             pending, deadline = [], math.inf
 
 
@@ -62,11 +65,17 @@ async def _next(receive: MemoryObjectReceiveStream[Event], deadline: float) -> E
     return None
 
 
-async def _write(store: RunEventLog, run_id: str, events: list[Event]) -> None:
+async def _write(
+    store: RunEventLog, run_id: str, events: list[Event], written: int
+) -> list[RunEvent]:
+    """The rows the store kept of ``events``: a prefix of them, coalesced, numbered
+    after the ``written`` rows before (only this task appends to the run)."""
     if not events:
-        return
+        return []
     try:
-        await store.append_run_events(run_id, events)
+        count = await store.append_run_events(run_id, events)
     except Exception as error:
         # The turn goes on: its end and outcome are still recorded.
         logger.warning("a background run's events could not be kept: %s", error)
+        return []
+    return [RunEvent(written + n, e) for n, e in enumerate(coalesced(events)[:count], start=1)]

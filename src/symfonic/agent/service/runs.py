@@ -312,6 +312,14 @@ class BackgroundRuns:
         self, record: RunRecord, principal: Principal, after: int = 0
     ) -> AsyncGenerator[RunEvent, None]:
         """The run's kept events after ``after``, then the new ones, until its end."""
+        local = self._local.get(record.run_id)
+        if local is not None:  # running here: its events from memory, as they are kept
+            async with aclosing(local.kept_events(after)) as kept:
+                async for event in kept:
+                    yield await self._for(principal, event)
+                    if isinstance(event.event, TERMINAL_EVENTS):
+                        return
+                    after = event.position
         follower = _Follower(record.run_id)
         self._followers.add(follower)
         self._wanted.set()
