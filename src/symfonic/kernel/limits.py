@@ -9,12 +9,16 @@ from dataclasses import dataclass
 class Limits:
     """Per-turn limits.
 
-    ``max_tool_rounds``: rounds of tool calls before the turn stops at the tool
-    limit (and publishes nothing). ``max_model_calls`` and
-    ``max_tokens_per_turn`` stop it with the ``budget`` reason. These three count
-    the whole turn: their counters live in the checkpoint, so a pause resets
-    nothing. ``max_tool_calls`` is the event guard's plan for one admitted run --
-    the first run, or each resume -- and stops a run that asks for more calls.
+    The first three count the whole turn: their counters live in the checkpoint, so
+    a pause resets nothing.
+
+    Attributes:
+        max_tool_rounds: rounds of tool calls before the turn stops at the tool
+            limit (and publishes nothing).
+        max_model_calls: model calls before the turn stops with the ``budget`` reason.
+        max_tokens_per_turn: tokens before the turn stops with the ``budget`` reason.
+        max_tool_calls: the event guard's plan for one admitted run (the first run,
+            or each resume); a run that asks for more calls is stopped.
     """
 
     max_tool_rounds: int = 8

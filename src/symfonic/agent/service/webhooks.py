@@ -81,9 +81,12 @@ def events_of(names: Iterable[str] | None) -> frozenset[WebhookEventType]:
 class Webhook:
     """One subscription: where to send, how to sign, what to send.
 
-    ``events``: event type names, e.g. ``{"pause.created", "pause.expiring"}``
-    (default: all). ``include_token``: ``pause.created`` and ``pause.expiring``
-    carry the pause's token, so the receiver may answer it.
+    Attributes:
+        url: the receiver's http(s) URL.
+        secret: the signing secret, ``whsec_`` and base64 (Standard Webhooks).
+        events: event type names, e.g. ``{"pause.created"}``. Default: all.
+        include_token: ``pause.created`` and ``pause.expiring`` carry the pause's
+            token, so the receiver may answer it.
     """
 
     url: str
@@ -103,23 +106,26 @@ class Webhook:
 
 @dataclass(frozen=True)
 class WebhookSettings:
-    """What a worker's subscriptions share.
+    """What a worker's subscriptions share. Times are in seconds.
 
-    ``timeout``: seconds one request may take. ``retry_schedule``: seconds after
-    each failed attempt before the next, each ±``jitter`` (a fraction); after
-    ``max_attempts`` (default: one more than the schedule) a delivery is
-    ``failed``, and deleted ``failed_ttl`` seconds later. ``lease``: seconds a
-    worker holds a delivery it sends; longer than ``timeout``.
-    ``poll_interval``: seconds between looks at the outbox. ``concurrency``:
-    requests in flight at once from this worker, and at most
-    ``per_destination`` of them to one URL; ``batch``: deliveries leased by
-    one statement. ``circuit_failures``: failed attempts in a row that open a
-    destination's circuit; it is tried again after ``circuit_backoff`` seconds,
-    doubled each time it opens again, at most ``circuit_max_backoff``.
-    ``expiring_lead``: seconds
-    before a pause's expiry that ``pause.expiring`` is sent (or a tenth of its
-    lifetime, if that is shorter). ``inbox_url``: the base URL of the web inbox,
-    to link each pause to.
+    Attributes:
+        timeout: how long one request may take.
+        retry_schedule: the wait after each failed attempt before the next.
+        jitter: the fraction each wait varies by, either way.
+        max_attempts: attempts before a delivery is ``failed``. Default: one more
+            than the schedule.
+        lease: how long a worker holds a delivery it sends; longer than ``timeout``.
+        poll_interval: the time between looks at the outbox.
+        concurrency: requests in flight at once from this worker.
+        per_destination: of those, at most this many to one URL.
+        batch: deliveries leased by one statement.
+        circuit_failures: failed attempts in a row that open a destination's circuit.
+        circuit_backoff: how long an open circuit waits, doubled each time it opens
+            again, up to ``circuit_max_backoff``.
+        failed_ttl: how long a failed delivery is kept.
+        expiring_lead: how long before a pause's expiry ``pause.expiring`` is sent
+            (or a tenth of its lifetime, if shorter).
+        inbox_url: the web inbox's base URL, to link each pause to.
     """
 
     timeout: float = 10.0

@@ -248,25 +248,22 @@ def needs_approval(
 ) -> ApprovalRule:
     """Approval that depends on the call: ``approval={"send_payment": needs_approval(...)}``.
 
-    ``when(args)`` -- or ``when(args, principal)`` -- returns ``True`` when a
-    person must approve this call and ``False`` when it runs like any other
-    tool; omitted, every call needs approval. ``audience`` is the scope that may
-    approve (``None``: the session's owner), or a rule of the same shape that
-    returns it per call. ``description`` is the question the approver reads: a
-    text, or a rule of the same shape that words it from the call, such as
-    ``lambda args: f"Pay {args['amount']} {args['currency']}"``; omitted, it is
-    ``Approve send_payment?``, with the arguments shown beside it. Any rule may
-    be async. The principal a rule sees is the one whose message the turn
-    answers, the same after a resume. ``escalate`` is a chain of
-    `escalation` steps that
-    re-address the pause while nobody answers it.
+    Every rule below takes ``(args)`` or ``(args, principal)`` and may be async; the
+    principal is the one whose message the turn answers, the same after a resume.
 
-    ``approvers``: how many distinct principals of the audience must approve
-    before the call runs (four eyes: ``approvers=2``). Each approval is
-    recorded and the pause stays pending until the last one, which runs the
-    call; one reject rejects it. ``allow_requester``: whether the principal
-    whose message started the turn may approve its own request; by default
-    only when one approval is enough.
+    Args:
+        when: ``True`` when a person must approve this call, ``False`` when it runs
+            like any other tool. Omitted, every call needs approval.
+        audience: the scope that may approve, or a rule that returns it per call.
+            ``None``: the session's owner.
+        description: the question the approver reads, or a rule that words it from
+            the call (``lambda args: f"Pay {args['amount']}"``). Omitted, it is
+            ``Approve send_payment?`` with the arguments beside it.
+        escalate: `escalation` steps that re-address the pause while nobody answers.
+        approvers: distinct principals of the audience who must approve before the
+            call runs (four eyes: ``2``); one reject rejects it.
+        allow_requester: whether the principal whose message started the turn may
+            approve its own request. By default only when one approval is enough.
     """
     return ApprovalRule(
         when,

@@ -16,11 +16,14 @@ from symfonic.core.contracts.types import Escalation
 def escalation(
     after: float, audience: str, *, keep_previous: bool = True, extend: float | None = None
 ) -> Escalation:
-    """A step: ``after`` seconds unanswered, the pause is re-addressed to ``audience``.
+    """One escalation step: unanswered for ``after`` seconds, the pause goes to ``audience``.
 
-    The audience before keeps access unless ``keep_previous=False``. The pause's
-    expiry never moves, unless ``extend`` (seconds): then it expires no sooner
-    than that long after the step. A step due after the expiry never happens.
+    Args:
+        after: seconds from the pause's creation. A step due after the expiry never happens.
+        audience: the scope the pause is re-addressed to.
+        keep_previous: whether the audience before keeps access.
+        extend: with seconds, the pause expires no sooner than that long after the
+            step. Otherwise its expiry never moves.
     """
     if not after > 0:
         raise ConfigurationError(f"an escalation comes some seconds after the pause, not {after}")

@@ -71,10 +71,13 @@ def interaction(
 ) -> Interaction:
     """Declare a form the model can ask a person to fill in.
 
-    ``schema`` is a pydantic model or a JSON Schema; answers are validated
-    against it before a pause is claimed. ``audience`` names the scope a
-    principal needs to answer (``None``: the session's owner); ``escalate`` the
-    steps that re-address it while nobody answers.
+    Args:
+        name: the tool name the model calls.
+        description: what the form asks, as the model and the person read it.
+        schema: a pydantic model or a JSON Schema; an answer is checked against it
+            before the pause is claimed.
+        audience: the scope a principal needs to answer. ``None``: the session's owner.
+        escalate: `escalation` steps that re-address the pause while nobody answers.
     """
     response_schema = schema.model_json_schema() if isinstance(schema, type) else dict(schema)
     chain = escalation_chain(escalate)
