@@ -154,13 +154,13 @@ def _recall(call: Continuation) -> Recall:
 class MCPTools(Sequence[BaseTool]):
     """The tools of several MCP servers, and the connections they share.
 
-    ``call_timeout`` bounds every call, in seconds (a connection's own
-    ``"timeout"`` overrides it for that server); a call past it is a tool error,
-    and the connection is replaced before the next call.
-
-    ``prefix=True`` names each tool ``<server>_<tool>``, as langchain-mcp-adapters
-    does: OpenAI and Anthropic accept only letters, digits, ``_`` and ``-`` in a
-    tool name, so ``bank.transfer_funds`` would be refused by both.
+    Args:
+        connections: server name to connection, as langchain-mcp-adapters spells it.
+        prefix: name each tool ``<server>_<tool>``; OpenAI and Anthropic accept only
+            letters, digits, ``_`` and ``-`` in a tool name.
+        call_timeout: seconds any call may take (a connection's own ``"timeout"``
+            overrides it); a call past it is a tool error, and the connection is
+            replaced before the next call.
     """
 
     def __init__(
