@@ -1,7 +1,5 @@
-"""Giving a store's free space back:
-
-`symfonic vacuum`, a command an operator runs when the service is quiet, never something
-the service does by itself.
+"""Giving a store's free space back: `symfonic vacuum`, a command an operator runs when the
+service is quiet, never something the service does by itself.
 """
 
 from __future__ import annotations

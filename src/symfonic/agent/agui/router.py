@@ -1,7 +1,7 @@
-"""The AG-UI endpoints:
-`POST /v1/agui` and its capabilities. Past authentication and a parsed body every
-outcome travels as AG-UI events, save a stream cap (429) and a store out of reach before
-the run (503).
+"""The AG-UI endpoints: `POST /v1/agui` and its capabilities.
+
+Past authentication and a parsed body every outcome travels as AG-UI events, save a
+stream cap (429) and a store out of reach before the run (503).
 """
 
 from collections.abc import Awaitable, Callable

@@ -1,7 +1,6 @@
-"""What a started turn becomes:
+"""What a started turn becomes: SSE frames, or one JSON outcome for `Accept: application/json`.
 
-SSE frames by default, or one JSON outcome for `Accept: application/json`. The turn
-starts first, so its refusals are JSON errors, never a stream.
+The turn starts first, so its refusals are JSON errors, never a stream.
 """
 
 from __future__ import annotations

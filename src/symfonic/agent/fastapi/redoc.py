@@ -1,6 +1,4 @@
-"""`/redoc`:
-
-ReDoc from the app's own assets, on a page whose Content-Security-Policy lets the
+"""`/redoc`: ReDoc from the app's own assets, on a page whose Content-Security-Policy lets the
 browser load nothing from a third party.
 """
 

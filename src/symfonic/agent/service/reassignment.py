@@ -1,6 +1,5 @@
-"""An operator hands a pending pause to another audience, for every transport:
-
-`operator` scope only, one store transaction with its feed change and webhooks.
+"""An operator hands a pending pause to another audience, for every transport: `operator` scope
+only, one store transaction with its feed change and webhooks.
 """
 
 from __future__ import annotations
