@@ -142,15 +142,9 @@ class Checkpointer:
     def run(self, *, retrying: bool = False) -> bool:
         """Copy every committed WAL page into the database file and empty the WAL.
 
-        A passive checkpoint waits for nobody, so under steady writes it always
-        ends behind the newest commit, and SQLite starts a WAL over only once a
-        checkpoint has caught up: the file grows for as long as the load lasts.
-        ``TRUNCATE`` waits here, on a worker thread, for the write lock and for
-        readers of older snapshots (both brief; at most ``CHECKPOINT_WAIT_MS``),
-        copies everything and cuts the file to zero. The loop's writers that
-        arrive meanwhile find the lock taken and wait for it on a thread, as
-        they do for another process. Returns whether the WAL was emptied and,
-        while a checkpoint is owed, the disk has room for writes again.
+        ``TRUNCATE``, not passive, so the WAL is started over (docs/storage.md); it waits
+        here, on a worker thread, at most ``CHECKPOINT_WAIT_MS``. Returns whether the WAL
+        was emptied and, while a checkpoint is owed, the disk has room for writes again.
         """
         with self._one_at_a_time:
             if self._closed.is_set():

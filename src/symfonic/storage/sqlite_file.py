@@ -95,12 +95,8 @@ SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 def synchronous_of(url: str) -> str:
     """The ``PRAGMA synchronous`` the URL asks for: ``FULL`` unless ``?synchronous=normal``.
 
-    FULL syncs the WAL at every commit, so an acknowledged claim or publish
-    survives a power cut. NORMAL syncs only at checkpoints: it survives the crash
-    of any process, but a power cut or an OS crash may undo the last commits
-    before the latest checkpoint, a claim whose tool has run among them, and the
-    pause is then ``pending`` again. It is the operator's choice to make, so the
-    URL says it.
+    NORMAL survives any process's crash, but a power cut may undo the commits since
+    the last checkpoint (docs/storage.md), so it is the operator's choice, in the URL.
     """
     asked = parse_qs(url.partition("?")[2]).get("synchronous", ["full"])
     if len(asked) != 1 or asked[0].lower() not in SYNCHRONOUS:
