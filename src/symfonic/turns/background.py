@@ -181,8 +181,8 @@ async def start_run(
     if logged is not None:
         tasks.start_soon(_drive, agent, logged, first, events, then)
         return logged
-    try:
-        exists = await agent.store.run_record(first.run_id) is not None
+    try:  # a first turn's run id is new; a resume's may be a replay's
+        exists = first.resumed and await agent.store.run_record(first.run_id) is not None
     except BaseException:
         await events.aclose()
         raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from contextlib import suppress
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -52,6 +53,7 @@ async def keep_events(
                     if len(pending) == 1:
                         deadline = anyio.current_time() + FLUSH_SECONDS
                     continue
+            pending += _waiting(receive)  # what came during the last write: one more row set
             rows = await _write(store, run_id, pending, written)
             written += len(rows)
             kept(rows)
@@ -63,6 +65,14 @@ async def _next(receive: MemoryObjectReceiveStream[Event], deadline: float) -> E
     with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
         return await receive.receive()
     return None
+
+
+def _waiting(receive: MemoryObjectReceiveStream[Event]) -> list[Event]:
+    waiting: list[Event] = []
+    with suppress(anyio.WouldBlock, anyio.EndOfStream):
+        while True:
+            waiting.append(stored(receive.receive_nowait()))
+    return waiting
 
 
 async def _write(
