@@ -61,6 +61,18 @@ E = TypeVar("E")
 
 
 class AsyncSymfonicClient:
+    """The HTTP API from asyncio (or trio), on ``httpx.AsyncClient``.
+
+    Use it as an ``async with`` block, which closes its connections.
+
+    Args:
+        base_url: the service's address.
+        api_key: sent in the ``Authorization`` header only, never in a URL.
+        timeout: httpx's timeout for each request.
+        transport: an httpx transport to send through instead of the network
+            (``httpx.ASGITransport(app)`` runs against an app in process).
+    """
+
     def __init__(
         self,
         base_url: str = DEFAULT_URL,

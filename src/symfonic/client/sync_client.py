@@ -61,6 +61,17 @@ E = TypeVar("E")
 
 
 class SymfonicClient:
+    """The HTTP API from plain (blocking) Python, on ``httpx.Client``.
+
+    Use it as a ``with`` block, which closes its connections.
+
+    Args:
+        base_url: the service's address.
+        api_key: sent in the ``Authorization`` header only, never in a URL.
+        timeout: httpx's timeout for each request.
+        transport: an httpx transport to send through instead of the network.
+    """
+
     def __init__(
         self,
         base_url: str = DEFAULT_URL,

@@ -57,6 +57,8 @@ class SymfonicError(Exception):
 
 
 class ConfigurationError(SymfonicError):
+    """A developer mistake, found before a turn runs."""
+
     code = "configuration"
 
 
@@ -102,6 +104,8 @@ class StoreCannotWrite(StoreUnavailable):
 
 
 class RequestError(SymfonicError):
+    """A refusal the caller can act on: ``code``, ``status`` and structured ``fields``."""
+
     status: ClassVar[int] = 400
 
     def __init__(self, message: str, **fields: Any) -> None:
@@ -111,11 +115,15 @@ class RequestError(SymfonicError):
 
 
 class SessionNotFound(RequestError):
+    """No such session, or one the caller does not own (404)."""
+
     code = "session_not_found"
     status = 404
 
 
 class PauseNotFound(RequestError):
+    """A token that does not verify, or names no pause (404)."""
+
     code = "pause_not_found"
     status = 404
 
@@ -128,6 +136,8 @@ class RunNotFound(RequestError):
 
 
 class PauseForbidden(RequestError):
+    """The principal may not answer this pause (403)."""
+
     code = "forbidden"
     status = 403
 
@@ -141,11 +151,15 @@ class OwnRequest(PauseForbidden):
 
 
 class InvalidAnswer(RequestError):
+    """The answer fails the pause's ``response_schema`` (422)."""
+
     code = "invalid_answer"
     status = 422
 
 
 class PauseAlreadyClaimed(RequestError):
+    """The pause is being answered right now (409)."""
+
     code = "already_claimed"
     status = 409
 
@@ -172,6 +186,8 @@ class PauseNotPending(RequestError):
 
 
 class RevisionConflict(RequestError):
+    """The session moved past the revision the turn started from (409)."""
+
     code = "revision_conflict"
     status = 409
 
@@ -184,26 +200,36 @@ class RunNotRunning(RequestError):
 
 
 class SessionBusy(RequestError):
+    """A turn is running on the session (409)."""
+
     code = "session_busy"
     status = 409
 
 
 class SessionPaused(RequestError):
+    """A pause is pending and ``on_pending_pause`` is ``reject`` (409)."""
+
     code = "session_paused"
     status = 409
 
 
 class PauseExpired(RequestError):
+    """The pause expired before it was answered (410)."""
+
     code = "pause_expired"
     status = 410
 
 
 class PauseAbandoned(RequestError):
+    """The pause's turn failed after its claim; it can no longer be answered (410)."""
+
     code = "pause_abandoned"
     status = 410
 
 
 class BudgetRefused(RequestError):
+    """Refused before the claim by a quota; ``retry_after`` says when to try again (429)."""
+
     code = "budget_refused"
     status = 429
 
