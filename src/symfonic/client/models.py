@@ -25,6 +25,8 @@ class ApiModel(BaseModel):
 
 
 class SessionCreated(ApiModel):
+    """A session just created: its id, its agent and revision 0."""
+
     session_id: str
     agent: str
     revision: int
@@ -89,6 +91,8 @@ class PausePage(ApiModel):
 
 
 class Session(ApiModel):
+    """A session as its owner reads it: its agent, revision, status, pending pause and messages."""
+
     session_id: str
     agent: str
     revision: int
@@ -171,6 +175,8 @@ class DestinationList(ApiModel):
 
 
 class Health(ApiModel):
+    """Whether the service serves: ``GET /v1/health``."""
+
     status: Literal["ok"]
     audit_unsealed: int = 0
     audit_unsealed_seconds: float = 0.0
