@@ -140,16 +140,18 @@ async def queued_turn(
 ) -> Response:
     """Queue the message behind the session's turn, refusals first; 202 with its run.
     It runs here at once when nothing holds the session and nothing is queued before it."""
-    tasks = service.runs.tasks  # 503 before anything is queued, where nothing runs them
-    run_id = await agent.enqueue(
+    queued = await agent.start(
         body.message,
         session_id,
         principal,
+        tasks=service.runs.tasks,  # 503 before anything is queued, where nothing runs them
         base_revision=body.base_revision,
         on_pending_pause=body.on_pending_pause,
+        on_busy="enqueue",
+        started=service.runs.track,
     )
-    await agent.run_queued(session_id, tasks, service.runs.track)
-    return JSONResponse(RunStarted.of(run_id).model_dump(), status_code=202)
+    assert queued.run_id is not None
+    return JSONResponse(RunStarted.of(queued.run_id).model_dump(), status_code=202)
 
 
 def session_view(
