@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from datetime import timedelta
 from types import TracebackType
 from typing import Any, Literal, cast, overload
 
@@ -231,11 +230,6 @@ class MCPTools(Sequence[BaseTool]):
 
     def __iter__(self) -> Iterator[BaseTool]:
         return iter(self._tools)
-
-
-def _seconds(value: float | timedelta) -> float:
-    """A timeout in seconds; langchain-mcp-adapters' connections may give a timedelta."""
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
 async def load_mcp_tools(

@@ -35,15 +35,6 @@ def is_vote(pause: PauseRecord, answer: Answer, status: AnswerStatus) -> bool:
     return pause.approvals_required > 1 and approves(pause, answer, status)
 
 
-def standing(pause: PauseRecord) -> str:
-    """Where the vote stands, in words: ``1 of 2 approvals, by carol``."""
-    given = len(pause.approvals)
-    words = f"{given} of {pause.approvals_required} approvals"
-    if not given:
-        return words
-    return f"{words}, by {', '.join(vote.principal for vote in pause.approvals)}"
-
-
 def refuse_approval(
     pause: PauseRecord, answer: Answer, principal: Principal, status: AnswerStatus
 ) -> None:

@@ -64,17 +64,6 @@ class Authenticator:
             raise ConfigurationError("two principals in SYMFONIC_API_KEYS share one key")
         return cls(entries)
 
-    def principal_for(self, authorization: str | None) -> Principal | None:
-        """The principal an ``Authorization: Bearer`` header names, or ``None``."""
-        if self.open:
-            return LOCAL
-        if not authorization:
-            return None
-        scheme, _, key = authorization.partition(" ")
-        if scheme.lower() != "bearer":
-            return None
-        return self.principal_of_key(key)
-
     def principal_of_key(self, key: str) -> Principal | None:
         """The principal holding ``key`` (compared in constant time), or ``None``."""
         if self.open:

@@ -61,9 +61,6 @@ class StreamShares:
     def open_count(self) -> int:
         return sum(len(slots) for slots in self._open.values())
 
-    def held_by(self, principal: str) -> int:
-        return len(self._open.get(principal, ()))
-
     def acquire(self, principal: Principal, scope: Mapping[str, Any], *, idle: bool) -> StreamSlot:
         """A slot for one more stream of ``principal``, or `TooManyStreams`."""
         slots = self._open.setdefault(principal.name, [])
