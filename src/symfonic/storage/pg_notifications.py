@@ -1,22 +1,7 @@
-"""PostgreSQL's watches of pause changes and run events: LISTEN on a connection of its own.
+"""PostgreSQL's watches of pause changes and run events: LISTEN on a connection outside the pool.
 
-The trigger that records a change also sends ``pg_notify`` with its position
-(migration 0004). PostgreSQL delivers a notification only when its transaction
-commits, and delivers them in commit order, so the positions a listener
-receives are exactly the changes committed since it began listening, in the
-order they committed -- which is not always position order, since identity
-values are taken before commit. The watch hands the changes on in the order
-they were notified, never by asking for "positions above the last one", which
-would skip a change that committed after a later-numbered one.
-
-The listening connection is outside the pool: it stays open for as long as
-the watch does, and a pool connection must never be held while waiting. If it
-is lost, notifications may have been missed, so the watch raises
-``StoreUnavailable`` rather than carry on as if nothing happened.
-
-Run events (:mod:`symfonic.storage.run_events`) are watched the same way, on
-their own channel, whose payload is the run's id: an append or end notifies
-at its commit, so a listener learns of every run that has something new.
+Notifications arrive at commit, in commit order, which is not always position order, so a
+watch hands changes on as notified; a lost connection raises `StoreUnavailable`.
 """
 
 from __future__ import annotations

@@ -13,14 +13,14 @@ from typing import Any, ClassVar
 from symfonic.core.contracts.run_events import (
     CANCELLED,
     EVENT_TYPES,
-    RUN_EVENT_LIMIT,
     NewRun,
     RunEvent,
     RunRecord,
     RunState,
     coalesced,
+    kept_rows,
 )
-from symfonic.core.contracts.types import TERMINAL_EVENTS, Event
+from symfonic.core.contracts.types import Event
 from symfonic.storage.history import CANCELLED_MARK
 from symfonic.storage.pause_changes import polled
 from symfonic.storage.pause_writes import ABANDON_CLAIM
@@ -131,22 +131,8 @@ def event_row(run_id: str, seq: int, event: Event) -> dict[str, Any]:
     return {"run_id": run_id, "seq": seq, "type": event.type, "data": event.model_dump_json()}
 
 
-def kept(events: Sequence[Event], stored: int) -> list[Event]:
-    """The (coalesced) events of an append that fit in the run's bound, after ``stored`` rows.
-
-    The last row is the terminal event's: anything else stops one short of it.
-    """
-    room = RUN_EVENT_LIMIT - stored
-    keep: list[Event] = []
-    for event in events:
-        terminal = isinstance(event, TERMINAL_EVENTS)
-        if room - len(keep) > (0 if terminal else 1):
-            keep.append(event)
-    return keep
-
-
 class SqlRunEvents(SqlTransactions):
-    """The port's :class:`~symfonic.core.contracts.run_events.RunEventLog`, in SQL."""
+    """The port's `RunEventLog`, in SQL."""
 
     # Another worker's follower hears of an event within this (SQLite: one indexed read,
     # about 15 us, made only while the worker watches).
@@ -185,7 +171,7 @@ class SqlRunEvents(SqlTransactions):
             return None  # not running: its worker lost it, or it ended
         stored, dropped = int(counts["events"]), int(counts["dropped"])
         merged = coalesced(events)
-        keep = kept(merged, stored)
+        keep = kept_rows(merged, stored)
         rows = [event_row(run_id, stored + n, e) for n, e in enumerate(keep, start=1)]
         if rows:
             await connection.each(INSERT_EVENT, rows)
@@ -253,7 +239,7 @@ class SqlRunEvents(SqlTransactions):
         return None if row is None else record_of(row)
 
     async def running_run(self, session_id: str, now: datetime) -> RunRecord | None:
-        """The port's :class:`~symfonic.core.contracts.run_events.SessionRuns`."""
+        """The port's `SessionRuns`."""
         row = first(await self.read_rows(RUNNING, {"session_id": session_id, "now": now}))
         return None if row is None else record_of(row)
 

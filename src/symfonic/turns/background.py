@@ -18,7 +18,14 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from symfonic.core.contracts.run_events import CANCELLED, NewRun, RunEvent, RunState
+from symfonic.core.contracts.run_events import (
+    CANCELLED,
+    NewRun,
+    RunEvent,
+    RunState,
+    coalesced,
+    kept_rows,
+)
 from symfonic.core.contracts.types import (
     TERMINAL_EVENTS,
     ErrorEvent,
@@ -52,7 +59,7 @@ class RunOwner:
 
 
 class RunHandle:
-    """A run started in the background; :meth:`join` waits for its result.
+    """A run started in the background; `join` waits for its result.
 
     ``run_id`` is ``None`` when nothing was started: an approval counted toward
     a pause that needs more approvers (its result says where the vote stands).
@@ -205,7 +212,7 @@ async def start_started(
 ) -> RunHandle:
     """Keep and drive, in a task of ``tasks``, a turn whose first event was already
     pulled (its refusals decided) and whose run is not kept yet; ``then`` as for
-    :func:`start_run`."""
+    `start_run`."""
     handle = RunHandle(first.run_id, first.session_id)
     try:
         if owner is None:
@@ -263,12 +270,13 @@ async def _ended(
 ) -> None:
     """Run the turn to its end, keeping its events; then record how it ended."""
     result: TurnResult | None = None
+    unkept: list[Event] = []
     handle._saw(first)
     seen = handle._seen
     agent.settlement.running[first.run_id] = handle.stop
     try:
         with handle._scope:
-            await _driven(agent, handle, seen, rest)
+            unkept = await _driven(agent, handle, seen, rest)
         if handle._scope.cancel_called and not isinstance(seen[-1], TERMINAL_EVENTS):
             result = _stopped(first, seen)
         else:
@@ -280,12 +288,13 @@ async def _ended(
             agent.settlement.running.pop(first.run_id, None)
             state = RunState.FAILED if result is None else _STATES[result.status]
             outcome = None if result is None else outcome_of(result)
-            last = [stored(seen[-1])] if isinstance(seen[-1], TERMINAL_EVENTS) else []
+            last = [*unkept, *([stored(seen[-1])] if isinstance(seen[-1], TERMINAL_EVENTS) else [])]
             try:
                 # A no-op for a run cancelled in the store: it ended there.
                 if await agent.store.end_run_log(first.run_id, state, outcome, agent.clock(), last):
                     position = handle._kept[-1].position if handle._kept else 0
-                    handle._keep([RunEvent(position + n, e) for n, e in enumerate(last, 1)])
+                    rows = kept_rows(coalesced(last), position)
+                    handle._keep([RunEvent(position + n, e) for n, e in enumerate(rows, 1)])
             except Exception as error:
                 logger.warning("a background run's end could not be recorded: %s", error)
             handle._finish(result)
@@ -303,17 +312,18 @@ def _stopped(first: TurnStartedEvent, seen: list[Event]) -> TurnResult:
 
 async def _driven(
     agent: TurnRuntime, handle: RunHandle, seen: list[Event], rest: AsyncGenerator[Event, None]
-) -> None:
+) -> list[Event]:
     """Every event of the turn into ``seen``, each but the terminal one handed to the
-    keeper (it is kept with the run's end); returns once they are kept."""
+    keeper; once it has written them, the deltas it still gathered, for the run's end."""
     first = seen[0]
     assert isinstance(first, TurnStartedEvent)
     run_id = first.run_id
+    unkept: list[Event] = []
     send, receive = anyio.create_memory_object_stream[Event](math.inf)
     async with anyio.create_task_group() as renewing:
         renewing.start_soon(_renew, agent, first, handle)
         async with anyio.create_task_group() as keeping:
-            keeping.start_soon(keep_events, agent.store, run_id, receive, handle._keep)
+            keeping.start_soon(keep_events, agent.store, run_id, receive, handle._keep, unkept)
             with send:
                 send.send_nowait(seen[0])
                 async with aclosing(rest):
@@ -322,6 +332,7 @@ async def _driven(
                         if not isinstance(event, TERMINAL_EVENTS):
                             send.send_nowait(event)
         renewing.cancel_scope.cancel()
+    return unkept
 
 
 async def _replayed(events: list[Event]) -> AsyncGenerator[Event, None]:

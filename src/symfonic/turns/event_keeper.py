@@ -33,10 +33,15 @@ def stored(event: Event) -> Event:
 
 
 async def keep_events(
-    store: RunEventLog, run_id: str, receive: MemoryObjectReceiveStream[Event], kept: Kept
+    store: RunEventLog,
+    run_id: str,
+    receive: MemoryObjectReceiveStream[Event],
+    kept: Kept,
+    unkept: list[Event],
 ) -> None:
     """Write the events received, deltas gathered for up to ``FLUSH_SECONDS``; hand
-    each write's rows to ``kept``, numbered from 1 in the run."""
+    each write's rows to ``kept``, numbered from 1 in the run. The deltas still
+    gathered when the stream ends go to ``unkept``: the run's end keeps them."""
     pending: list[Event] = []
     deadline = math.inf
     written = 0
@@ -45,7 +50,7 @@ async def keep_events(
             try:
                 event = await _next(receive, deadline)
             except anyio.EndOfStream:
-                kept(await _write(store, run_id, pending, written))
+                unkept += pending
                 return
             if event is not None:
                 pending.append(stored(event))

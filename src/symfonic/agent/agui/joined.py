@@ -15,7 +15,7 @@ from symfonic.agent.agui.mapping import RunProjection
 from symfonic.agent.agui.snapshot import thread_messages
 from symfonic.agent.agui.state import projected
 from symfonic.agent.agui.threads import Join, running
-from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.agent.service.runs import WorkerRuns
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import SessionRecord
 from symfonic.core.contracts.types import (
@@ -31,7 +31,7 @@ POLL = 0.05
 
 
 async def joined(
-    plan: Join, principal: Principal, projection: RunProjection, runs: BackgroundRuns
+    plan: Join, principal: Principal, projection: RunProjection, runs: WorkerRuns
 ) -> AsyncGenerator[BaseEvent, None]:
     """The AG-UI events of the turn ``plan`` joins, from its first to its end."""
     agent, session_id = plan.agent, plan.session.session_id

@@ -19,7 +19,7 @@ from symfonic.agent.http.errors import ErrorResponse, documented
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.primed_turn import PrimedTurn
-from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.agent.service.runs import WorkerRuns
 from symfonic.core.contracts.errors import RequestError, UnknownAgent
 from symfonic.core.contracts.principal import Principal
 
@@ -62,7 +62,7 @@ def agui_router(
     principal: Callable[..., Any],
     route_class: type[APIRoute] = APIRoute,
     shares: StreamShares | None = None,
-    runs: BackgroundRuns | None = None,
+    runs: WorkerRuns | None = None,
 ) -> APIRouter:
     """The AG-UI routes for ``host``; ``principal`` is the FastAPI dependency that authenticates.
 
@@ -75,7 +75,7 @@ def agui_router(
     """
     router = APIRouter(tags=["ag-ui"], route_class=route_class)
     streams = shares if shares is not None else StreamShares()
-    background = runs if runs is not None else BackgroundRuns(host)
+    background = runs if runs is not None else WorkerRuns(host)
     Caller = Annotated[Principal, Depends(principal)]
     Host = Annotated[ServiceHost, Depends(opening(host))]
 

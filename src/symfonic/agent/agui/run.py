@@ -24,7 +24,7 @@ from symfonic.agent.agui.state import (
 from symfonic.agent.agui.threads import Acknowledge, Join, NewTurn, Resume, ShowState, plan_run
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.kept_stream import kept_stream
-from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.agent.service.runs import WorkerRuns
 from symfonic.core.contracts.errors import (
     PauseAlreadyAnswered,
     PauseAlreadyClaimed,
@@ -63,14 +63,14 @@ async def agui_run(
     principal: Principal,
     run_input: RunAgentInput,
     *,
-    runs: BackgroundRuns | None = None,
+    runs: WorkerRuns | None = None,
     claim_wait: float = CLAIM_WAIT,
 ) -> AsyncGenerator[BaseEvent, None]:
     """The AG-UI events of one run; ``runs``: where its turn runs as a kept run (without
     one, or before its lifespan started, inside this request); ``claim_wait``: how long
     a resume waits on another's claim."""
     projection = RunProjection(run_input)
-    runs = runs if runs is not None else BackgroundRuns(host)
+    runs = runs if runs is not None else WorkerRuns(host)
     try:
         plan = await plan_run(host, principal, run_input)
         if isinstance(plan, Acknowledge):
@@ -105,7 +105,7 @@ async def _planned(
     plan: NewTurn | Resume | Join,
     principal: Principal,
     projection: RunProjection,
-    runs: BackgroundRuns,
+    runs: WorkerRuns,
     claim_wait: float,
 ) -> AsyncGenerator[BaseEvent, None]:
     """The run's turn: joined, or started; a new turn that finds its thread busy joins
@@ -133,7 +133,7 @@ async def _planned(
 
 
 def _source(
-    plan: NewTurn | Resume, principal: Principal, runs: BackgroundRuns
+    plan: NewTurn | Resume, principal: Principal, runs: WorkerRuns
 ) -> AsyncGenerator[Event, None]:
     """The turn's symfonic events: a kept run this request listens to, when this worker
     runs background runs; else the turn inside this request."""
@@ -151,7 +151,7 @@ async def _ran(
     plan: NewTurn | Resume,
     principal: Principal,
     projection: RunProjection,
-    runs: BackgroundRuns,
+    runs: WorkerRuns,
     claim_wait: float,
 ) -> AsyncGenerator[BaseEvent, None]:
     """A new turn's events, or a resume's; a resume meeting a claim in flight waits once."""
@@ -185,7 +185,7 @@ async def _ran(
 
 
 async def _resumed(
-    plan: Resume, principal: Principal, projection: RunProjection, runs: BackgroundRuns
+    plan: Resume, principal: Principal, projection: RunProjection, runs: WorkerRuns
 ) -> AsyncGenerator[BaseEvent, None]:
     """The resumed turn's events, ending with the thread's messages.
 

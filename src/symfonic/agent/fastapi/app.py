@@ -37,7 +37,7 @@ from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
 from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_feed import PauseFeed
-from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.agent.service.runs import WorkerRuns
 from symfonic.agent.service.sweeper import (
     SWEEP_INTERVAL,
     seal_audit_periodically,
@@ -140,7 +140,7 @@ def _authenticator(api_keys: str | Authenticator | None) -> Authenticator:
 
 def _lifespan(
     host: ServiceHost,
-    watches: tuple[PauseFeed, BackgroundRuns],
+    watches: tuple[PauseFeed, WorkerRuns],
     dispatcher: WebhookDispatcher | None,
     sweeping: tuple[float, Retention | None, timedelta],
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:

@@ -24,7 +24,7 @@ from symfonic.agent.fastapi.web_sessions import (
 )
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.agent.service.runs import WorkerRuns
 from symfonic.core.contracts.errors import CsrfRefused, Unauthenticated
 from symfonic.core.contracts.principal import Principal
 from symfonic.turns.background import RunHandle
@@ -53,10 +53,10 @@ class HttpService:
         authenticator: Authenticator,
         shares: StreamShares | None = None,
         brake: KeyBrake | None = None,
-        runs: BackgroundRuns | None = None,
+        runs: WorkerRuns | None = None,
     ) -> None:
         self.host = host
-        self.runs = runs if runs is not None else BackgroundRuns(host)
+        self.runs = runs if runs is not None else WorkerRuns(host)
         self.authenticator = authenticator
         self.shares = shares if shares is not None else StreamShares()
         self.brake = brake if brake is not None else KeyBrake()

@@ -8,14 +8,14 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
 from symfonic.agent.agent import SymfonicAgent
-from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.agent.service.runs import WorkerRuns
 from symfonic.core.contracts.types import Event, TurnStartedEvent
 from symfonic.turns.background import RunHandle, RunOwner, start_started
 from symfonic.turns.outcomes import first_event
 
 
 async def kept_stream(
-    runs: BackgroundRuns,
+    runs: WorkerRuns,
     agent: SymfonicAgent,
     events: AsyncGenerator[Event, None],
     owner: RunOwner | None = None,
@@ -45,7 +45,7 @@ async def kept_stream(
 
 
 async def _started(
-    runs: BackgroundRuns,
+    runs: WorkerRuns,
     agent: SymfonicAgent,
     first: Event,
     rest: AsyncGenerator[Event, None],

@@ -1,38 +1,6 @@
-"""This worker's background runs, and following any worker's run from its kept events.
-
-:class:`BackgroundRuns` owns the task group background runs run in: its
-:meth:`~BackgroundRuns.run` is started by the app's lifespan, so a run lives
-as long as the worker serves, never longer, and shutting down closes each
-run's turn (which abandons a claim that published nothing). Without that
-lifespan (an app mounted in another) a background request is a 503.
-
-Following a run reads its kept events from the store (any worker's run), then
-waits for more. One watch of the store per worker
-(:meth:`~symfonic.core.contracts.run_events.RunEventLog.watch_run_events`),
-kept while anyone follows, wakes the followers of the runs it names, and
-every follower once it starts listening (what was kept while it was being set
-up was heard by nobody, and a worker idle between runs sets it up for each); a
-follower also looks again every ``RECHECK_SECONDS`` whatever the watch says,
-so a lost watch costs latency, never an event, and a run whose worker died
-(its lease lapsed) is seen to have ended. A run that ended without a terminal
-event kept ends its stream with an ``error`` event saying so.
-
-A run this worker runs is tracked (:meth:`BackgroundRuns.track`) while it
-runs, and the watch is kept while there is one: a cancel made on any worker
-(:meth:`~symfonic.core.contracts.run_events.RunEventLog.cancel_run`) keeps an
-event, which wakes this worker, which reads the run and stops its turn at its
-next step. On PostgreSQL that is a notification away; on SQLite, a poll.
-An attached first turn streamed here is tracked the same way while it streams
-(:meth:`BackgroundRuns.then_queued`): it keeps no run, but a new message that
-takes its session over (``on_busy`` ``interrupt`` or ``rollback``, on any
-worker) keeps a run row for it, cancelled or forgotten, with one event; heard
-of, the turn is stopped at its next step (:mod:`symfonic.turns.stopping`).
-
-Who may see a run, and what a cancel does, are the agent's
-(:meth:`~symfonic.SymfonicAgent.get_run`, :meth:`~symfonic.SymfonicAgent.cancel_run`),
-so the HTTP API and a Python caller answer alike. A paused turn's token was not
-kept; it is minted again for a follower who may answer the pause while it is
-still answerable.
+"""This worker's runs: the task group they run in, the turns it may have to stop, and
+the followers of any worker's run (from memory for a run here, else from the store).
+docs/runs.md says how each hears of new events and of a cancel.
 """
 
 from __future__ import annotations
@@ -87,8 +55,8 @@ class _Follower:
         self.nudged = anyio.Event()
 
 
-class BackgroundRuns:
-    """The task group of this worker's background runs, and the followers of runs."""
+class WorkerRuns:
+    """The task group of this worker's runs, the runs it must stop, and their followers."""
 
     def __init__(self, host: ServiceHost) -> None:
         self._host = host
@@ -104,7 +72,7 @@ class BackgroundRuns:
         self._free_heads: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
-        return f"BackgroundRuns({len(self._followers)} followers)"
+        return f"WorkerRuns({len(self._local)} running, {len(self._followers)} followers)"
 
     @property
     def available(self) -> bool:

@@ -12,7 +12,7 @@ import anyio
 
 from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.runs import BackgroundRuns
+from symfonic.agent.service.runs import WorkerRuns
 
 logger = logging.getLogger("symfonic.http")
 
@@ -27,7 +27,7 @@ async def sweep_periodically(
     retention: Retention | None = None,
     expiring_lead: float | None = None,
     run_events_ttl: timedelta = RUN_EVENTS_TTL,
-    runs: BackgroundRuns | None = None,
+    runs: WorkerRuns | None = None,
 ) -> None:
     """Sweep now, then every ``interval`` seconds, until cancelled; with ``runs``,
     each pass also starts the queued messages of sessions whose hold lapsed."""

@@ -12,7 +12,13 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from symfonic.core.contracts.errors import TurnStopped
-from symfonic.core.contracts.types import STREAM_EVENTS, ErrorEvent, Event, TextDeltaEvent
+from symfonic.core.contracts.types import (
+    STREAM_EVENTS,
+    TERMINAL_EVENTS,
+    ErrorEvent,
+    Event,
+    TextDeltaEvent,
+)
 
 # Rows one run keeps at most, its terminal event included.
 RUN_EVENT_LIMIT = 1000
@@ -94,6 +100,20 @@ def coalesced(events: Sequence[Event]) -> list[Event]:
         else:
             merged.append(event)
     return merged
+
+
+def kept_rows(events: Sequence[Event], stored: int) -> list[Event]:
+    """The (coalesced) events of an append that fit in the run's bound, after ``stored`` rows.
+
+    The last row is the terminal event's: anything else stops one short of it.
+    """
+    room = RUN_EVENT_LIMIT - stored
+    keep: list[Event] = []
+    for event in events:
+        terminal = isinstance(event, TERMINAL_EVENTS)
+        if room - len(keep) > (0 if terminal else 1):
+            keep.append(event)
+    return keep
 
 
 class RunEventLog(Protocol):
