@@ -109,15 +109,17 @@ class SymfonicWorkload(Workload):
 
 async def _seal_periodically(store: Any) -> None:
     """The HTTP worker's audit sealer (`symfonic.agent.service.sweeper`), without HTTP."""
-    with contextlib.suppress(asyncio.CancelledError):
-        while True:
-            await asyncio.sleep(0.5)
-            await store.seal_audit()
+    while True:
+        await asyncio.sleep(0.5)
+        await store.seal_audit()
 
 
 async def _stopped(sealer: asyncio.Task[None]) -> None:
+    # Suppressed here, not in the task: a task cancelled before it first ran never
+    # enters its own body, so awaiting it raises all the same.
     sealer.cancel()
-    await sealer
+    with contextlib.suppress(asyncio.CancelledError):
+        await sealer
 
 
 def _checkpoints_give_up_at_once() -> None:
