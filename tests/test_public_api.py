@@ -209,13 +209,13 @@ def test_a_provider_without_its_extra_names_the_install_command(
     monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     with pytest.raises(ConfigurationError) as raised:
         SymfonicAgent(model=model)
-    assert f"pip install 'symfonic[{extra}]'" in str(raised.value)
+    assert f"pip install -e '.[{extra}]'" in str(raised.value)
 
 
 def test_openai_without_langchain_openai_installed() -> None:
     if importlib.util.find_spec("langchain_openai") is not None:
         pytest.skip("langchain-openai is installed here")
-    with pytest.raises(ConfigurationError, match=r"pip install 'symfonic\[openai\]'"):
+    with pytest.raises(ConfigurationError, match=r"pip install -e '\.\[openai\]'"):
         SymfonicAgent(model="openai:gpt-4.1-mini")
 
 

@@ -1,18 +1,19 @@
 """A client in a pseudo-terminal, as a person runs it: what the terminal tests share.
 
-Each client runs in a pty (pexpect) 80 columns wide. What the person sees is
-the pty's output with the terminal's control sequences taken out; the raw
-bytes are kept to check for colour.
+Each client is the installed ``symfonic`` script in a pty (pexpect) 80 columns
+wide. What the person sees is the pty's output with the terminal's control
+sequences taken out; the raw bytes are kept to check for colour.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 
 import pexpect
+
+from serve_support import console_script
 
 KEY = "alice-terminal-key"
 IBAN = "DE89 3704 0044 0532 0130 00"
@@ -34,7 +35,7 @@ class Screen:
     """A client in a pty: type lines, wait for text to appear, read what was shown."""
 
     def __init__(self, *args: str, env: dict[str, str]) -> None:
-        self.child = pexpect.spawn(sys.executable, ["-m", "symfonic", *args], env=env,
+        self.child = pexpect.spawn(str(console_script()), list(args), env=env,
                                    encoding="utf-8", dimensions=(24, WIDTH), timeout=30)
         self.raw = ""
         self._seen = 0

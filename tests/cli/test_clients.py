@@ -70,7 +70,7 @@ async def test_chat_and_pauses_show_the_question_in_words_and_the_arguments_as_a
         assert waiting.pause is not None
         await review(client, Terminal(), answer=False)
         listing = capsys.readouterr().out
-    for out, amount in ((chat, "7.0"), (listing, "5.0")):
+    for out, amount in ((chat, "7"), (listing, "5")):
         assert "Approve send_payment?" in out and "Approve send_payment(" not in out
         rows = [line.split() for line in out.splitlines()]
         assert ["amount", amount] in rows and ["currency", "EUR"] in rows

@@ -26,7 +26,11 @@ pytestmark = pytest.mark.slow
 
 PEOPLE = [f"p{n}" for n in range(12)]
 APPROVAL = "[a]pprove, [e]dit, [r]eject, [d]ecline"
-STILL_WAITING = "interrupted; the pause is still waiting, nothing was answered."
+STILL_WAITING = "interrupted; the pause is still waiting, nothing was answered; answer it later "
+
+
+def _still_waiting(service: str) -> str:
+    return f"{STILL_WAITING}with 'symfonic pauses' or in the inbox at {service}/inbox."
 
 
 def _key(who: str) -> str:
@@ -68,9 +72,9 @@ def _ended_by_interrupt(client: Screen, said: str) -> None:
 
 CHAT_PROMPTS = {
     "message": ([], "you: ", "chat: interrupted; nothing was sent."),
-    "choice": (["Pay bob 9 EUR"], f"{APPROVAL}, or [x] abandon? ", f"chat: {STILL_WAITING}"),
-    "edit-field": (["Pay bob 9 EUR", "e", ""], "amount [9.0]: ", f"chat: {STILL_WAITING}"),
-    "reason": (["Pay bob 9 EUR", "r"], "reason: ", f"chat: {STILL_WAITING}"),
+    "choice": (["Pay bob 9 EUR"], f"{APPROVAL}, or [x] abandon? ", "chat: "),
+    "edit-field": (["Pay bob 9 EUR", "e", ""], "amount [9]: ", "chat: "),
+    "reason": (["Pay bob 9 EUR", "r"], "reason: ", "chat: "),
 }
 
 
@@ -85,7 +89,7 @@ def test_ctrl_c_at_each_chat_prompt_ends_in_words_and_leaves_the_pause(
     if typed:
         chat.type(*typed)
         chat.wait_for(prompt)
-    _ended_by_interrupt(chat, said)
+    _ended_by_interrupt(chat, said if at == "message" else said + _still_waiting(service))
     pending = _pending(service, who)
     if at == "message":
         assert pending == []
@@ -114,7 +118,7 @@ def test_ctrl_c_at_each_pauses_prompt_ends_in_words_and_leaves_the_pause(
     if typed:
         pauses.type(*typed)
         pauses.wait_for(prompt)
-    _ended_by_interrupt(pauses, f"pauses: {STILL_WAITING}")
+    _ended_by_interrupt(pauses, f"pauses: {_still_waiting(service)}")
     assert [p["pause_id"] for p in _pending(service, who)] == [waiting["pause_id"]]
 
 

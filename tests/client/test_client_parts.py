@@ -7,8 +7,9 @@ import json
 import httpx
 import pytest
 
+from http_support import free_port
 from symfonic import BudgetRefused, PauseExpired, SymfonicError
-from symfonic.client import ApiError, SymfonicClient
+from symfonic.client import ApiError, AsyncSymfonicClient, ServiceUnreachable, SymfonicClient
 from symfonic.client.sse import Frame, FrameReader
 
 
@@ -85,3 +86,17 @@ def test_the_key_and_the_token_travel_in_headers_and_bodies_never_in_a_url() -> 
     assert request.headers["Authorization"] == "Bearer k-123"
     assert "sfp_secret-token" not in str(request.url)
     assert json.loads(request.content)["token"] == "sfp_secret-token"
+
+
+@pytest.mark.anyio
+async def test_no_service_at_the_url_is_the_clients_own_error_naming_the_url() -> None:
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there; no scheme is http://
+    async with AsyncSymfonicClient(address) as client:
+        with pytest.raises(ServiceUnreachable) as raised:
+            await client.health()
+        with pytest.raises(ServiceUnreachable):
+            await anext(client.stream("hi", "s1"))
+    assert raised.value.url == f"http://{address}"
+    assert str(raised.value).startswith(f"cannot reach a symfonic service at http://{address}: ")
+    with SymfonicClient(f"http://{address}") as blocking, pytest.raises(ServiceUnreachable):
+        blocking.health()

@@ -322,7 +322,7 @@ def test_edit_reject_text_and_nested_form_answers(browser: Any, inbox: Inbox) ->
         editing.get_by_role("button", name="Edit", exact=True)
     ) > top(editing.get_by_label(re.compile("Reason for rejecting")))
     editing.get_by_label("Amount", exact=True).fill("7.5")
-    editing.get_by_role("button", name="Submit").click()
+    editing.get_by_role("button", name="Approve with changes").click()
     expect_text(left(page, edit), "sent 7.5 EUR to kim")
     expect_text(left(page, edit), r" — approved with changes by you\s*Changed: amount 10 → 7\.5\.")
     assert [p["amount"] for p in inbox.payments("kim")] == [7.5]

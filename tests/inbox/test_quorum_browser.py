@@ -114,7 +114,7 @@ def test_an_edit_resets_the_count_and_every_card_shows_the_edited_call(
     editing = card(erin, pause)
     editing.get_by_role("button", name="Edit").click()
     editing.get_by_label("Amount", exact=True).fill("8")
-    editing.get_by_role("button", name="Submit").click()
+    editing.get_by_role("button", name="Approve with changes").click()
     expect_text(card(erin, pause).locator(".votes"), "^1 of 2 approvals, by you$")
     expect_text(amount_shown(card(erin, pause)), "^8$")
     expect_text(card(erin, pause).locator("h3"), "^Pay 8 EUR to vic$")

@@ -146,6 +146,7 @@ async def test_a_wrong_principal_is_refused_and_spends_nothing(store_url: str) -
         with pytest.raises(PauseForbidden) as raised:
             await agent.resume(paused.pause.token, APPROVE, principal="mallory")
         assert raised.value.status == 403
+        assert raised.value.message == "mallory may not answer this pause: only alice may"
         with pytest.raises(PauseForbidden):
             await agent.resume(
                 paused.pause.token, APPROVE, principal=Principal("mallory", frozenset({"approver"}))

@@ -34,7 +34,8 @@ def resolve_model(model: BaseChatModel | str, **options: Any) -> BaseChatModel:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigurationError(
-            f"the {provider} models need an extra: pip install 'symfonic[{extra}]'"
+            f"the {provider} models need an extra: in the symfonic clone, "
+            f"pip install -e '.[{extra}]'"
         ) from error
     chat_model: BaseChatModel = getattr(module, class_name)(model=name, **options)
     return chat_model

@@ -1,10 +1,7 @@
-"""Answering one pause from a terminal: ask, send, and ask again until accepted.
+"""Answering one pause from a terminal: ask, send, and ask again until the service accepts it.
 
-Both terminal clients answer the same way. An answer the service refuses as
-invalid (422) is explained in words and the question asked again, an edit
-starting from what the person last sent; any other refusal is said in one line
-and ends the attempt. A declined pause is shown as declined. Ctrl-C while the
-question is asked sends nothing: the pause is left waiting, and said to be.
+Ctrl-C or Ctrl-D while the question is asked sends nothing: the pause is left waiting,
+and the person is told where to answer it later.
 """
 
 from __future__ import annotations
@@ -17,7 +14,12 @@ from symfonic.cli.prompts import Ask, answer_for
 from symfonic.cli.render import TurnView
 from symfonic.cli.terminal import Interrupted
 
-STILL_WAITING = "the pause is still waiting, nothing was answered"
+
+def still_waiting(client: Client) -> str:
+    return (
+        "the pause is still waiting, nothing was answered; answer it later with "
+        f"'symfonic pauses' or in the inbox at {client.base_url}/inbox"
+    )
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,8 @@ async def answer_pause(
     while True:
         try:
             reply = answer_for(pause, ask, term, current=current, may_abandon=may_abandon)
-        except Interrupted:
-            raise Interrupted(STILL_WAITING) from None
+        except (Interrupted, EOFError):
+            raise Interrupted(still_waiting(client)) from None
         if reply.action == "abandon":
             return Answered("abandoned")
         if reply.action in ("cancelled", "declined"):

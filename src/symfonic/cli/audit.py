@@ -1,12 +1,14 @@
 """`symfonic audit`: verify the audit trail's hash chain (exit 1 when broken), or export it.
 
 An export's line without its `hash` is exactly what was hashed, so anyone can recompute the chain.
+A store that is not there is refused, never created: a typo must not read as verified.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -16,6 +18,7 @@ import anyio
 from symfonic.core.contracts.audit import AuditAnchor, ChainBreak, verify_log
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.storage import masked_url, open_store, store_url
+from symfonic.storage.sqlite_file import path_of
 
 PAGE = 1000
 
@@ -41,9 +44,20 @@ def register(sub: Any) -> None:
     export.set_defaults(run=run_export)
 
 
+def existing_store(given: str | None) -> str:
+    """The store URL; `ConfigurationError` when it names a SQLite file that is not there."""
+    url = store_url(given)
+    if url.startswith("sqlite") and not os.path.exists(path_of(url)):
+        raise ConfigurationError(
+            f"there is no store at {masked_url(url)}; check --store or SYMFONIC_STORE "
+            "(nothing was created)"
+        )
+    return url
+
+
 def run_verify(args: argparse.Namespace) -> int:
-    url = store_url(args.store)
     try:
+        url = existing_store(args.store)
         checked, broken, anchor = anyio.run(_verify, url)
     except (ConfigurationError, StoreUnavailable) as error:
         print(f"symfonic audit: {error}", file=sys.stderr)
@@ -74,7 +88,7 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"symfonic audit: --since {args.since!r} is not an ISO 8601 time", file=sys.stderr)
         return 2
     try:
-        anyio.run(_export, store_url(args.store), since, sys.stdout)
+        anyio.run(_export, existing_store(args.store), since, sys.stdout)
     except (ConfigurationError, StoreUnavailable) as error:
         print(f"symfonic audit: {error}", file=sys.stderr)
         return 2

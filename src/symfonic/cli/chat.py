@@ -1,17 +1,6 @@
-"""``symfonic chat``: talk to a running service; pauses are answered inline.
-
-A pause never strands the session. An answer the service refuses (422) is
-explained and the question asked again, with an edit starting from what the
-person last sent. The person may instead leave a pause, and their next message
-abandons it (``on_pending_pause=abandon``); a message sent while the session
-still waits is offered the same choice rather than a bare 409. Ctrl-C at any
-prompt ends the chat saying what it left undone (exit code 130).
-
-Each turn and each answer runs on the service as a background run, and the
-chat follows its events: a connection that drops mid-turn (a restarted
-service, a proxy that cuts long streams) is reopened where it stopped, after
-one line saying so, and each event is printed once. The turn does not depend
-on the connection: it goes on while the chat reconnects.
+"""``symfonic chat``: talk to a running service, answering pauses inline; ``--session ID``
+goes back to a session. Each turn runs on the service in the background and the chat
+follows its events, reconnecting where it stopped when the connection drops.
 """
 
 from __future__ import annotations
@@ -22,7 +11,7 @@ from typing import Any
 import anyio
 import httpx
 
-from symfonic.cli.answering import answer_pause
+from symfonic.cli.answering import answer_pause, still_waiting
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client, Frame
 from symfonic.cli.prompts import Ask
 from symfonic.cli.render import TurnView, reconnecting
@@ -34,6 +23,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("chat", help="chat with a running symfonic service")
     p.add_argument("--url", default=DEFAULT_URL, help=f"service URL (default {DEFAULT_URL})")
     p.add_argument("--agent", help="agent name (default: the service's first agent)")
+    p.add_argument("--session", metavar="ID", help="go back to this session instead of a new one")
     p.set_defaults(run=run)
 
 
@@ -46,13 +36,21 @@ class Chat:
         self.session_id = ""
         self.abandon_next = False
 
-    async def start(self, agent: str | None) -> None:
-        session = await self.client.create_session(agent)
-        self.session_id = session.session_id
-        self.term.line(
-            f"session {self.session_id} with agent {session.agent}; Ctrl-D to quit", "dim"
-        )
+    async def start(self, agent: str | None, session_id: str | None = None) -> None:
+        """Open a new session, or go back to ``session_id`` and ask its waiting pause."""
+        if session_id is None:
+            created = await self.client.create_session(agent)
+            session_id, agent, waiting = created.session_id, created.agent, None
+        else:
+            session = await self.client.get_session(session_id)
+            agent, waiting = session.agent, session.pending_pause
+        self.session_id = session_id
+        self.term.line(f"session {self.session_id} with agent {agent}; Ctrl-D to quit", "dim")
         self.term.blank()
+        if waiting is not None and waiting.token is not None:
+            view = TurnView(self.term)
+            view.calls[waiting.tool_call_id] = dict(waiting.tool_args or {})
+            await self._answer(view, Frame("turn.paused", waiting.model_dump(mode="json")))
 
     async def say(self, message: str) -> None:
         view = TurnView(self.term)
@@ -75,8 +73,8 @@ class Chat:
         self.term.line("this session is still waiting for an answer to a pause.", "yellow")
         try:
             choice = self.ask("  abandon that pause and send your message? [y/N] ")
-        except Interrupted:
-            raise Interrupted("nothing was sent, and the pause is still waiting") from None
+        except (Interrupted, EOFError):
+            raise Interrupted(f"nothing was sent; {still_waiting(self.client)}") from None
         return choice.strip().lower() in {"y", "yes"}
 
     async def _answer(self, view: TurnView, last: Frame | None) -> None:
@@ -102,11 +100,15 @@ class Chat:
 
 
 async def converse(
-    client: Client, agent: str | None, term: Terminal, ask: Ask | None = None
+    client: Client,
+    agent: str | None,
+    term: Terminal,
+    ask: Ask | None = None,
+    session_id: str | None = None,
 ) -> None:
-    """Chat until the person presses Ctrl-D."""
+    """Chat until the person presses Ctrl-D at the message prompt."""
     chat = Chat(client, term, ask or term.ask)
-    await chat.start(agent)
+    await chat.start(agent, session_id)
     while True:
         try:
             message = _said(chat.ask)
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with client:
-            await converse(client, args.agent, term)
+            await converse(client, args.agent, term, session_id=args.session)
 
     try:
         anyio.run(main)

@@ -1,15 +1,6 @@
-"""The terminal commands' view of the HTTP API: :mod:`symfonic.client`, read as the prompts read it.
-
-``symfonic chat``, ``pauses`` and ``webhooks`` talk to a service through
-:class:`~symfonic.client.AsyncSymfonicClient`; this adds only what a terminal
-needs on top. The prompts and the stream view read pauses and events as the
-JSON the service sent (``Frame``, plain dicts), so what they print is the
-service's own words and values. :meth:`Client.explain` turns whatever stopped
-a request into one line that says what to do about it. A turn or an answer
-runs in the background on the service and its events are followed with
-reconnects (:meth:`Client.turn`), so a dropped connection loses nothing. The API key comes from
-``SYMFONIC_API_KEY`` (never a command-line argument, which other users of the
-machine can read) and travels only in the ``Authorization`` header.
+"""The terminal commands' view of `symfonic.client`: pauses and events as the JSON the service
+sent, each turn followed with reconnects, and `Client.explain` saying in one line what stopped a
+request. The key comes from ``SYMFONIC_API_KEY`` only, never a command-line argument.
 """
 
 from __future__ import annotations
@@ -71,7 +62,7 @@ class Client(AsyncSymfonicClient):
     def turn(
         self, session_id: str, message: str, *, on_pending_pause: OnPendingPause = "reject"
     ) -> AsyncIterator[Frame]:
-        """A turn run in the background and followed to its end (:meth:`_followed`)."""
+        """A turn run in the background and followed to its end (`_followed`)."""
         return _frames(
             self._followed(
                 lambda: self.start(message, session_id, on_pending_pause=on_pending_pause)

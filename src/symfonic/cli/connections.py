@@ -1,33 +1,6 @@
-"""Connections a client cannot hold open for free: a deadline on headers, a cap on how many.
-
-uvicorn closes a connection idle *between* requests (``timeout_keep_alive``),
-but once a byte of a request has arrived nothing times out the rest of its
-headers: a client sending one header line every few seconds holds a connection,
-and its file descriptor, for as long as it likes (slow-loris). And
-``limit_concurrency`` counts such connections too, then answers the real
-clients 503. This protocol adds what is missing:
-
-- **Header deadline.** From the moment a connection opens, and again from the
-  first byte of each later request on it, the request's headers must be complete
-  within ``header_timeout`` seconds. The deadline is absolute: more bytes do not
-  extend it. Past it the connection gets a 408 (or, if it never sent a byte, is
-  just closed).
-- **Connection cap.** Past ``max_connections`` open connections, a new one
-  makes room by closing one, taken from whoever holds the most: the principal
-  holding the most streams loses its oldest idle stream (a pause feed waiting
-  for its next change, :mod:`symfonic.agent.http.stream_shares`), unless the
-  connections still waiting for a request's headers are more, and then the one
-  that has waited longest goes (it costs the service nothing to lose). So one
-  key holding every connection with feeds gives way to everyone else. When
-  nothing can give way (every connection is busy with a request), the new one
-  gets a 503 and is closed.
-
-Each request's ASGI scope carries its connection's transport under
-:data:`~symfonic.agent.http.stream_shares.CONNECTION_EXTENSION`, which is how a
-stream's place in its principal's share knows what to close.
-
-It is uvicorn's h11 protocol with these two rules added, chosen by
-``symfonic serve``; behind a reverse proxy the proxy does the same job.
+"""uvicorn's h11 protocol with a header deadline (slow-loris) and a connection cap that closes
+one connection of whoever holds the most, so one key cannot starve everyone else
+(docs/internals.md).
 """
 
 from __future__ import annotations

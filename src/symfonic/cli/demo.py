@@ -1,11 +1,7 @@
 """``symfonic demo``: pause in one process, resume in another, print the transcript.
 
-The parent process only orchestrates. The first child runs a turn until it
-pauses and hands the pause token back over a pipe (never argv, never a log);
-the next child, a fresh process that never saw the pause, resumes it from the
-store alone. A resumed turn that pauses again (a question or a form comes
-before the approval) is answered by one more fresh process. Then the
-transcript is read back from the store and printed.
+The first child hands the pause token back over a pipe (never argv, never a log); each
+next child, a fresh process that never saw the pause, resumes it from the store alone.
 """
 
 from __future__ import annotations
@@ -19,6 +15,8 @@ from typing import Any
 
 import anyio
 
+from symfonic.capabilities.human.interactions import approval_schema
+from symfonic.capabilities.human.schema_problems import problems
 from symfonic.cli.render import shown
 from symfonic.cli.terminal import fill
 from symfonic.core.contracts.errors import SymfonicError
@@ -35,6 +33,8 @@ SAMPLE_ANSWERS: dict[str, Any] = {
 }
 # A turn of the demo agent pauses at most twice (a question or a form, then the approval).
 MAX_PAUSES = 3
+# What became of the turn once a pause was answered, by the pause's state.
+AFTER_ANSWER = {"published": "the turn went on", "superseded": "the turn went on and asked again"}
 
 
 def register(sub: Any) -> None:
@@ -121,7 +121,7 @@ async def _transcript(url: str, session_id: str) -> None:
             _say(f"{session.principal} (user)", shown(body["content"]))
         elif role == "ai" and body.get("tool_calls"):
             for c in body["tool_calls"]:
-                _say("assistant", f"calls {c['name']}({json.dumps(c['args'])})")
+                _say("assistant", f"calls {c['name']}({shown(c['args'])})")
                 pause = audit.get(c["id"])
                 if pause is not None:
                     _say(
@@ -131,10 +131,11 @@ async def _transcript(url: str, session_id: str) -> None:
                     )
                     if pause.answered_by is not None and pause.answered_at is not None:
                         given = answer_words(pause)
+                        after = AFTER_ANSWER.get(pause.state.value, pause.state.value)
                         _say(
                             "",
                             f"↳ answered by {pause.answered_by} at "
-                            f"{pause.answered_at:%H:%M:%S}: {given} ({pause.state.value})",
+                            f"{pause.answered_at:%H:%M:%S}: {given}; {after}",
                         )
         elif role == "ai":
             _say("assistant", shown(body["content"]))
@@ -151,7 +152,8 @@ def _child(step: str, url: str, stdin: str, extra: list[str]) -> dict[str, Any]:
         check=False,
     )
     if out.returncode != 0:
-        raise SystemExit(f"the {step} process failed:\n{out.stderr.strip()}")
+        left = "; the pause is still waiting, nothing was answered" if step == "resume" else ""
+        raise SystemExit(f"symfonic demo: the {step} process failed: {out.stderr.strip()}{left}")
     data: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return data
 
@@ -162,6 +164,13 @@ def run(args: argparse.Namespace) -> int:
         answer = json.loads(args.answer)
     except ValueError:
         print(f"symfonic demo: --answer is not JSON: {args.answer}", file=sys.stderr)
+        return 2
+    wrong = [problem.words() for problem in problems(approval_schema({}), answer)]
+    if wrong and args.step is None:
+        print(
+            f"symfonic demo: --answer is not an approval's answer: {'; '.join(wrong)}",
+            file=sys.stderr,
+        )
         return 2
     try:
         if args.step == "pause":
@@ -174,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({**data, "pid": os.getpid()}))
             return 0
     except SymfonicError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(error, file=sys.stderr)
         return 1
     print(f"symfonic demo — store {url}, scripted model, no network\n")
     print(f"[process 1] the user asks: {json.dumps(args.message, ensure_ascii=False)}")

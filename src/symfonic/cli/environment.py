@@ -1,8 +1,4 @@
-"""The environment variables each command reads, for its ``--help``.
-
-Kept in one table so that every command's help and the variables the code
-reads can be checked against each other (``tests/cli/test_terminal.py`` does).
-"""
+"""The environment variables each command reads, in one table for its ``--help``."""
 
 from __future__ import annotations
 

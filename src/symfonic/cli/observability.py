@@ -1,13 +1,5 @@
-"""What ``symfonic serve`` exports, decided by the standard ``OTEL_*`` variables.
-
-Nothing is exported unless a variable asks: an OTLP endpoint
-(``OTEL_EXPORTER_OTLP_ENDPOINT``, or the per-signal ones), or an exporter named
-in ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER``. Then the SDK of the
-``symfonic[otel]`` extra is installed as the process's providers, and the app's
-HTTP server spans become the parents of the turns' spans. The SDK is imported
-only then: it is an optional extra, and without it a request for export is one
-line saying what to install, never a traceback. The log lines' form
-(``--log-format``) is set here too, so every line carries its trace ids.
+"""What ``symfonic serve`` exports, decided by the standard ``OTEL_*`` variables: nothing unless
+one asks, and then the optional SDK, whose absence is one line saying what to install.
 """
 
 from __future__ import annotations
@@ -29,7 +21,7 @@ if TYPE_CHECKING:
 
 MISSING_SDK = (
     "the OTEL_* variables ask for telemetry export, but the OpenTelemetry SDK is not "
-    "installed: pip install 'symfonic[otel]'"
+    "installed: in the symfonic clone, pip install -e '.[otel]'"
 )
 LOG_FORMS = ("text", "json")
 
@@ -73,7 +65,7 @@ class Telemetry:
 def install(export: Export, service_name: str) -> Telemetry | None:
     """Install the SDK's providers for ``export``; ``None`` when nothing is to be exported.
 
-    Raises :class:`ConfigurationError`, in words, when the SDK is missing or a
+    Raises `ConfigurationError`, in words, when the SDK is missing or a
     variable names an exporter this does not know.
     """
     if not export.wanted:

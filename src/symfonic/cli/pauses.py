@@ -1,20 +1,12 @@
-"""``symfonic pauses``: list the pauses you may answer, and answer them one by one;
-``symfonic pauses reassign ID --audience X --reason Y`` hands one to another audience
-(an operator's).
-
-Each pause is answered as in ``symfonic chat`` (:mod:`symfonic.cli.answering`),
-an approval's arguments shown as a table under its question and an edit
-starting from them (the listing asks for each pause's details to have them).
-A pause the service refuses to take an answer for (answered elsewhere, expired)
-is said in one line and the next one asked; the command then exits 1, so a
-script sees that not every answer was taken. Ctrl-C at a prompt leaves that
-pause waiting, says so and exits 130.
+"""``symfonic pauses``: list the pauses you may answer and answer them one by one (exit 1
+if the service refused any answer); ``pauses reassign ID`` hands one to another audience.
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -25,6 +17,9 @@ from symfonic.cli.client import DEFAULT_URL, ApiError, Client
 from symfonic.cli.prompts import Ask, show_arguments
 from symfonic.cli.render import TurnView, approvals_words, reconnecting
 from symfonic.cli.terminal import Interrupted, Terminal, failed
+
+# What the inbox says with nothing to answer.
+NOTHING_WAITING = "Nothing is waiting for you."
 
 
 def register(sub: Any) -> None:
@@ -67,6 +62,12 @@ def duration_words(seconds: float) -> str:
     return " ".join([*parts, f"{minutes} min"] if minutes else parts)
 
 
+def expiry_words(expires_at: str) -> str:
+    """``expires in 23 h 58 min``: when a pause expires, as the inbox says it."""
+    left = (datetime.fromisoformat(expires_at) - datetime.now(UTC)).total_seconds()
+    return f"expires in {duration_words(left)}" if left >= 1 else "expired"
+
+
 def _asker(pause: dict[str, Any]) -> str:
     """Who asked, when it is not the agent itself: a delegate (whose question is answered
     through its caller's pause), or an MCP server mid-call, or both."""
@@ -90,13 +91,13 @@ async def review(
     """List the pending pauses, then (if ``answer``) answer each."""
     pending = await client.pending_pauses()
     if not pending:
-        term.line("no pending pauses")
+        term.line(NOTHING_WAITING)
         return Reviewed(0)
     for i, pause in enumerate(pending, 1):
         asker = _asker(pause)
         term.line(
             f"{pause['query']}  (session {pause['session_id']}{asker}, "
-            f"expires {pause['expires_at']})",
+            f"{expiry_words(pause['expires_at'])})",
             label=f"{i}. [{pause['kind']}] ",
             label_style="bold",
         )

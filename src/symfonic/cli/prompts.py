@@ -1,21 +1,7 @@
 """Asking a person for a pause's answer at the terminal, shaped by its kind and schema.
 
-Each prompt reads through ``ask`` (an ``input``-like callable) so a test or
-another front end can drive it. What comes back is a :class:`Reply`: an answer
-to send, a decline (the turn goes on), or, where the caller offers it, leaving
-the pause to be abandoned by the next message.
-
-A decline is the person's explicit refusal. An MCP server's question tells a
-refusal (``decline``) from a question dismissed without a choice (``cancel``),
-so there it is sent as ``status: declined``; every other pause has only the
-one way of going unanswered, ``cancelled``. Nothing here sends ``cancel``: a
-person who leaves the question (Ctrl-C) sends nothing, and the pause waits.
-
-An edit starts from the call's current arguments: each is shown and kept on
-Enter, so the person types only what they mean to change. Each field is checked
-against the pause's schema as it is entered, and asked again with the reason in
-words, the value it had before still the one Enter keeps; a mistake in the
-first field is not found only after the last, nor offered back as the default.
+Each prompt reads through ``ask`` (an ``input``-like callable). An edit starts from the
+call's arguments, Enter keeping each, and checks every field against the schema as it is typed.
 """
 
 from __future__ import annotations
@@ -40,6 +26,14 @@ class Reply:
 
 DECLINE = Reply("cancelled")
 ABANDON = Reply("abandon")
+# What `?` at an approval's prompt says each choice does.
+CHOICES = (
+    "approve: run the call as shown",
+    "edit: change its arguments, then run it",
+    "reject: do not run it; the agent is told, with your reason",
+    "decline: give no answer; the agent is told none was given",
+)
+ABANDON_CHOICE = "abandon: leave it waiting; your next message abandons it"
 
 
 def declined(pause: dict[str, Any]) -> Reply:
@@ -128,6 +122,8 @@ def _approval(
         if choice in {"e", "edit"}:
             args = edited_args(pause.get("response_schema") or {}, current, ask, term)
             return Reply("resolved", {"decision": "edit", "args": args})
+        for said in (*CHOICES, ABANDON_CHOICE) if may_abandon else CHOICES:
+            term.line(said, "dim", indent=4)
 
 
 def _form(pause: dict[str, Any], ask: Ask, term: Terminal) -> Reply:

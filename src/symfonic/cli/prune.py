@@ -1,10 +1,5 @@
-"""``symfonic prune --older-than 30d``: delete finished sessions idle that long, now.
-
-The same deletion the sweeper runs when ``symfonic serve --retention`` is set,
-run by hand against a store, batch by batch, with the running total printed
-after each batch so a long backlog shows progress. Sessions with a pause
-waiting or being answered, or a turn running, are never touched, and the audit
-trail only with ``--prune-audit``.
+"""``symfonic prune --older-than 30d``: the sweeper's deletion of idle finished sessions, run by
+hand, batch by batch; a session with a pause waiting or a turn running is never touched.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Showing a turn's stream at the terminal as it arrives.
-
-A :class:`TurnView` lives for one exchange (a message and the resumes that
-answer its pauses): it remembers each tool call's arguments, so an edit can
-start from them, and which calls the person declined, so the observation that
-follows reads ``declined`` rather than ``ok``. Values are shown as JSON.
+"""Showing a turn's stream at the terminal as it arrives; values as JSON, numbers as the
+inbox writes them. A `TurnView` remembers each call's arguments, so an edit starts from them.
 """
 
 from __future__ import annotations
@@ -32,13 +28,24 @@ def approvals_words(pause: dict[str, Any]) -> str | None:
 
 def shown(value: Any) -> str:
     """A value as a person reads it: text as itself, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json.dumps(_as_js(value), ensure_ascii=False)
+
+
+def _as_js(value: Any) -> Any:
+    """``value`` with each whole float as an int: ``15``, as the inbox's JavaScript shows 15.0."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _as_js(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_js(item) for item in value]
+    return value
 
 
 def reconnecting(terminal: Terminal) -> Callable[[Exception], None]:
     """What the person is told when the connection to a run's events drops and is
     reopened: one line, then the indicator while it reconnects. The output goes on
-    where it stopped, each event once (:meth:`symfonic.cli.client.Client.turn`)."""
+    where it stopped, each event once (`Client.turn`)."""
 
     def say(_: Exception) -> None:
         terminal.line("connection lost, reconnecting…", "yellow")
@@ -78,7 +85,7 @@ class TurnView:
             args = data.get("args") or {}
             self.calls[str(data.get("tool_call_id"))] = dict(args)
             term.line(
-                f"{data['name']} {json.dumps(args, ensure_ascii=False)}",
+                f"{data['name']} {shown(args)}",
                 "dim",
                 label="→ ",
                 label_style="cyan",

@@ -1,27 +1,7 @@
-"""``symfonic serve [MODULE:ATTR ...]``: the HTTP service under uvicorn.
+"""``symfonic serve [MODULE:ATTR ...]``: the HTTP service under uvicorn, all agents on one store.
 
-Without API keys (``SYMFONIC_API_KEYS`` unset or empty) every caller is the
-principal ``local``, who may answer anything -- so the server binds loopback
-only and refuses any other address unless ``--insecure`` says the operator
-means it. Keys and tokens are never printed: the start-up line names the
-principals, never their keys, and a store URL's password is masked.
-
-Every agent served shares one store: ``--store``, else ``SYMFONIC_STORE``, else
-the store the agents' modules declare (``SymfonicAgent(store=...)``), else the
-embedded default. Agents that declare different stores are refused at start-up
-rather than silently moved onto one of them. The store is opened -- connected,
-migrated -- and the port bound before the start-up line is printed, so a bad
-URL, a database out of reach, or a port taken or out of range is one line and
-exit code 2, never a banner followed by a traceback.
-
-A client cannot hold connections for free: each request's headers must arrive
-within ``--header-timeout`` seconds; one principal holds at most
-``--max-streams-per-principal`` streams (feeds, turn and AG-UI streams); and
-past ``--max-connections`` a new connection displaces one of whoever holds the
-most: the oldest idle feed of the principal with the most streams, or the
-connection that has waited longest for headers (:mod:`symfonic.cli.connections`).
-The process's file-descriptor limit is raised to hold the cap, or the cap
-lowered to fit it.
+Without API keys it binds loopback only unless ``--insecure``; the store is opened and the
+port bound before the start-up line, so any start-up problem is one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -35,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -52,7 +33,7 @@ from symfonic.cli.observability import (
 )
 from symfonic.cli.serve_agents import DEFAULT_AGENT, load_agent, serving_store
 from symfonic.cli.serve_banner import startup_line
-from symfonic.cli.serve_listen import is_loopback, listening_socket, port_of
+from symfonic.cli.serve_listen import base_url, is_loopback, listening_socket, port_of
 from symfonic.cli.serve_options import (
     add_client_options,
     add_log_options,
@@ -67,6 +48,7 @@ from symfonic.cli.serve_webhooks import (
 )
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.storage import masked_url
+from symfonic.storage.sqlite_file import path_of
 
 if TYPE_CHECKING:
     import uvicorn
@@ -221,6 +203,8 @@ def _announce(
         startup_line(args.host, port, url, agents, authenticator, args.insecure, served.webhooks),
         flush=True,
     )
+    site = base_url(args.host, port)
+    print(f"symfonic serve: answer pauses at {site}/inbox; API docs at {site}/docs", flush=True)
     if max_connections < args.max_connections:
         print(
             f"symfonic serve: the file limit holds {max_connections} connections, not "
@@ -263,7 +247,7 @@ def _app(
 def _server(
     app: FastAPI, args: argparse.Namespace, port: int, max_connections: int
 ) -> uvicorn.Server:
-    """uvicorn serving ``app``, every connection bounded (:mod:`symfonic.cli.connections`)."""
+    """uvicorn serving ``app``, every connection bounded (`symfonic.cli.connections`)."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -293,10 +277,16 @@ def _unopened(url: str, error: Exception) -> str:
         cause = error.__cause__
     cause = getattr(cause, "orig", None) or cause  # SQLAlchemy wraps the driver's error
     reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
-    return (
-        f"cannot open the store {masked_url(url)}: {reason or type(cause).__name__}. "
-        "Check --store / SYMFONIC_STORE and that the database is running."
-    )
+    said = f"cannot open the store {masked_url(url)}: {reason or type(cause).__name__}"
+    if url.startswith("sqlite"):
+        folder = os.path.dirname(os.path.abspath(path_of(url)))
+        if not os.path.isdir(folder):
+            return f"{said}: the directory {folder} does not exist; create it or change --store"
+        return f"{said}. Check --store / SYMFONIC_STORE."
+    if "does not exist" in reason and "database" in reason:
+        database = urlsplit(url).path.lstrip("/")
+        return f"{said}. Create it (createdb {database}) or change --store / SYMFONIC_STORE."
+    return f"{said}. Check --store / SYMFONIC_STORE and that the database server is running."
 
 
 def freeze_after_startup(app: FastAPI) -> None:

@@ -1,11 +1,7 @@
 """Which agents ``symfonic serve`` serves, and the one store it serves them on.
 
-An agent is named ``MODULE:ATTR`` and imported as ``python -m`` would import
-it: from the current directory first, then ``PYTHONPATH`` and the installed
-packages. The installed ``symfonic`` script starts with its own directory on
-``sys.path`` instead of the current one, so the current directory is put there
-before the first import; otherwise ``symfonic serve myapp.agents:shop`` would
-find ``myapp/`` only when run as ``python -m symfonic``.
+An agent is named ``MODULE:ATTR`` and imported as ``python -m`` would import it: the
+current directory first, then ``PYTHONPATH`` and the installed packages.
 """
 
 from __future__ import annotations
@@ -25,7 +21,8 @@ DEFAULT_AGENT = "symfonic.demo:agent"
 
 
 def importable_from_here() -> None:
-    """Put the current directory first on ``sys.path``, as ``python -m`` does."""
+    """Put the current directory first on ``sys.path``, as ``python -m`` does: the installed
+    ``symfonic`` script starts with its own directory there instead."""
     here = os.getcwd()
     if not any(entry in ("", ".", here) for entry in sys.path):
         sys.path.insert(0, here)
@@ -36,12 +33,19 @@ def load_agent(spec: str) -> SymfonicAgent:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigurationError(f"{spec!r} is not MODULE:ATTR, e.g. {DEFAULT_AGENT}")
+    if module_name.endswith(".py"):
+        module = module_name.removesuffix(".py").replace("/", ".")
+        raise ConfigurationError(f"{spec!r} names a file; name its module: {module}:{attr}")
     importable_from_here()
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigurationError(
             f"cannot import {module_name!r} from {os.getcwd()} or the installed packages: {error}"
+        ) from error
+    except SyntaxError as error:
+        raise ConfigurationError(
+            f"{module_name!r} has a syntax error at {error.filename}:{error.lineno}: {error.msg}"
         ) from error
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -50,7 +54,9 @@ def load_agent(spec: str) -> SymfonicAgent:
     if not isinstance(target, SymfonicAgent) and callable(target):
         target = target()
     if not isinstance(target, SymfonicAgent):
-        raise ConfigurationError(f"{spec} is a {type(target).__name__}, not a SymfonicAgent")
+        kind = type(target).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise ConfigurationError(f"{spec} is {article} {kind}, not a SymfonicAgent")
     return target
 
 

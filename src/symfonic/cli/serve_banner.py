@@ -1,9 +1,5 @@
-"""``symfonic serve``'s start-up line: what is served, where, on which store, to whom.
-
-It is printed once the store is open and the port is bound, so everything it
-announces is already up. Nothing secret is printed: the store URL's password
-is masked, principals are named without their keys, and a webhook is shown by
-scheme, host and path, never the credentials or query its URL may carry.
+"""``symfonic serve``'s start-up line, printed once everything it announces is up; no secret in
+it: the store's password masked, principals without keys, webhooks without credentials.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Where ``symfonic serve`` listens: the port as typed, and a socket bound before the banner.
-
-The socket is bound before anything says the service is up, then handed to
-uvicorn, so the address the start-up line announces is one this process
-already holds (with ``--port 0``, the port the system chose). A port out of
-range, taken by another process or not permitted is one line of words and exit
-code 2, never a traceback after a banner.
+"""Where ``symfonic serve`` listens: the port bound before the start-up line, so what it
+announces is held; a port out of range, taken or not permitted is one line and exit code 2.
 """
 
 from __future__ import annotations

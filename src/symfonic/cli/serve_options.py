@@ -1,8 +1,5 @@
-"""``symfonic serve``'s options: what is served, sweeping, clients' limits, logs.
-
-Each malformed value -- a timeout that is not a positive number of seconds, a
-cap below one -- is refused by the parser with one line naming it, before
-anything starts. The webhook options are :mod:`symfonic.cli.serve_webhooks`'.
+"""``symfonic serve``'s options; each malformed value is refused by the parser in one line,
+before anything starts.
 """
 
 from __future__ import annotations

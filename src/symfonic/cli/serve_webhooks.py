@@ -1,12 +1,5 @@
-"""``symfonic serve``'s webhook options, and the subscriptions they make.
-
-Every ``--webhook URL`` shares the one secret in ``SYMFONIC_WEBHOOK_SECRET``
-(``whsec_`` and base64) and the ``--webhook-event`` filter (default: every
-event type). The secret is read from the environment only, never from the
-command line, which other users of the machine can read; a missing or
-malformed one stops start-up with one line that says how to make one. Where a
-webhook is named to a person (in that line, in the start-up line) it is its
-scheme, host and path: credentials or a query in its URL are never printed.
+"""``symfonic serve``'s ``--webhook`` options: every URL shares the secret in
+``SYMFONIC_WEBHOOK_SECRET`` (never the command line), and a URL is shown by scheme, host and path.
 """
 
 from __future__ import annotations

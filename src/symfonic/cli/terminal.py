@@ -1,19 +1,5 @@
-"""What the terminal clients print, and how: colour, wrapping, and the "thinking" indicator.
-
-Output goes through one ``rich`` console. Colour appears only on a terminal
-and never when ``NO_COLOR`` is set (https://no-color.org); the indicator that
-the model is working is drawn only on a terminal, so piped output is the plain
-transcript and nothing else.
-
-Lines are wrapped here, at spaces, never inside a value: a JSON string or an
-IBAN (``DE89 3704 0044 0532 0130 00``) is one unit, so a person can read and
-copy it whole. Streamed text is wrapped the same way as it arrives.
-
-Ctrl-C at a prompt raises :class:`Interrupted` at once. The prompts are read on
-the event loop's thread, where asyncio's own Ctrl-C handling would only cancel
-the command once the blocking read returned: the interrupt would be lost, the
-next line typed swallowed, and the command would stop without a word. While a
-prompt waits, Ctrl-C therefore interrupts the read itself.
+"""What the terminal clients print: one ``rich`` console, colour only on a terminal without
+``NO_COLOR``, lines wrapped at spaces but never inside a value (a JSON string, an IBAN).
 """
 
 from __future__ import annotations

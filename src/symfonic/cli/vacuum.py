@@ -1,9 +1,5 @@
-"""``symfonic vacuum``: give a store's free space back, once, while the service is quiet.
-
-A SQLite file made by an earlier symfonic keeps the space ``prune`` frees inside
-it; this rewrites it once with incremental auto-vacuum, after which every prune
-returns what it frees by itself. The rewrite holds the file's write lock for its
-whole run. On PostgreSQL it runs ``VACUUM (ANALYZE)`` on the store's tables.
+"""``symfonic vacuum``: give a store's free space back once, while the service is quiet (SQLite:
+a rewrite with incremental auto-vacuum; PostgreSQL: ``VACUUM (ANALYZE)``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""``symfonic webhooks``: what the service owes its webhooks, and sending one again.
-
-``symfonic webhooks`` lists what needs attention: first each destination whose
-circuit is open or half-open (why, and when it is tried again), then the
-deliveries that are failed or pending, newest first (``--state delivered`` and
-friends choose others). ``symfonic webhooks destinations`` shows every
-destination's circuit. ``symfonic webhooks resend ID`` puts one back in the
-outbox with its attempts at 0 and the same ``webhook-id``. All need a key with
-the ``operator`` scope.
+"""``symfonic webhooks``: the destinations and deliveries that need attention, every destination's
+circuit (``destinations``), and a delivery sent again (``resend ID``); an operator's key.
 """
 
 from __future__ import annotations

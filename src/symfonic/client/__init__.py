@@ -1,12 +1,10 @@
-"""A typed Python client for symfonic's HTTP API, sync and async, on httpx.
-It speaks as the Python API does: turns stream the typed events of
-`symfonic.core.contracts.types` or return a `TurnResult`, and a refusal raises the same
-exception type (`PauseExpired`, ...), each also an `ApiError`.
+"""A typed Python client for symfonic's HTTP API, sync and async, on httpx: it streams the
+events and raises the exception types the Python API does, and depends on the contracts alone.
 """
 
 from symfonic.client.async_client import AsyncSymfonicClient
 from symfonic.client.calls import PauseFilter
-from symfonic.client.errors import ApiError
+from symfonic.client.errors import ApiError, ServiceUnreachable
 from symfonic.client.events import FeedEvent, PauseChange, PauseSnapshot
 from symfonic.client.models import (
     Delivery,
@@ -39,6 +37,7 @@ __all__ = [
     "Run",
     "RunOutcome",
     "RunStarted",
+    "ServiceUnreachable",
     "Session",
     "SessionCreated",
     "SymfonicClient",

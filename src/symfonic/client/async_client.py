@@ -24,8 +24,9 @@ from symfonic.client.calls import (
     PauseFilter,
     TakeOver,
     auth_headers,
+    service_url,
 )
-from symfonic.client.errors import ApiError, error_of
+from symfonic.client.errors import ApiError, error_of, reaching
 from symfonic.client.events import (
     ACCEPTED,
     FeedEvent,
@@ -66,11 +67,18 @@ class AsyncSymfonicClient:
     Use it as an ``async with`` block, which closes its connections.
 
     Args:
-        base_url: the service's address.
+        base_url: the service's address; one without a scheme (``127.0.0.1:8000``) is
+            taken as ``http://``.
         api_key: sent in the ``Authorization`` header only, never in a URL.
         timeout: httpx's timeout for each request.
         transport: an httpx transport to send through instead of the network
             (``httpx.ASGITransport(app)`` runs against an app in process).
+
+    Raises:
+        ApiError: the service refused a request; also the Python API's own type for its
+            code (``PauseExpired``, ...).
+        ServiceUnreachable: nothing answers at ``base_url``; the message names it.
+        httpx.TransportError: a connection that broke after it was made.
     """
 
     def __init__(
@@ -82,6 +90,7 @@ class AsyncSymfonicClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         headers = auth_headers(api_key)
+        base_url = service_url(base_url)
         self.base_url, self.has_key = base_url, bool(headers)
         self._http = httpx.AsyncClient(
             base_url=base_url,
@@ -105,9 +114,10 @@ class AsyncSymfonicClient:
         await self._http.aclose()
 
     async def _send(self, call: Call[T], headers: dict[str, str] | None = None) -> T:
-        response = await self._http.request(
-            call.method, call.path, params=call.params, json=call.body, headers=headers
-        )
+        with reaching(self.base_url):
+            response = await self._http.request(
+                call.method, call.path, params=call.params, json=call.body, headers=headers
+            )
         if response.status_code >= 400:
             raise error_of(response)
         return call.read(response.json())
@@ -184,21 +194,22 @@ class AsyncSymfonicClient:
         return await self._send(Call("POST", "/v1/resume", result_of, body=body), OUTCOME)
 
     async def _events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[Event, None]:
-        async with self._http.stream("POST", path, json=body, headers=STREAM) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                raise error_of(response)
-            if response.status_code == ACCEPTED:
-                # An approval counted toward a quorum: no turn ran, the body is its outcome.
-                await response.aread()
-                yield approval_recorded(response.json())
-                return
-            reader = FrameReader()
-            async for line in response.aiter_lines():
-                frame = reader.feed(line)
-                event = None if frame is None else event_of(frame)
-                if event is not None:
-                    yield event
+        with reaching(self.base_url):
+            async with self._http.stream("POST", path, json=body, headers=STREAM) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_of(response)
+                if response.status_code == ACCEPTED:
+                    # An approval counted toward a quorum: no turn ran, the body is its outcome.
+                    await response.aread()
+                    yield approval_recorded(response.json())
+                    return
+                reader = FrameReader()
+                async for line in response.aiter_lines():
+                    frame = reader.feed(line)
+                    event = None if frame is None else event_of(frame)
+                    if event is not None:
+                        yield event
 
     # background runs ------------------------------------------------------
 
@@ -325,20 +336,21 @@ class AsyncSymfonicClient:
     ) -> AsyncGenerator[E, None]:
         """One connection to a stream that resumes from ``Last-Event-ID``: its parsed frames."""
         headers = state.headers()
-        async with self._http.stream(
-            "GET", path, params=params, headers=headers, timeout=FEED_TIMEOUT
-        ) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                raise error_of(response)
-            state.connected()
-            reader = FrameReader()
-            async for line in response.aiter_lines():
-                frame = reader.feed(line)
-                state.read(reader)
-                event = None if frame is None else parse(frame)
-                if event is not None:
-                    yield event
+        with reaching(self.base_url):
+            async with self._http.stream(
+                "GET", path, params=params, headers=headers, timeout=FEED_TIMEOUT
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_of(response)
+                state.connected()
+                reader = FrameReader()
+                async for line in response.aiter_lines():
+                    frame = reader.feed(line)
+                    state.read(reader)
+                    event = None if frame is None else parse(frame)
+                    if event is not None:
+                        yield event
 
     # webhooks and health --------------------------------------------------
 

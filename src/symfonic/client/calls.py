@@ -1,4 +1,4 @@
-"""Every request the client can make, described once for the sync and the async client.
+"""Every request the client makes, described once for the sync and the async client.
 
 Tokens travel in a JSON body, never in a path or a query string.
 """
@@ -48,6 +48,11 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)
 # `symfonic serve` closes a connection idle for 5 s; one reused at that moment is
 # reset. Dropping idle connections sooner leaves no such race.
 LIMITS = httpx.Limits(keepalive_expiry=4)
+
+
+def service_url(url: str) -> str:
+    """``url`` with ``http://`` added when it names no scheme (``127.0.0.1:8000``)."""
+    return url if "://" in url else f"http://{url}"
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:

@@ -1,10 +1,12 @@
-"""A refusal from the HTTP API, raised as an `ApiError` and, where the Python API has a type for
-its code, as that type too. httpx's own errors stay for a network that failed.
+"""What the client raises: `ApiError` for a refusal (also the Python API's own type for
+its code, e.g. `PauseExpired`), `ServiceUnreachable` when nothing answers at the URL,
+and httpx's other `TransportError`s for a connection that fails later.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 
@@ -32,6 +34,23 @@ class ApiError(Exception):
         self.retry_after = retry_after
         # What the Python API's RequestError carries, so code written for it works here.
         self.fields: dict[str, object] = {} if retry_after is None else {"retry_after": retry_after}
+
+
+class ServiceUnreachable(httpx.ConnectError):
+    """No service answered at ``url`` (nothing listens there, or the host is unknown)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot reach a symfonic service at {url}: {reason}")
+        self.url = url
+
+
+@contextmanager
+def reaching(url: str) -> Iterator[None]:
+    """Raise a failed connection as `ServiceUnreachable`, naming ``url``."""
+    try:
+        yield
+    except httpx.ConnectError as error:
+        raise ServiceUnreachable(url, str(error) or type(error).__name__) from error
 
 
 def _below(root: type[SymfonicError]) -> Iterator[type[SymfonicError]]:

@@ -24,8 +24,9 @@ from symfonic.client.calls import (
     PauseFilter,
     TakeOver,
     auth_headers,
+    service_url,
 )
-from symfonic.client.errors import ApiError, error_of
+from symfonic.client.errors import ApiError, error_of, reaching
 from symfonic.client.events import (
     ACCEPTED,
     FeedEvent,
@@ -66,10 +67,17 @@ class SymfonicClient:
     Use it as a ``with`` block, which closes its connections.
 
     Args:
-        base_url: the service's address.
+        base_url: the service's address; one without a scheme (``127.0.0.1:8000``) is
+            taken as ``http://``.
         api_key: sent in the ``Authorization`` header only, never in a URL.
         timeout: httpx's timeout for each request.
         transport: an httpx transport to send through instead of the network.
+
+    Raises:
+        ApiError: the service refused a request; also the Python API's own type for its
+            code (``PauseExpired``, ...).
+        ServiceUnreachable: nothing answers at ``base_url``; the message names it.
+        httpx.TransportError: a connection that broke after it was made.
     """
 
     def __init__(
@@ -81,6 +89,7 @@ class SymfonicClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         headers = auth_headers(api_key)
+        base_url = service_url(base_url)
         self.base_url, self.has_key = base_url, bool(headers)
         self._http = httpx.Client(
             base_url=base_url,
@@ -104,9 +113,10 @@ class SymfonicClient:
         self._http.close()
 
     def _send(self, call: Call[T], headers: dict[str, str] | None = None) -> T:
-        response = self._http.request(
-            call.method, call.path, params=call.params, json=call.body, headers=headers
-        )
+        with reaching(self.base_url):
+            response = self._http.request(
+                call.method, call.path, params=call.params, json=call.body, headers=headers
+            )
         if response.status_code >= 400:
             raise error_of(response)
         return call.read(response.json())
@@ -181,7 +191,10 @@ class SymfonicClient:
         return self._send(Call("POST", "/v1/resume", result_of, body=body), OUTCOME)
 
     def _events(self, path: str, body: dict[str, Any]) -> Generator[Event, None, None]:
-        with self._http.stream("POST", path, json=body, headers=STREAM) as response:
+        with (
+            reaching(self.base_url),
+            self._http.stream("POST", path, json=body, headers=STREAM) as response,
+        ):
             if response.status_code >= 400:
                 response.read()
                 raise error_of(response)
@@ -320,9 +333,12 @@ class SymfonicClient:
     ) -> Generator[E, None, None]:
         """One connection to a stream that resumes from ``Last-Event-ID``: its parsed frames."""
         headers = state.headers()
-        with self._http.stream(
-            "GET", path, params=params, headers=headers, timeout=FEED_TIMEOUT
-        ) as response:
+        with (
+            reaching(self.base_url),
+            self._http.stream(
+                "GET", path, params=params, headers=headers, timeout=FEED_TIMEOUT
+            ) as response,
+        ):
             if response.status_code >= 400:
                 response.read()
                 raise error_of(response)

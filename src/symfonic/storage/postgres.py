@@ -92,7 +92,8 @@ class PostgresStore(PostgresNotifications, SqlStore):
             import asyncpg  # noqa: F401
         except ImportError as error:
             raise ConfigurationError(
-                "the PostgreSQL store needs asyncpg: pip install 'symfonic[postgres]'"
+                "the PostgreSQL store needs asyncpg: in the symfonic clone, "
+                "pip install -e '.[postgres]'"
             ) from error
         rest = _scheme_and_rest(url)
         super().__init__(url)

@@ -76,7 +76,10 @@ def authorise(pause: PauseRecord, principal: Principal) -> None:
             pause_id=pause.pause_id,
         )
     if not principal.may_answer(pause):
-        raise PauseForbidden(f"{principal.name} may not answer this pause", pause_id=pause.pause_id)
+        who = pause.principal if pause.audience is None else f"the audience {pause.audience}"
+        raise PauseForbidden(
+            f"{principal.name} may not answer this pause: only {who} may", pause_id=pause.pause_id
+        )
 
 
 async def refuse_or_replay(

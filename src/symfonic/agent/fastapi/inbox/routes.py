@@ -89,6 +89,7 @@ class Inbox:
 
     def router(self) -> APIRouter:
         router = APIRouter(include_in_schema=False)
+        router.add_api_route("/", _to_inbox, methods=["GET"])  # a browser opening the service
         router.add_api_route("/inbox", self.inbox, methods=["GET"])
         router.add_api_route("/inbox", self.sign_in_with_key, methods=["POST"])
         router.add_api_route("/inbox/sign-out", self.sign_out, methods=["POST"])

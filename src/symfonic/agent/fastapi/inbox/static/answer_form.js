@@ -63,7 +63,7 @@ export function answerForm(pause, send) {
     const edit = button("Edit", () => {
       if (!argsField) {
         argsField = fieldFor(argsSchema, schema, "Arguments", true, pause.tool_args || {}, true);
-        editor.append(argsField.element, buttons(button("Submit", () => {
+        editor.append(argsField.element, buttons(button("Approve with changes", () => {
           const result = argsField.read();
           if (!result.ok) { focusFirstInvalid(editor); return; }
           submit({ decision: "edit", args: result.value });

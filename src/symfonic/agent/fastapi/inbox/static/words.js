@@ -45,6 +45,10 @@ export async function refusalSentence(response) {
     return `The answer was not accepted: ${message || "it does not fit what was asked"}.`
       .replace(/\.\.$/, ".");
   }
+  if (code === "forbidden" && message.includes(": ")) {
+    // The service says who may answer after its colon: "carol may not answer this pause: only alice may".
+    return `You are not allowed to answer this question: ${message.slice(message.indexOf(": ") + 2)}.`;
+  }
   return BY_CODE[code] || BY_STATUS[response.status]
     || `The service refused the answer (${response.status}${message ? `: ${message}` : ""}).`;
 }
