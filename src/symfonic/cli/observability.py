@@ -63,11 +63,8 @@ class Telemetry:
 
 
 def install(export: Export, service_name: str) -> Telemetry | None:
-    """Install the SDK's providers for ``export``; ``None`` when nothing is to be exported.
-
-    Raises `ConfigurationError`, in words, when the SDK is missing or a
-    variable names an exporter this does not know.
-    """
+    """Install the SDK's providers for ``export``; ``None`` when nothing is to be exported,
+    `ConfigurationError` when the SDK is missing or an exporter is unknown."""
     if not export.wanted:
         return None
     try:
@@ -112,12 +109,8 @@ def install(export: Export, service_name: str) -> Telemetry | None:
 
 
 def flush_on_shutdown(app: FastAPI, telemetry: Telemetry) -> None:
-    """Flush and stop the providers when the app shuts down.
-
-    The server re-raises the signal that stopped it once it has shut down, so
-    nothing after it runs: the app's shutdown is the last moment to export the
-    last spans and metrics.
-    """
+    """Flush and stop the providers at the app's shutdown, the last moment anything runs:
+    the server re-raises the signal that stopped it."""
     started = app.router.lifespan_context
 
     @asynccontextmanager

@@ -64,11 +64,8 @@ def _parse(raw: str, schema: dict[str, Any]) -> Any:
 
 
 def field_problems(response_schema: dict[str, Any], args: dict[str, Any], name: str) -> list[str]:
-    """What is wrong with ``args[name]`` in an edit, in words; empty when it fits.
-
-    The whole edit is checked against the whole schema (its references resolve
-    there) and only what concerns this field is kept.
-    """
+    """What is wrong with ``args[name]`` in an edit, in words (the whole edit checked against
+    the whole schema, where its references resolve); empty when it fits."""
     answer = {"decision": "edit", "args": args}
     return [
         problem.words(skip=1)

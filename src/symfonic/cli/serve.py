@@ -141,12 +141,8 @@ async def _serve(
     served: Served,
     telemetry: Telemetry | None = None,
 ) -> int:
-    """Open the store and bind the port, then say what is served, then serve.
-
-    All on one event loop. The app's lifespan finds the host already open
-    (opening is idempotent) and closes it on shutdown; the ``finally`` closes it
-    if uvicorn never started.
-    """
+    """Open the store and bind the port, then say what is served, then serve, on one loop;
+    the ``finally`` closes the host if uvicorn never started (its lifespan would)."""
     try:
         await host.open()
     except Exception as error:
@@ -290,13 +286,8 @@ def _unopened(url: str, error: Exception) -> str:
 
 
 def freeze_after_startup(app: FastAPI) -> None:
-    """Once the app has started, take what is alive out of full garbage collections.
-
-    What start-up leaves (modules, classes, schemas, the store's pool) lives as
-    long as the server, yet every full collection would walk it again, charged
-    to whichever request allocated last (docs/internals.md has the figures).
-    ``gc.freeze()`` is what a long-running worker does.
-    """
+    """Once the app has started, take what start-up left (modules, schemas, the pool) out of
+    full garbage collections, which would walk it again on some request (docs/internals.md)."""
     started = app.router.lifespan_context
 
     @asynccontextmanager

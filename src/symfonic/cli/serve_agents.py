@@ -61,13 +61,9 @@ def load_agent(spec: str) -> SymfonicAgent:
 
 
 def serving_store(override: str | None, agents: Sequence[SymfonicAgent]) -> str | Store:
-    """The one store all ``agents`` are served on.
-
-    ``override`` (``--store``), else ``SYMFONIC_STORE``, else the store the agents
-    declare; agents that declare none follow the others. Two different declared
-    stores are a configuration error: serving both agents on either would put one
-    agent's sessions where its own module says they are not.
-    """
+    """The one store all ``agents`` are served on: ``--store``, else ``SYMFONIC_STORE``, else
+    the one they declare; two declared stores are refused, as serving both on either would
+    put one agent's sessions where its module says they are not."""
     chosen = override or os.environ.get("SYMFONIC_STORE")
     if chosen:
         return chosen

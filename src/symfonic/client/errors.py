@@ -17,13 +17,8 @@ QUOTED_CHARS = 200
 
 
 class ApiError(Exception):
-    """The service refused a request: ``status``, its ``code`` and ``message``.
-
-    ``retry_after`` is the ``Retry-After`` header in seconds, when the service
-    said when to come back (429, 503). A refusal the Python API has a type for
-    is also that type (and so a ``SymfonicError``); the others, such as 401
-    ``unauthenticated`` or 429 ``too_many_streams``, are HTTP's alone.
-    """
+    """The service refused a request: its ``status``, ``code``, ``message`` and ``retry_after``
+    (seconds, from ``Retry-After``); also the Python API's own type where it has one."""
 
     def __init__(
         self, status: int, code: str, message: str, *, retry_after: int | None = None
