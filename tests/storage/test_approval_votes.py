@@ -239,7 +239,7 @@ async def test_pruning_a_session_deletes_its_votes_and_keeps_who_approved_on_the
     )
 
     async def votes() -> int:
-        (row,) = await store.read_rows(VOTES, {"pause_id": pause.pause_id})
+        (row,) = await store.read_rows(VOTES, {"pause_id": pause.pause_id}, "votes")
         return int(row["votes"])
 
     assert await votes() == 2

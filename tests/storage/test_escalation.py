@@ -256,7 +256,7 @@ async def test_pruning_a_session_deletes_the_audiences_its_pauses_kept(
     await store.sweep(T0 + 2 * HOUR)  # it expires, so its session is finished
 
     async def kept() -> int:
-        (row,) = await store.read_rows(KEPT, {"pause_id": pause.pause_id})
+        (row,) = await store.read_rows(KEPT, {"pause_id": pause.pause_id}, "kept")
         return int(row["kept"])
 
     assert await kept() == 1

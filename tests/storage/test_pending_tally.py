@@ -155,6 +155,7 @@ async def _delete(world: World) -> None:
         await world.store.write_rows(
             Statement("DELETE FROM symfonic_pauses WHERE pause_id = :pause_id"),
             {"pause_id": pause_id},
+            "delete",
         )
 
 
@@ -225,7 +226,9 @@ async def test_the_tallied_total_is_the_counted_total_after_every_change(
 
 
 async def _all_pauses(world: World) -> list[PauseRecord]:
-    rows = await world.store.read_rows(Statement("SELECT pause_id FROM symfonic_pauses"), {})
+    rows = await world.store.read_rows(
+        Statement("SELECT pause_id FROM symfonic_pauses"), {}, "pause_ids"
+    )
     found = [await world.store.get_pause(row["pause_id"]) for row in rows]
     return [pause for pause in found if pause is not None]
 

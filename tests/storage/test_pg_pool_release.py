@@ -49,7 +49,7 @@ async def admin(postgres_url: str) -> AsyncIterator[asyncpg.Connection]:
 
 
 async def sleep_alone(store: PostgresStore) -> None:
-    await store.read_rows(SLEEP, {})
+    await store.read_rows(SLEEP, {}, "sleep")
 
 
 async def sleep_in_a_transaction(store: PostgresStore) -> None:
@@ -57,7 +57,7 @@ async def sleep_in_a_transaction(store: PostgresStore) -> None:
         await connection.rows(ONE, {})
         await connection.rows(SLEEP, {})
 
-    await store.transaction(body)
+    await store.transaction(body, "hold")
 
 
 @pytest.mark.parametrize("sleep", [sleep_alone, sleep_in_a_transaction])
@@ -77,7 +77,7 @@ async def test_a_cancelled_statement_has_ended_on_the_server_when_the_call_retur
             # Nothing of ours still runs, and the pool holds no more than its size.
             assert await admin.fetchval(BUSY) == 0
             assert await admin.fetchval(OURS) <= 2
-            assert [row["one"] for row in await store.read_rows(ONE, {})] == [1]
+            assert [row["one"] for row in await store.read_rows(ONE, {}, "one")] == [1]
     said = [r.getMessage() for r in caplog.records]
     assert not [m for m in said if any(words in m for words in POOL_STATE)]
 
@@ -120,7 +120,7 @@ async def test_a_connection_that_read_the_servers_farewell_while_idle_is_replace
     async with listener, anyio.create_task_group() as background:
         background.start_soon(listener.serve, proxy.serve)
         async with PostgresStore(via_proxy, pool_size=1) as store:
-            await store.read_rows(ONE, {})  # one idle connection, its statement prepared
+            await store.read_rows(ONE, {}, "one")  # one idle connection, its statement prepared
             (pid,) = [
                 row["pid"]
                 for row in await admin.fetch(
@@ -132,7 +132,7 @@ async def test_a_connection_that_read_the_servers_farewell_while_idle_is_replace
             with anyio.fail_after(5):
                 await proxy.farewell.wait()
             await anyio.sleep(0.1)  # the pool's connection has read the farewell
-            assert [row["one"] for row in await store.read_rows(ONE, {})] == [1]
+            assert [row["one"] for row in await store.read_rows(ONE, {}, "one")] == [1]
         background.cancel_scope.cancel()
     said = [r.getMessage() for r in caplog.records]
     assert not [m for m in said if any(words in m for words in POOL_STATE)]

@@ -50,13 +50,7 @@ async def test_no_gated_tool_runs_once_the_store_has_refused_a_write(
 
         async def claim_then_refused(*args: Any) -> Any:
             claimed = await claim_pause(*args)
-            # The adapter's own flag: agent.store wraps it (the pause log, and the
-            # traced store when an earlier test set up an OpenTelemetry SDK), and
-            # a wrapper only reads it.
-            adapter = store
-            while hasattr(adapter, "inner"):
-                adapter = adapter.inner
-            adapter.write_failure = FULL
+            store.write_failure = FULL
             return claimed
 
         monkeypatch.setattr(store, "claim_pause", claim_then_refused)

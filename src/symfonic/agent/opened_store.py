@@ -1,17 +1,5 @@
-"""An agent's store: opened once, on first use, owned or shared, its pause changes logged,
-traced while an SDK records.
-
-Every call of :class:`~symfonic.SymfonicAgent` opens its store first, so a
-fresh worker whose first request is a resume works: pause and resume span
-worker lifecycles by definition, and nothing a resume needs is in the process
-that paused. The store is the agent's own (a URL, or ``SYMFONIC_STORE``, or the
-embedded default; opened here and closed with the agent) or one it was handed
-(an opened store several agents share; never closed here). Whether its
-transactions are traced is decided once, when it opens; its pause changes are
-logged either way. The token signer and
-the :class:`~symfonic.turns.settlement.Settlement` a turn ends through are
-built on it then, from the store's own secret, so any worker on the store
-verifies any token.
+"""An agent's store: opened once, on first use, owned or shared, with its token signer and
+settlement built from the store's own secret, so any worker on the store verifies any token.
 """
 
 from __future__ import annotations
@@ -22,7 +10,6 @@ from symfonic.capabilities.human.tokens import TokenSigner
 from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.core.contracts.store import Store
 from symfonic.core.telemetry.instruments import recording
-from symfonic.core.telemetry.store import observed
 from symfonic.storage import open_store, store_url
 from symfonic.turns.settlement import Settlement
 
@@ -53,9 +40,8 @@ class OpenedStore:
             else:
                 store = self._store_arg
             # Decided once: an SDK must be installed before the agent opens
-            # (docs/observability.md). Then one span per transaction.
+            # (docs/observability.md).
             self._recording = recording()
-            store = observed(store, recording=self._recording)
             self._store = store
             signer = TokenSigner(await store.signing_secret())
             self._settlement = Settlement(store, signer, pause_ttl=self.pause_ttl)

@@ -12,6 +12,7 @@ from symfonic.core.contracts.audit import AuditEntry
 from symfonic.core.contracts.pauses import Claim, ClaimedPause, PauseRecord
 from symfonic.core.contracts.types import ApprovalVote
 from symfonic.core.contracts.webhooks import WebhookEventType
+from symfonic.core.telemetry.store_spans import claim_attributes, voted
 from symfonic.storage.audit_log import append
 from symfonic.storage.history import read_history
 from symfonic.storage.pause_changes import APPROVED
@@ -153,4 +154,8 @@ class SqlApprovalVotes(SqlTransactions):
         async def cast(connection: Connection) -> VoteOutcome | None:
             return await vote(connection, dialect, ballot)
 
-        return await self.transaction(cast)
+        outcome = await self.transaction(
+            cast, "vote_pause", claim_attributes(ballot.claim), voted(ballot)
+        )
+        self.pause_log.voted(ballot, outcome)
+        return outcome

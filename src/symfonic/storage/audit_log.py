@@ -111,14 +111,14 @@ class SqlAuditLog(SqlTransactions):
         async def append_one(connection: Connection) -> None:
             await append(connection, entry)
 
-        await self.transaction(append_one)
+        await self.transaction(append_one, "append_audit")
 
     async def seal_audit(self) -> int:
         # An idle worker's seal reads one index entry and takes no lock.
-        if not await self.read_rows(ANY_UNSEALED, {}):
+        if not await self.read_rows(ANY_UNSEALED, {}, "seal_audit"):
             return 0
         sealed = 0
-        while (batch := await self.background_transaction(self._seal_batch)) > 0:
+        while (batch := await self.background_transaction(self._seal_batch, "seal_audit")) > 0:
             sealed += batch
             if batch < SEAL_BATCH:
                 break
@@ -144,10 +144,10 @@ class SqlAuditLog(SqlTransactions):
         self, *, after: int = 0, limit: int = 100, since: str | None = None
     ) -> list[AuditRecord]:
         params = {"after": after, "limit": limit, "since": since}
-        return await self.read_converted(RECORDS, params, _records)
+        return await self.read_converted(RECORDS, params, _records, "audit_records")
 
     async def audit_anchor(self) -> AuditAnchor:
-        (row,) = await self.read_rows(ANCHOR, {})
+        (row,) = await self.read_rows(ANCHOR, {}, "audit_anchor")
         return AuditAnchor(
             anchor_sequence=int(row["anchor_sequence"]),
             anchor_hash=row["anchor_hash"],
@@ -166,7 +166,7 @@ class SqlAuditLog(SqlTransactions):
             await connection.count(MOVE_ANCHOR, kept)
             return await connection.count(DELETE_THROUGH, kept)
 
-        return await self.background_transaction(prune)
+        return await self.background_transaction(prune, "prune_audit")
 
 
 def _records(rows: Sequence[Row]) -> list[AuditRecord]:

@@ -6,12 +6,16 @@ publish comes between, and appended by a publish only from the revision the turn
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from symfonic.core.contracts.errors import RevisionConflict
 from symfonic.core.messages import MessageBody
+from symfonic.core.telemetry.store_spans import Then
 from symfonic.storage.statements import Dialect, Params, Row, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
+
+T = TypeVar("T")
 
 
 def postgres_history(session: str, revision: str) -> str:
@@ -62,7 +66,13 @@ async def read_history(
 
 
 async def with_history(
-    store: SqlTransactions, steps: Mapping[Dialect, Statement], params: Params, revision: str
+    store: SqlTransactions,
+    steps: Mapping[Dialect, Statement],
+    params: Params,
+    revision: str,
+    operation: str,
+    attributes: Mapping[str, Any] | None = None,
+    then: Then[Row | None] | None = None,
 ) -> tuple[Row, list[MessageBody]] | None:
     """A step that starts a turn: its row, and the history the turn runs on.
 
@@ -73,7 +83,8 @@ async def with_history(
     """
     step = steps[store.dialect]
     if store.dialect is Dialect.POSTGRESQL:
-        row = first(await store.write_rows(step, params))
+        rows = await store.write_rows(step, params, operation, attributes, _on_row(then, first))
+        row = first(rows)
         return None if row is None else (row, history_of(row["history"]))
 
     async def step_then_history(connection: Connection) -> tuple[Row, list[MessageBody]] | None:
@@ -83,7 +94,18 @@ async def with_history(
         history = await read_history(connection, Dialect.SQLITE, row["session_id"], row[revision])
         return row, history
 
-    return await store.transaction(step_then_history)
+    return await store.transaction(step_then_history, operation, attributes, _on_row(then, _row))
+
+
+def _on_row(then: Then[Row | None] | None, row_of: Callable[[T], Row | None]) -> Then[T] | None:
+    """``then``, given the step's row out of what the step returned."""
+    if then is None:
+        return None
+    return lambda span, value: then(span, row_of(value))
+
+
+def _row(started: tuple[Row, list[MessageBody]] | None) -> Row | None:
+    return None if started is None else started[0]
 
 
 def revision_conflict(session_id: str, base_revision: int) -> RevisionConflict:

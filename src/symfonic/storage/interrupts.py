@@ -78,11 +78,15 @@ class SqlTurnInterrupts(SqlTransactions):
     async def interrupt_turn(self, request: RunRequest, *, forget: bool) -> Interrupted | None:
         for _ in range(ATTEMPTS):
             try:
-                return await self.transaction(lambda c: self._take_over(c, request, forget))
+                interrupted = await self.transaction(
+                    lambda c: self._take_over(c, request, forget), "interrupt_turn"
+                )
             except _Settled:
                 continue
             except _Refused:
                 return None
+            self.pause_log.interrupted(request.session_id, interrupted)
+            return interrupted
         return None
 
     async def _take_over(

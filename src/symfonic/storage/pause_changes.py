@@ -82,7 +82,7 @@ class PauseChangeRecord(SqlTransactions):
     POLL_SECONDS: ClassVar[float] = 0.2
 
     async def _bounds(self) -> tuple[int, int | None]:
-        row = first(await self.read_rows(BOUNDS, {}))
+        row = first(await self.read_rows(BOUNDS, {}, "pause_change_position"))
         assert row is not None  # an aggregate always returns its one row
         newest, oldest = row["newest"], row["oldest"]
         return (0 if newest is None else int(newest)), (None if oldest is None else int(oldest))
@@ -96,7 +96,9 @@ class PauseChangeRecord(SqlTransactions):
         if position < 0 or position > newest or behind:
             return None
         if self.IN_FLIGHT_SECONDS > 0:
-            recorded = first(await self.read_rows(RECORDED_AT, {"position": position}))
+            recorded = first(
+                await self.read_rows(RECORDED_AT, {"position": position}, "pause_changes_since")
+            )
         else:
             recorded = None
         read: Statement = AFTER
@@ -106,7 +108,7 @@ class PauseChangeRecord(SqlTransactions):
             assert since is not None
             read = AFTER_WITH_IN_FLIGHT
             params["since"] = since - timedelta(seconds=self.IN_FLIGHT_SECONDS)
-        changes = await self.read_converted(read, params, _changes)
+        changes = await self.read_converted(read, params, _changes, "pause_changes_since")
         return None if len(changes) > limit else changes
 
     async def pause_changes_at(self, positions: Sequence[int]) -> list[PauseChange]:
@@ -117,13 +119,14 @@ class PauseChangeRecord(SqlTransactions):
         listed = ", ".join(f":{name}" for name in names)
         read = Statement(f"{_JOINED} WHERE e.id IN ({listed})")
         found = {
-            change.position: change for change in await self.read_converted(read, names, _changes)
+            change.position: change
+            for change in await self.read_converted(read, names, _changes, "pause_changes_at")
         }
         return [found[position] for position in dict.fromkeys(positions) if position in found]
 
     async def _changes_between(self, after: int, upto: int) -> tuple[list[PauseChange], int]:
         params = {"after": after, "upto": upto, "limit": WATCH_BATCH}
-        changes = await self.read_converted(BETWEEN, params, _changes)
+        changes = await self.read_converted(BETWEEN, params, _changes, "watch_pause_changes")
         # A short batch is the last: the changes it lacks lost their pause.
         return changes, changes[-1].position if len(changes) == WATCH_BATCH else upto
 

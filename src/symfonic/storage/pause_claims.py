@@ -7,10 +7,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from opentelemetry.trace import Span
+
 from symfonic.core.contracts.pauses import Claim, ClaimedPause
+from symfonic.core.telemetry.store_spans import claim_attributes, claimed
 from symfonic.storage.history import postgres_history, with_history
 from symfonic.storage.rows import CHECKPOINT_COLUMNS, checkpoint_of
-from symfonic.storage.statements import Dialect, Statement, json_text
+from symfonic.storage.statements import Dialect, Row, Statement, json_text
 from symfonic.storage.transactions import SqlTransactions
 
 # The rows a claim's own later writes may touch: its pause, while it holds it.
@@ -53,12 +56,22 @@ class SqlPauseClaims(SqlTransactions):
     `PauseStore`."""
 
     async def claim_pause(self, claim: Claim) -> ClaimedPause | None:
-        won = await with_history(self, CLAIM, claim_params(claim), "base_revision")
+        described = claimed(claim)
+
+        def then(span: Span, row: Row | None) -> None:
+            described(span, None if row is None else ClaimedPause(checkpoint_of(row), []))
+
+        params, attributes = claim_params(claim), claim_attributes(claim)
+        won = await with_history(
+            self, CLAIM, params, "base_revision", "claim_pause", attributes, then
+        )
         if won is None:
             return None
         row, history = won
-        return ClaimedPause(checkpoint_of(row), history)
+        claimed_pause = ClaimedPause(checkpoint_of(row), history)
+        self.pause_log.claimed(claim, claimed_pause)
+        return claimed_pause
 
     async def renew_claim(self, session_id: str, claim_id: str, lease_until: datetime) -> bool:
         params = {"session_id": session_id, "claim_id": claim_id, "lease_until": lease_until}
-        return await self.write_count(RENEW_CLAIM, params) == 1
+        return await self.write_count(RENEW_CLAIM, params, "renew_claim") == 1

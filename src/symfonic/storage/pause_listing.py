@@ -151,7 +151,7 @@ async def list_pauses(store: SqlTransactions, query: PauseQuery) -> list[PauseRe
             f"SELECT * FROM ({branch}) AS range_{i}" for i, branch in enumerate(ranged)
         )
         text = f"SELECT * FROM ({union}) AS page {ORDER} LIMIT {limit}"
-    rows = await store.read_rows(Statement(text), listing.params)
+    rows = await store.read_rows(Statement(text), listing.params, "list_pauses")
     return [pause_of(row) for row in rows]
 
 
@@ -161,7 +161,7 @@ async def count_pauses(store: SqlTransactions, query: PauseQuery) -> int:
     if tallied is None:
         return await count_rows(store, query)
     text, params = tallied
-    row = first(await store.read_rows(Statement(text), params))
+    row = first(await store.read_rows(Statement(text), params, "count_pauses"))
     return (0 if row is None else int(row["total"])) + await _count_kept(store, query)
 
 
@@ -174,7 +174,7 @@ async def _count_kept(store: SqlTransactions, query: PauseQuery) -> int:
     _narrowing(query, listing)
     (where,) = listing.wheres()
     text = f"SELECT COUNT(*) AS total FROM symfonic_pauses WHERE {where}"
-    row = first(await store.read_rows(Statement(text), listing.params))
+    row = first(await store.read_rows(Statement(text), listing.params, "count_pauses"))
     return 0 if row is None else int(row["total"])
 
 
@@ -185,7 +185,9 @@ async def count_rows(store: SqlTransactions, query: PauseQuery) -> int:
         return 0
     counts = [f"(SELECT COUNT(*) FROM symfonic_pauses WHERE {where})" for where in listing.wheres()]
     row = first(
-        await store.read_rows(Statement(f"SELECT {' + '.join(counts)} AS total"), listing.params)
+        await store.read_rows(
+            Statement(f"SELECT {' + '.join(counts)} AS total"), listing.params, "count_pauses"
+        )
     )
     return 0 if row is None else int(row["total"])
 
@@ -260,7 +262,7 @@ PENDING_BY_AGENT_AND_KIND = Statement(
 
 async def count_pending(store: SqlTransactions) -> list[PendingCount]:
     """The pending pauses a person may answer, by agent and kind, in one statement."""
-    rows = await store.read_rows(PENDING_BY_AGENT_AND_KIND, {})
+    rows = await store.read_rows(PENDING_BY_AGENT_AND_KIND, {}, "count_pending")
     return [
         PendingCount(row["agent"], InteractionKind(row["kind"]), int(row["total"])) for row in rows
     ]

@@ -31,33 +31,41 @@ SESSION_PAUSES = Statement(
 )
 
 
-async def _one(store: SqlTransactions, statement: Statement, params: Params) -> PauseRecord | None:
-    row = first(await store.read_rows(statement, params))
+async def _one(
+    store: SqlTransactions, statement: Statement, params: Params, operation: str
+) -> PauseRecord | None:
+    row = first(await store.read_rows(statement, params, operation))
     return None if row is None else pause_of(row)
 
 
-async def _all(store: SqlTransactions, statement: Statement, params: Params) -> list[PauseRecord]:
-    return [pause_of(row) for row in await store.read_rows(statement, params)]
+async def _all(
+    store: SqlTransactions, statement: Statement, params: Params, operation: str
+) -> list[PauseRecord]:
+    return [pause_of(row) for row in await store.read_rows(statement, params, operation)]
 
 
 class SqlPauseReads(SqlTransactions):
     """The reads of the port's `PauseStore`."""
 
     async def get_pause(self, pause_id: str) -> PauseRecord | None:
-        return await _one(self, GET_PAUSE, {"pause_id": pause_id})
+        return await _one(self, GET_PAUSE, {"pause_id": pause_id}, "get_pause")
 
     async def load_checkpoint(self, pause_id: str) -> CheckpointRecord | None:
-        row = first(await self.read_rows(LOAD_CHECKPOINT, {"pause_id": pause_id}))
+        row = first(
+            await self.read_rows(LOAD_CHECKPOINT, {"pause_id": pause_id}, "load_checkpoint")
+        )
         return None if row is None else checkpoint_of(row)
 
     async def claimed_pause(self, session_id: str, claim_id: str) -> PauseRecord | None:
-        return await _one(self, CLAIMED_PAUSE, {"session_id": session_id, "claim_id": claim_id})
+        return await _one(
+            self, CLAIMED_PAUSE, {"session_id": session_id, "claim_id": claim_id}, "claimed_pause"
+        )
 
     async def open_pause(self, session_id: str) -> PauseRecord | None:
-        return await _one(self, OPEN_PAUSE, {"session_id": session_id})
+        return await _one(self, OPEN_PAUSE, {"session_id": session_id}, "open_pause")
 
     async def session_pauses(self, session_id: str) -> list[PauseRecord]:
-        return await _all(self, SESSION_PAUSES, {"session_id": session_id})
+        return await _all(self, SESSION_PAUSES, {"session_id": session_id}, "session_pauses")
 
 
 class SqlPauseListing(SqlTransactions):

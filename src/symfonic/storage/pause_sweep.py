@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from symfonic.core.contracts.pauses import SweepReport
+from symfonic.core.telemetry import logs, store_spans
 from symfonic.storage.owed_cleanups import Kind
 from symfonic.storage.readdressing import escalate_due
 from symfonic.storage.statements import Dialect, Statement
@@ -58,13 +59,17 @@ class SqlPauseSweep(SqlTransactions):
         escalated = await escalate_due(self, now)
         expired = await _in_batches(self, EXPIRE[self.dialect], now)
         abandoned = await _in_batches(self, ABANDON_LAPSED[self.dialect], now)
-        return SweepReport(
+        report = SweepReport(
             expired,
             abandoned,
             runs_ended=settled[Kind.END_RUN],
             escalated=len(escalated),
             escalations=tuple(escalated),
         )
+        logs.swept(report)
+        if self.traced:
+            store_spans.swept(report)
+        return report
 
 
 async def _in_batches(store: SqlTransactions, statement: Statement, now: datetime) -> int:
@@ -75,7 +80,7 @@ async def _in_batches(store: SqlTransactions, statement: Statement, now: datetim
 
     moved = 0
     while True:
-        count = await store.background_transaction(one_batch)
+        count = await store.background_transaction(one_batch, "sweep")
         moved += count
         if count < SWEEP_BATCH:
             return moved

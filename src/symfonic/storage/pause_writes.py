@@ -11,6 +11,8 @@ from typing import Any
 from symfonic.core.contracts.errors import PauseAbandoned, RevisionConflict, StoreUnavailable
 from symfonic.core.contracts.pauses import NewPause, ResumePublish
 from symfonic.core.contracts.webhooks import FailedTurn
+from symfonic.core.telemetry import logs
+from symfonic.core.telemetry.store_spans import pause_attributes, settle_attributes, with_trace
 from symfonic.storage.history import APPEND_AFTER_BUMP, append, body_texts, revision_conflict
 from symfonic.storage.owed_cleanups import Kind
 from symfonic.storage.pause_claims import CLAIMED_BY
@@ -151,13 +153,21 @@ class SqlPauseWrites(SqlTransactions):
     `PauseStore`."""
 
     async def record_pause(self, new: NewPause) -> None:
+        if self.traced:
+            new = with_trace(new)
+        await self._record(new, pause_attributes(new))
+        self.pause_log.recorded(new)
+
+    async def _record(self, new: NewPause, attributes: dict[str, Any]) -> None:
         session_id = new.pause.session_id
         if new.supersedes is None and new.run_id is None:
-            await self.write_count(INSERT_PAUSE, _pause_params(new, None))
+            await self.write_count(
+                INSERT_PAUSE, _pause_params(new, None), "record_pause", attributes
+            )
             return
         if new.supersedes is None and self.dialect is Dialect.POSTGRESQL:
             params = {**_pause_params(new, None), "run_id": new.run_id}
-            row = first(await self.write_rows(RECORD_RUN_PAUSE, params))
+            row = first(await self.write_rows(RECORD_RUN_PAUSE, params, "record_pause", attributes))
             if row is None or row["recorded"] != 1:
                 raise run_lost(session_id)
             return
@@ -187,9 +197,14 @@ class SqlPauseWrites(SqlTransactions):
                 replaced = row["pause_id"]
             await connection.count(INSERT_PAUSE, _pause_params(new, replaced))
 
-        await self.transaction(end_run_then_insert)
+        await self.transaction(end_run_then_insert, "record_pause", attributes)
 
     async def publish_resume(self, publish: ResumePublish) -> int:
+        revision = await self._publish(publish, settle_attributes(publish.session_id))
+        self.pause_log.published(publish.session_id, publish.claim_id, revision)
+        return revision
+
+    async def _publish(self, publish: ResumePublish, attributes: dict[str, Any]) -> int:
         session_id, claim_id, bodies = publish.session_id, publish.claim_id, publish.messages
         outcome = json_text({"status": "complete", "answer": publish.answer})
         if self.dialect is Dialect.POSTGRESQL:
@@ -200,7 +215,7 @@ class SqlPauseWrites(SqlTransactions):
                 "added": len(bodies),
                 "bodies": body_texts(bodies),
             }
-            (row,) = await self.write_rows(PUBLISH_RESUME, params)
+            (row,) = await self.write_rows(PUBLISH_RESUME, params, "publish_resume", attributes)
             if row["base_revision"] is None:
                 raise claim_lapsed(claim_id)
             if row["revision"] is None:
@@ -215,7 +230,7 @@ class SqlPauseWrites(SqlTransactions):
             # A revision conflict raised here rolls the pause update back with it.
             return await append(connection, session_id, int(row["base_revision"]), bodies)
 
-        return await self.transaction(publish_then_append)
+        return await self.transaction(publish_then_append, "publish_resume", attributes)
 
     async def abandon_claim(
         self, session_id: str, claim_id: str, failure: FailedTurn | None = None
@@ -229,6 +244,7 @@ class SqlPauseWrites(SqlTransactions):
         same transaction.
         """
         params = {"session_id": session_id, "claim_id": claim_id}
+        attributes = settle_attributes(session_id)
 
         async def abandon_then_owe(connection: Connection) -> bool:
             abandoned = await connection.count(ABANDON_CLAIM, params)
@@ -238,15 +254,26 @@ class SqlPauseWrites(SqlTransactions):
 
         try:
             if failure is None:
-                return await self.cleanup(ABANDON_CLAIM, params) == 1
-            return await self.cleanup_transaction(abandon_then_owe)
+                abandoned = (
+                    await self.cleanup(ABANDON_CLAIM, params, "abandon_claim", attributes) == 1
+                )
+            else:
+                abandoned = await self.cleanup_transaction(
+                    abandon_then_owe, "abandon_claim", attributes
+                )
         except StoreUnavailable:
 
             async def abandon_later() -> int:
-                return int(await self.transaction(abandon_then_owe))
+                return int(await self.transaction(abandon_then_owe, "abandon_claim"))
 
             self.owed.owe(Kind.ABANDON, session_id, claim_id, abandon_later)
             raise
+        self.pause_log.abandoned(session_id, claim_id, abandoned)
+        return abandoned
 
     async def abandon_pending(self, session_id: str) -> int:
-        return len(await self.write_rows(ABANDON_PENDING, {"session_id": session_id}))
+        params = {"session_id": session_id}
+        attributes = settle_attributes(session_id)
+        count = len(await self.write_rows(ABANDON_PENDING, params, "abandon_pending", attributes))
+        logs.pending_abandoned(session_id, count)
+        return count

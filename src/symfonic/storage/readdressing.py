@@ -5,11 +5,12 @@ the same transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from symfonic.core.contracts.pauses import PauseRecord
+from symfonic.core.contracts.pauses import CheckpointRecord, PauseRecord
 from symfonic.core.contracts.readdressing import (
     Readdressed,
     Readdressing,
@@ -18,8 +19,15 @@ from symfonic.core.contracts.readdressing import (
     kept_owner,
 )
 from symfonic.core.contracts.webhooks import WebhookEventType
-from symfonic.storage.rows import PAUSE_COLUMNS, pause_of, readdressing_json
-from symfonic.storage.statements import Dialect, Statement, json_text
+from symfonic.core.telemetry import logs, store_spans
+from symfonic.storage.rows import (
+    CHECKPOINT_COLUMNS,
+    PAUSE_COLUMNS,
+    checkpoint_of,
+    pause_of,
+    readdressing_json,
+)
+from symfonic.storage.statements import Dialect, Statement, first, json_text
 from symfonic.storage.transactions import Connection, SqlTransactions
 
 # Steps applied in one pass at most; a pass reads again until none is due.
@@ -33,6 +41,9 @@ DUE = Statement(
     " ORDER BY escalate_at LIMIT :batch"
 )
 PAUSE = Statement(f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id")
+CHECKPOINT = Statement(
+    f"SELECT {CHECKPOINT_COLUMNS} FROM symfonic_pauses WHERE pause_id = :pause_id"
+)
 _SET = (
     "UPDATE symfonic_pauses SET audience = :audience, escalation_step = :next_step,"
     " escalate_at = :escalate_at, kept_audiences = :kept, readdressed = :readdressed,"
@@ -172,9 +183,15 @@ async def _apply(
 
 async def escalate_due(store: SqlTransactions, now: datetime) -> list[Readdressed]:
     """Apply the escalation steps due at ``now``, each in a transaction of its own."""
+    applied = await _escalate_due(store, now)
+    await _readdressed(store, applied, "escalate_due")
+    return applied
+
+
+async def _escalate_due(store: SqlTransactions, now: datetime) -> list[Readdressed]:
     applied: list[Readdressed] = []
     while True:
-        due = await store.read_rows(DUE, {"now": now, "batch": ESCALATION_BATCH})
+        due = await store.read_rows(DUE, {"now": now, "batch": ESCALATION_BATCH}, "escalate_due")
         moved = 0
         for row in due:
             move = _escalation(pause_of(row), now)
@@ -182,7 +199,7 @@ async def escalate_due(store: SqlTransactions, now: datetime) -> list[Readdresse
             async def escalate(connection: Connection, move: _Move = move) -> bool:
                 return await _apply(connection, store.dialect, move, ESCALATE, now)
 
-            if await store.background_transaction(escalate):
+            if await store.background_transaction(escalate, "escalate_due"):
                 applied.append(move.applied())
                 moved += 1
         # Nothing moved: every due step was another worker's to apply.
@@ -215,7 +232,23 @@ async def reassign_pause(store: SqlTransactions, asked: Reassignment) -> Readdre
                 return move.applied()
         return None
 
-    return await store.transaction(reassign)
+    moved = await store.transaction(reassign, "reassign_pause")
+    await _readdressed(store, [] if moved is None else [moved], "reassign_pause")
+    return moved
+
+
+async def _readdressed(
+    store: SqlTransactions, applied: Sequence[Readdressed], operation: str
+) -> None:
+    """The lines of what was applied, and its spans while an SDK records."""
+    logs.readdressed(applied)
+    if store.traced and applied:
+
+        async def checkpoint(pause_id: str) -> CheckpointRecord | None:
+            row = first(await store.read_rows(CHECKPOINT, {"pause_id": pause_id}, operation))
+            return None if row is None else checkpoint_of(row)
+
+        await store_spans.readdressed(applied, checkpoint)
 
 
 class SqlPauseAddressing(SqlTransactions):

@@ -130,4 +130,4 @@ class SqlRetention(SqlTransactions):
                 await _reclaim(connection)
             return PruneReport(sessions=len(sessions), messages=messages, pauses=pauses)
 
-        return await self.background_transaction(delete)
+        return await self.background_transaction(delete, "prune")

@@ -148,10 +148,15 @@ class SqlRunEvents(SqlTransactions):
             "created_at": run.created_at,
             "lease_until": run.lease_until,
         }
-        await self.write_count(BEGIN, params)
+        await self.write_count(BEGIN, params, "begin_run_log")
 
     async def renew_run_log(self, run_id: str, lease_until: datetime) -> bool:
-        return await self.write_count(RENEW, {"run_id": run_id, "lease_until": lease_until}) == 1
+        return (
+            await self.write_count(
+                RENEW, {"run_id": run_id, "lease_until": lease_until}, "renew_run_log"
+            )
+            == 1
+        )
 
     async def append_run_events(self, run_id: str, events: Sequence[Event]) -> int:
         async def append(connection: Connection) -> int:
@@ -160,7 +165,7 @@ class SqlRunEvents(SqlTransactions):
                 await self._notify(connection, run_id)
             return appended or 0
 
-        return await self.transaction(append)
+        return await self.transaction(append, "append_run_events")
 
     async def _append(
         self, connection: Connection, run_id: str, events: Sequence[Event]
@@ -202,7 +207,7 @@ class SqlRunEvents(SqlTransactions):
                 await self._notify(connection, run_id)
             return ended
 
-        return await self.transaction(end)
+        return await self.transaction(end, "end_run_log")
 
     async def cancel_run(self, run_id: str, at: datetime) -> bool:
         """See the role; the run's row is updated first, which locks it (PostgreSQL)."""
@@ -226,7 +231,7 @@ class SqlRunEvents(SqlTransactions):
             return True
 
         try:
-            return await self.transaction(cancel)
+            return await self.transaction(cancel, "cancel_run")
         except _Settled:
             return False
 
@@ -235,24 +240,30 @@ class SqlRunEvents(SqlTransactions):
             await connection.rows(NOTIFY, {"run_id": run_id})
 
     async def run_record(self, run_id: str) -> RunRecord | None:
-        row = first(await self.read_rows(RECORD, {"run_id": run_id}))
+        row = first(await self.read_rows(RECORD, {"run_id": run_id}, "run_record"))
         return None if row is None else record_of(row)
 
     async def running_run(self, session_id: str, now: datetime) -> RunRecord | None:
         """The port's `SessionRuns`."""
-        row = first(await self.read_rows(RUNNING, {"session_id": session_id, "now": now}))
+        row = first(
+            await self.read_rows(RUNNING, {"session_id": session_id, "now": now}, "running_run")
+        )
         return None if row is None else record_of(row)
 
     async def run_events_after(self, run_id: str, position: int, *, limit: int) -> list[RunEvent]:
         params = {"run_id": run_id, "after": position, "limit": limit}
-        return await self.read_converted(AFTER, params, lambda rows: [event_of(r) for r in rows])
+        return await self.read_converted(
+            AFTER, params, lambda rows: [event_of(r) for r in rows], "run_events_after"
+        )
 
     async def _newest_run_event(self) -> int:
-        row = first(await self.read_rows(NEWEST, {}))
+        row = first(await self.read_rows(NEWEST, {}, "watch_run_events"))
         return 0 if row is None or row["newest"] is None else int(row["newest"])
 
     async def _runs_between(self, after: int, upto: int) -> tuple[list[str], int]:
-        rows = await self.read_rows(RUNS_BETWEEN, {"after": after, "upto": upto})
+        rows = await self.read_rows(
+            RUNS_BETWEEN, {"after": after, "upto": upto}, "watch_run_events"
+        )
         return [str(row["run_id"]) for row in rows], upto
 
     def watch_run_events(self) -> AsyncGenerator[list[str], None]:
@@ -275,4 +286,4 @@ class SqlRunEvents(SqlTransactions):
             )
             return len(run_ids)
 
-        return await self.background_transaction(prune)
+        return await self.background_transaction(prune, "prune_run_events")

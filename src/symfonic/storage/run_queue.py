@@ -117,14 +117,14 @@ class SqlRunQueue(SqlTransactions):
             await connection.count(QUEUE_RUN, params)
             await connection.count(QUEUE_MESSAGE, params)
 
-        await self.transaction(enqueue)
+        await self.transaction(enqueue, "enqueue_turn")
 
     async def take_queued_turn(
         self, session_id: str, now: datetime, lease_until: datetime
     ) -> TakenTurn | None:
         params = {"session_id": session_id, "now": now, "lease_until": lease_until}
         # Every turn's end asks: a read, not a write, when nothing is queued.
-        if not await self.read_rows(ANY_QUEUED, {"session_id": session_id}):
+        if not await self.read_rows(ANY_QUEUED, {"session_id": session_id}, "take_queued_turn"):
             return None
 
         async def take(connection: Connection) -> TakenTurn | None:
@@ -143,7 +143,7 @@ class SqlRunQueue(SqlTransactions):
 
         for _ in range(TAKE_ATTEMPTS):
             try:
-                return await self.transaction(take)
+                return await self.transaction(take, "take_queued_turn")
             except _Gone:
                 continue
         return None
@@ -158,10 +158,10 @@ class SqlRunQueue(SqlTransactions):
                 await connection.rows(NOTIFY, {"run_id": run_id})
             return True
 
-        return await self.transaction(cancel)
+        return await self.transaction(cancel, "cancel_queued_turn")
 
     async def free_queue_heads(self, now: datetime, limit: int) -> list[QueueHead]:
-        rows = await self.read_rows(FREE_HEADS, {"now": now, "limit": limit})
+        rows = await self.read_rows(FREE_HEADS, {"now": now, "limit": limit}, "free_queue_heads")
         return [
             QueueHead(str(row["session_id"]), str(row["run_id"]), bool(row["lapsed"]))
             for row in rows

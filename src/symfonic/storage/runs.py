@@ -12,6 +12,7 @@ from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.sessions import RunRequest, RunStart, SessionRecord, TurnPublish
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import MessageBody
+from symfonic.core.telemetry.store_spans import settle_attributes
 from symfonic.storage.history import (
     APPEND_AFTER_BUMP,
     BUMP_ENDING_RUN_TEXT,
@@ -102,15 +103,15 @@ class SqlSessions(SqlTransactions):
             "metadata": json_text(session.metadata),
             "created_at": session.created_at,
         }
-        await self.write_count(CREATE_SESSION, params)
+        await self.write_count(CREATE_SESSION, params, "create_session")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        row = first(await self.read_rows(GET_SESSION, {"session_id": session_id}))
+        row = first(await self.read_rows(GET_SESSION, {"session_id": session_id}, "get_session"))
         return None if row is None else session_of(row, now=datetime.now(UTC))
 
     async def history(self, session_id: str, up_to_revision: int) -> list[MessageBody]:
         params = {"session_id": session_id, "revision": up_to_revision}
-        row = first(await self.read_rows(HISTORY[self.dialect], params))
+        row = first(await self.read_rows(HISTORY[self.dialect], params, "history"))
         return [] if row is None else history_of(row["bodies"])
 
 
@@ -128,7 +129,7 @@ class SqlRuns(SqlTransactions):
             "refuse_pending": request.refuse_pending,
         }
         try:
-            started = await with_history(self, BEGIN_RUN, params, "revision")
+            started = await with_history(self, BEGIN_RUN, params, "revision", "begin_run")
         except StoreUnavailable:
             # The marker may have been set with only the reply lost.
             _owe_end_run(self, request.session_id, request.run_id, None)
@@ -142,7 +143,7 @@ class SqlRuns(SqlTransactions):
     async def renew_run(self, session_id: str, run_id: str, lease_until: datetime) -> bool:
         """The port's `RunRenewal`."""
         params = {"session_id": session_id, "run_id": run_id, "lease_until": lease_until}
-        return await self.write_count(RENEW_RUN, params) == 1
+        return await self.write_count(RENEW_RUN, params, "renew_run") == 1
 
     async def end_run(
         self, session_id: str, run_id: str, failure: FailedTurn | None = None
@@ -156,9 +157,11 @@ class SqlRuns(SqlTransactions):
         try:
             if failure is None:
                 params = {"session_id": session_id, "run_id": run_id}
-                await self.cleanup(END_RUN[self.dialect], params)
+                await self.cleanup(END_RUN[self.dialect], params, "end_run")
             else:
-                await self.cleanup_transaction(_ending(self, session_id, run_id, failure))
+                await self.cleanup_transaction(
+                    _ending(self, session_id, run_id, failure), "end_run"
+                )
         except StoreUnavailable:
             _owe_end_run(self, session_id, run_id, failure)
             raise
@@ -179,7 +182,11 @@ class SqlRuns(SqlTransactions):
                 "cancelled": CANCELLED_MARK + publish.run_id,
                 "run_id": publish.run_id,
             }
-            row = first(await self.write_rows(PUBLISH_TURN, params))
+            row = first(
+                await self.write_rows(
+                    PUBLISH_TURN, params, "publish_turn", settle_attributes(session_id)
+                )
+            )
             if row is None:
                 raise revision_conflict(session_id, base_revision)
             return int(row["revision"])
@@ -189,7 +196,9 @@ class SqlRuns(SqlTransactions):
                 connection, session_id, base_revision, bodies, ending_run=publish.run_id
             )
 
-        return await self.transaction(bump_and_append)
+        return await self.transaction(
+            bump_and_append, "publish_turn", settle_attributes(session_id)
+        )
 
 
 def _ending(
@@ -211,4 +220,4 @@ def _owe_end_run(
     store: SqlTransactions, session_id: str, run_id: str, failure: FailedTurn | None
 ) -> None:
     ending = _ending(store, session_id, run_id, failure)
-    store.owed.owe(Kind.END_RUN, session_id, run_id, lambda: store.transaction(ending))
+    store.owed.owe(Kind.END_RUN, session_id, run_id, lambda: store.transaction(ending, "end_run"))

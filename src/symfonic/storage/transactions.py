@@ -1,39 +1,22 @@
-"""One connection discipline for both adapters: transactions, failures, start-up.
-
-Every port method is one transaction (:meth:`SqlTransactions.transaction`: an
-``async`` function of a :class:`Connection`, committed whole or rolled back) or
-one statement, which is a transaction by itself (``write_rows``, ``write_count``,
-``read_rows``). The adapter decides how they run -- over ``sqlite3`` on the
-event loop, or on a thread while another process holds the lock; over
-``asyncpg``, a round trip per statement.
-
-A driver failure inside either is mapped once, here, to
-:class:`StoreUnavailable` (see :mod:`symfonic.storage.failures`) after the
-rollback, so a method that failed has written nothing and the caller sees one
-error type whatever the driver. Connections go back to the adapter at the end of
-the method; no method holds one while it waits for another, so a pool of size N
-serves any number of concurrent turns, queueing them, and never deadlocks on
-itself.
-
-A transaction's body only reads and writes through its connection: an adapter
-may roll it back before it commits and run it again from the start (SQLite does,
-when the lock it needs turns out to be held by another process).
-
-Opening the store brings the schema to head (see :mod:`symfonic.storage.migrate`;
-a database already there costs one query) and reads (or creates) the
-database's token secret the same way on every worker.
+"""One connection discipline for both adapters: every port method is one named transaction
+or statement, a span inside a trace; a driver failure is mapped once, after the rollback, to
+`StoreUnavailable`. A body only uses its connection: an adapter may run it again (SQLite).
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import ClassVar, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import anyio
 
 from symfonic.core.contracts.errors import StoreCannotWrite, StoreUnavailable
+from symfonic.core.telemetry import store_spans
+from symfonic.core.telemetry.instruments import recording
+from symfonic.core.telemetry.logs import PauseLog
+from symfonic.core.telemetry.store_spans import Then
 from symfonic.storage.failures import cannot_write, is_unavailable
 from symfonic.storage.owed_cleanups import OwedWrites
 from symfonic.storage.statements import Dialect, Params, Row, Statement
@@ -93,6 +76,9 @@ class SqlTransactions:
         self.write_failure: str | None = None
         # Cleanups that could not be written when due; the sweep runs them again.
         self.owed = OwedWrites()
+        self.pause_log = PauseLog()
+        # Whether an SDK records, decided when the store opens: else no span costs a thing.
+        self.traced = False
 
     # what an adapter provides -------------------------------------------------
 
@@ -134,6 +120,7 @@ class SqlTransactions:
     # lifecycle ------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
+        self.traced = recording()
         try:
             with _explained("cannot be opened"):
                 await self._migrate()
@@ -146,47 +133,105 @@ class SqlTransactions:
     async def __aexit__(self, *exc: object) -> None:
         await self._dispose()
 
-    async def transaction(self, body: Body[T]) -> T:
-        """One write transaction: committed whole, or rolled back and explained."""
-        return await self._written(lambda: self._run_transaction(body))
+    async def transaction(
+        self,
+        body: Body[T],
+        operation: str,
+        attributes: Mapping[str, Any] | None = None,
+        then: Then[T] | None = None,
+    ) -> T:
+        """One write transaction for ``operation``: committed whole, or rolled back and
+        explained. In a span, ``then`` describes the result on it."""
+        return await self._traced(
+            operation, lambda: self._written(lambda: self._run_transaction(body)), attributes, then
+        )
 
-    async def background_transaction(self, body: Body[T]) -> T:
-        """A transaction of background work (a sweep's batch, a prune's): off the loop.
-
-        Like :meth:`transaction`; an adapter whose transactions run on the
-        event loop runs these elsewhere, so a batch never stalls a request.
-        """
-        return await self._written(lambda: self._run_background(body))
+    async def background_transaction(self, body: Body[T], operation: str) -> T:
+        """A transaction of background work (a sweep's batch, a prune's): an adapter whose
+        transactions run on the event loop runs these elsewhere."""
+        return await self._traced(
+            operation, lambda: self._written(lambda: self._run_background(body))
+        )
 
     async def read_converted(
-        self, statement: Statement, params: Params, convert: Callable[[Sequence[Row]], T]
+        self,
+        statement: Statement,
+        params: Params,
+        convert: Callable[[Sequence[Row]], T],
+        operation: str,
     ) -> T:
-        """One read and ``convert`` of its rows; where reads run on the loop, neither does.
+        """One read and ``convert`` of its rows, neither on the loop where reads run there:
+        for reads of many rows, whose conversion costs more than the read."""
 
-        For reads of many rows at once (a batch of the change record), whose
-        conversion costs more than the read.
-        """
-        with _explained("could not answer a read"):
-            return await self._run_converted(statement, params, convert)
+        async def read() -> T:
+            with _explained("could not answer a read"):
+                return await self._run_converted(statement, params, convert)
 
-    async def write_rows(self, statement: Statement, params: Params) -> Sequence[Row]:
+        return await self._traced(operation, read)
+
+    async def write_rows(
+        self,
+        statement: Statement,
+        params: Params,
+        operation: str,
+        attributes: Mapping[str, Any] | None = None,
+        then: Then[Sequence[Row]] | None = None,
+    ) -> Sequence[Row]:
         """One write that is its own transaction, and the rows it returns."""
 
         async def rows(connection: Connection) -> Sequence[Row]:
             return await connection.rows(statement, params)
 
-        return await self._written(lambda: self._run_statement(rows, write=True))
+        return await self._traced(
+            operation,
+            lambda: self._written(lambda: self._run_statement(rows, write=True)),
+            attributes,
+            then,
+        )
 
-    async def write_count(self, statement: Statement, params: Params) -> int:
+    async def write_count(
+        self,
+        statement: Statement,
+        params: Params,
+        operation: str,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> int:
         """One write that is its own transaction (a conditional update), and its row count."""
 
         async def count(connection: Connection) -> int:
             return await connection.count(statement, params)
 
-        return await self._written(lambda: self._run_statement(count, write=True))
+        return await self._traced(
+            operation,
+            lambda: self._written(lambda: self._run_statement(count, write=True)),
+            attributes,
+        )
+
+    async def read_rows(
+        self, statement: Statement, params: Params, operation: str
+    ) -> Sequence[Row]:
+        async def rows(connection: Connection) -> Sequence[Row]:
+            return await connection.rows(statement, params)
+
+        async def read() -> Sequence[Row]:
+            with _explained("could not answer a read"):
+                return await self._run_statement(rows, write=False)
+
+        return await self._traced(operation, read)
+
+    async def _traced(
+        self,
+        operation: str,
+        run: Callable[[], Awaitable[T]],
+        attributes: Mapping[str, Any] | None = None,
+        then: Then[T] | None = None,
+    ) -> T:
+        if not self.traced:
+            return await run()
+        return await store_spans.traced(operation, run, attributes, then)
 
     async def _written(self, write: Callable[[], Awaitable[T]]) -> T:
-        """``write``, explained; a lasting refusal is kept as :attr:`write_failure`
+        """``write``, explained; a lasting refusal is kept as `write_failure`
         until a write commits again, so the health check can say why."""
         try:
             with _explained("could not complete a write"):
@@ -198,28 +243,24 @@ class SqlTransactions:
         self.write_failure = None
         return value
 
-    async def read_rows(self, statement: Statement, params: Params) -> Sequence[Row]:
-        async def rows(connection: Connection) -> Sequence[Row]:
-            return await connection.rows(statement, params)
+    async def cleanup(
+        self,
+        statement: Statement,
+        params: Params,
+        operation: str,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> int:
+        """One idempotent cleanup statement (keyed by the caller's own claim or run id),
+        retried for a few seconds while the store is unavailable; its row count."""
+        return await self._retried(
+            lambda: self.write_count(statement, params, operation, attributes)
+        )
 
-        with _explained("could not answer a read"):
-            return await self._run_statement(rows, write=False)
-
-    async def cleanup(self, statement: Statement, params: Params) -> int:
-        """Run one idempotent cleanup statement, retried while the store is unavailable.
-
-        Cleanups (abandoning a failed turn's claim, clearing its run marker) run
-        right after a failure, often the store's own: retrying them for a few
-        seconds rides out a dropped connection or a restart, so the row does not
-        wait for a lease to lapse. Each is a conditional update keyed by the
-        caller's own claim or run id, so running it twice is running it once.
-        Returns the row count.
-        """
-        return await self._retried(lambda: self.write_count(statement, params))
-
-    async def cleanup_transaction(self, body: Body[T]) -> T:
-        """An idempotent cleanup of several statements, retried as :meth:`cleanup` is."""
-        return await self._retried(lambda: self.transaction(body))
+    async def cleanup_transaction(
+        self, body: Body[T], operation: str, attributes: Mapping[str, Any] | None = None
+    ) -> T:
+        """An idempotent cleanup of several statements, retried as `cleanup` is."""
+        return await self._retried(lambda: self.transaction(body, operation, attributes))
 
     async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
         deadline = anyio.current_time() + CLEANUP_SECONDS
@@ -236,19 +277,15 @@ class SqlTransactions:
 
     async def ping(self) -> None:
         """The store answers; while its last write failed for a lasting reason, a probe
-        write must commit too (else :class:`StoreCannotWrite` says why)."""
-        await self.read_rows(PING, {})
+        write must commit too (else `StoreCannotWrite` says why)."""
+        await self.read_rows(PING, {}, "ping")
         if self.write_failure is not None:
             probe = {"key": PROBE_KEY, "value": secrets.token_bytes(PROBE_BYTES)}
-            await self.write_count(PROBE_WRITE, probe)
+            await self.write_count(PROBE_WRITE, probe, "ping")
 
     async def signing_secret(self) -> bytes:
-        """The database's secret: the first worker's insert wins, everyone reads it back.
-
-        ``INSERT … ON CONFLICT DO NOTHING`` waits for a concurrent inserter of the
-        same key to commit and then does nothing; the ``SELECT`` after it, a new
-        statement under READ COMMITTED, sees the winner's row.
-        """
+        """The database's secret: the first worker's insert wins (a concurrent one waits,
+        then does nothing), and everyone reads the winner's row back."""
         if self._secret is not None:
             return self._secret
 
@@ -259,7 +296,7 @@ class SqlTransactions:
             (row,) = await connection.rows(READ_SECRET, {"key": SECRET_KEY})
             return bytes(row["value"])
 
-        self._secret = await self.transaction(create_or_read)
+        self._secret = await self.transaction(create_or_read, "signing_secret")
         return self._secret
 
 

@@ -64,12 +64,14 @@ class SqlWebhookDestinations(SqlTransactions):
         if not urls:
             return []
         _, names = _listed(urls)
-        rows = await self.read_rows(_due(len(urls)), {"now": now, **names})
+        rows = await self.read_rows(_due(len(urls)), {"now": now, **names}, "due_destinations")
         return [destination_of(row) for row in rows]
 
     async def webhook_destinations(self, urls: Sequence[str] | None = None) -> list[Destination]:
         if urls is None:
-            return [destination_of(row) for row in await self.read_rows(ALL, {})]
+            return [
+                destination_of(row) for row in await self.read_rows(ALL, {}, "webhook_destinations")
+            ]
         if not urls:
             return []
         listed, names = _listed(urls)
@@ -77,7 +79,9 @@ class SqlWebhookDestinations(SqlTransactions):
             f"SELECT {COLUMNS} FROM symfonic_webhook_destinations"
             f" WHERE url IN ({listed}) ORDER BY url"
         )
-        return [destination_of(row) for row in await self.read_rows(some, names)]
+        return [
+            destination_of(row) for row in await self.read_rows(some, names, "webhook_destinations")
+        ]
 
     async def swap_destination(self, expected: Destination, new: Destination) -> bool:
         params = {
@@ -90,4 +94,4 @@ class SqlWebhookDestinations(SqlTransactions):
             "changed_at": new.changed_at,
             "last_error": None if new.last_error is None else new.last_error[:500],
         }
-        return await self.write_count(SWAP, params) == 1
+        return await self.write_count(SWAP, params, "swap_destination") == 1

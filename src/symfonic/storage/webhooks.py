@@ -199,11 +199,11 @@ class SqlWebhookDeliveries(SqlTransactions):
             await connection.each(SUBSCRIBE, [{"url": url, "event_type": e.value} for e in events])
             await connection.count(ADD_DESTINATION, {"url": url, "now": now})
 
-        await self.transaction(replace)
+        await self.transaction(replace, "register_webhook")
 
     async def announce_expiring(self, now: datetime, lead_seconds: float) -> int:
         params = {"now": now, "horizon": now + timedelta(seconds=lead_seconds)}
-        return await self.write_count(OWE_EXPIRING[self.dialect], params)
+        return await self.write_count(OWE_EXPIRING[self.dialect], params, "announce_expiring")
 
     async def lease_deliveries(self, taking: DeliveryLease) -> list[LeasedDelivery]:
         if not taking.urls:
@@ -216,7 +216,9 @@ class SqlWebhookDeliveries(SqlTransactions):
             "limit": taking.limit,
             **names,
         }
-        rows = await self.write_rows(_lease(self.dialect, len(taking.urls)), params)
+        rows = await self.write_rows(
+            _lease(self.dialect, len(taking.urls)), params, "lease_deliveries"
+        )
         deliveries = sorted((delivery_of(row) for row in rows), key=lambda d: d.id)
         pause_ids = sorted({d.pause_id for d in deliveries if d.pause_id is not None})
         pauses = {}
@@ -225,11 +227,19 @@ class SqlWebhookDeliveries(SqlTransactions):
             read = Statement(
                 f"SELECT {PAUSE_COLUMNS} FROM symfonic_pauses WHERE pause_id IN ({listed})"
             )
-            pauses = {row["pause_id"]: pause_of(row) for row in await self.read_rows(read, ids)}
+            pauses = {
+                row["pause_id"]: pause_of(row)
+                for row in await self.read_rows(read, ids, "lease_deliveries")
+            }
         return [LeasedDelivery(d, pauses.get(d.pause_id or "")) for d in deliveries]
 
     async def settle_delivery(self, settlement: DeliverySettlement) -> bool:
-        return await self.write_count(SETTLE[self.dialect], _settle_params(settlement)) == 1
+        return (
+            await self.write_count(
+                SETTLE[self.dialect], _settle_params(settlement), "settle_delivery"
+            )
+            == 1
+        )
 
     async def settle_deliveries(self, settlements: Sequence[DeliverySettlement]) -> list[bool]:
         """Each settlement under its own lease, all in one transaction (one commit, not many)."""
@@ -245,10 +255,12 @@ class SqlWebhookDeliveries(SqlTransactions):
                 for settlement in settlements
             ]
 
-        return await self.transaction(each)
+        return await self.transaction(each, "settle_deliveries")
 
     async def prune_failed_deliveries(self, before: datetime, limit: int) -> int:
-        return await self.write_count(PRUNE_FAILED, {"before": before, "limit": limit})
+        return await self.write_count(
+            PRUNE_FAILED, {"before": before, "limit": limit}, "prune_failed_deliveries"
+        )
 
     async def list_deliveries(self, query: DeliveryQuery) -> list[WebhookDelivery]:
         where, params = ["1 = 1"], dict[str, Any]({"limit": query.limit})
@@ -266,7 +278,7 @@ class SqlWebhookDeliveries(SqlTransactions):
             f"SELECT {DELIVERY_COLUMNS} FROM symfonic_webhook_deliveries"
             f" WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :limit"
         )
-        return [delivery_of(row) for row in await self.read_rows(read, params)]
+        return [delivery_of(row) for row in await self.read_rows(read, params, "list_deliveries")]
 
     async def resend_delivery(self, delivery_id: int, now: datetime) -> WebhookDelivery | None:
         async def reset_then_read(connection: Connection) -> WebhookDelivery | None:
@@ -274,7 +286,7 @@ class SqlWebhookDeliveries(SqlTransactions):
             row = first(await connection.rows(DELIVERY, {"id": delivery_id}))
             return None if row is None else delivery_of(row)
 
-        return await self.transaction(reset_then_read)
+        return await self.transaction(reset_then_read, "resend_delivery")
 
 
 def failed_turn_params(failure: FailedTurn) -> Params:
@@ -320,5 +332,7 @@ async def _settle_batch(
         "delivered": "delivered_at",
     }
     arrays = {name: [one[column] for one in each] for name, column in columns.items()}
-    settled = {int(row["id"]) for row in await store.write_rows(SETTLE_BATCH, arrays)}
+    settled = {
+        int(row["id"]) for row in await store.write_rows(SETTLE_BATCH, arrays, "settle_deliveries")
+    }
     return [settlement.id in settled for settlement in settlements]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from symfonic.core.contracts.errors import RunNotFound, RunNotRunning
 from symfonic.core.contracts.principal import WILDCARD, Principal
 from symfonic.core.contracts.run_events import RunRecord, RunState
+from symfonic.core.telemetry import logs
 from symfonic.turns.runtime import TurnRuntime
 
 
@@ -51,4 +52,6 @@ async def cancel_run(agent: TurnRuntime, run_id: str, principal: Principal) -> R
             else "the run's turn already settled; nothing was cancelled",
             run_id=run_id,
         )
+    if not dequeued and record.pause_id is not None:
+        logs.run_cancelled(record.pause_id, record.session_id)
     return await agent.store.run_record(run_id) or record
