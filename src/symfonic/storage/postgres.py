@@ -1,41 +1,5 @@
-"""The PostgreSQL adapter: many workers on many hosts, one service.
-
-asyncpg, straight: each statement is one round trip on a pooled connection, its
-plan prepared once per connection. The isolation level is READ COMMITTED, set
-on every connection and every transaction rather than trusted to the server's
-default, and it is enough: every race goes through one conditional ``UPDATE``
-(see :mod:`symfonic.storage.pause_claims`), which re-evaluates its ``WHERE`` on the
-newest version of the row it locks, so of N concurrent claims exactly one sees
-``pending``. A single statement runs without ``BEGIN``/``COMMIT``: it is atomic
-by itself, and the transitions that write several rows are one statement each
-here (:mod:`symfonic.storage.pause_writes`), so a step is one round trip.
-
-The pool (:mod:`symfonic.storage.pg_pool`) is bounded (``pool_size``): a worker
-never opens more than that many connections, whatever its concurrency, and a
-turn that waits longer than ``pool_timeout`` for one fails with
-``StoreUnavailable``. A connection a statement failed on is closed, never handed
-to the next turn, and one the server dropped while idle (terminated backend,
-restart) is replaced at the next checkout, so a restart costs the turns that
-were in flight, not the worker.
-
-A connection goes back only once its operation has ended. A turn cancelled
-mid-statement (a client that went away, a deadline) leaves the statement
-running on the server, holding its locks, until the server hears of the
-cancellation; so the connection is closed gracefully, which waits (shielded,
-at most ``RETIRE_TIMEOUT``) for the server to end the statement, and only then
-is its place in the pool free. Dropping it at once would let the pool open
-more server connections than ``pool_size`` while the old ones still work.
-
-One failure is retried, once, on another connection: the driver refusing the
-first statement on a connection that read the server's farewell while idle in
-the pool (a restart's ``terminating connection`` arrives before the connection
-closes), which it reports as "cannot switch to state N; another operation is in
-progress". The refusal comes before anything is executed, so nothing this
-attempt did can have committed.
-
-Before the pool opens, one query reads the schema's revision; only a database
-that is not at head is migrated (see :mod:`symfonic.storage.migrate`), under an
-advisory lock, on a connection of its own.
+"""The PostgreSQL adapter: asyncpg, a round trip per statement on a bounded pool, READ
+COMMITTED on every transaction; docs/design.md says how it connects, retries and retires.
 """
 
 from __future__ import annotations

@@ -1,46 +1,5 @@
-"""The embedded SQLite adapter: a file, no server, several processes at once.
-
-Writes open with ``BEGIN IMMEDIATE`` so a transaction takes the database's write
-lock before its first statement: two writers never both read and then fight to
-upgrade, they queue on the lock (``busy_timeout``) instead. Every write is
-therefore serialised against every other, across processes too, which is the
-SQLite equivalent of the conditional updates' READ COMMITTED re-check on
-PostgreSQL: a claim or publish that loses a race sees the winner's commit.
-
-Transactions run on the event loop's own thread, over one ``sqlite3``
-connection, from ``BEGIN`` to ``COMMIT`` without a pause: a statement there is
-run as it is awaited and never suspends, so a transaction of a cycle costs less
-on the loop than handing it to a worker thread and back (docs/internals.md), and
-no other coroutine can run between its statements, so writers of one process
-never meet each other on the lock. The loop never *waits* on the file, though.
-That connection has no busy timeout: when another process holds the write lock
-(or, rarely, a reader's lock is refused), the transaction is rolled back and run
-again from its start (:mod:`symfonic.storage.transactions`) over a connection
-that waits up to ``busy_timeout``, each statement on a worker thread; writers of
-this process that come meanwhile queue behind it on the loop. Checkpoints, the
-only step that writes the database file and syncs it, are off the loop too:
-the loop's connection never checkpoints, and every ``CHECKPOINT_EVERY`` commits
-a worker thread runs one that empties the WAL, retried until it succeeds if it
-fails (:mod:`symfonic.storage.sqlite_checkpoints`), so the WAL holds at most the
-commits since the last one, however long the load lasts.
-
-A read is one statement, which under WAL goes on while another process holds
-the write lock; the rare read refused its snapshot is retried on a thread. The
-reads a step needs with its write
-(a turn's history, a claimed pause's checkpoint) are in the write's own
-statement, or its transaction.
-
-Every connection runs with ``synchronous=FULL`` unless the URL says
-``?synchronous=normal``: under WAL, FULL syncs the log at every commit, so a
-commit acknowledged (a claim, a publish) survives a power cut or an OS crash;
-NORMAL survives the crash of any process, but a power cut may undo the last
-commits (:func:`symfonic.storage.sqlite_file.synchronous_of`). The sync is on the
-loop's thread, at ``COMMIT``: its cost is measured in docs/storage.md.
-
-WAL is switched on once when a store opens, before any connection of the
-store's own (:mod:`symfonic.storage.sqlite_file`). A file already at the
-schema's head revision is then ready; any other is migrated (see
-:mod:`symfonic.storage.migrate`), once, the workers queueing on its write lock.
+"""The embedded SQLite adapter: writes on the loop's own connection under `BEGIN IMMEDIATE`,
+moved to a thread when another process holds the lock; docs/design.md says why.
 """
 
 from __future__ import annotations

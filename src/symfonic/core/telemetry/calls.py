@@ -1,15 +1,5 @@
-"""Spans for the calls a turn makes: one per model call, one per tool call.
-
-Both follow the OpenTelemetry GenAI semantic conventions (span names
-``chat {model}`` and ``execute_tool {tool}``, ``gen_ai.*`` attributes), so a
-backend that knows them shows them as such. Neither records what is sent or
-returned: a prompt, a tool's arguments and its result may all hold what a
-person wrote.
-
-A model call's span is not made current: the kernel streams the call from
-inside an async generator, where a context attached across a ``yield`` would
-leak into the consumer. langchain-core's own callbacks (a user's LangSmith
-tracing) are untouched either way.
+"""Spans for the calls a turn makes: one per model call, one per tool call, in the GenAI
+semantic conventions, never with what is sent or returned (docs/design.md, telemetry).
 """
 
 from __future__ import annotations

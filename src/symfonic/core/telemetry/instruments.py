@@ -1,10 +1,5 @@
-"""The tracer and the metric instruments, taken from the OpenTelemetry API.
-
-The API hands out proxies that do nothing until an SDK is installed, and that
-forward to it once one is: creating them at import is the standard idiom, and
-it costs a process with no SDK one no-op call per measurement. Metric
-attributes are low-cardinality labels only (agent, kind, outcome, result),
-never a session, a principal or anything a person wrote.
+"""The tracer and the metric instruments, from the OpenTelemetry API: proxies that do nothing
+until an SDK is installed. Metric labels are low-cardinality, never what a person wrote.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Every name symfonic's telemetry is exported under, in one place.
-
-Span, attribute and metric names are a contract with the dashboards and alerts
-an operator builds on them: they change only here, and ``docs/observability.md``
-lists each one. Model calls use the OpenTelemetry GenAI semantic conventions.
+"""Every name symfonic's telemetry is exported under, in one place: a contract with the
+dashboards built on them, listed in docs/observability.md.
 """
 
 from __future__ import annotations

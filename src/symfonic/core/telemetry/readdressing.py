@@ -1,14 +1,5 @@
-"""A pause handed to another audience, as a short span of its own.
-
-An escalation step is applied by a sweep, which runs outside any trace, and a
-reassignment by an operator's request, which may run outside one too. Either is
-one event in a pause's life, rare next to the sweeps and counts that are kept
-out of traces because they poll, so each gets its span wherever it happens:
-``symfonic.escalate`` or ``symfonic.reassign``, with the pause, the audience it
-left and the one it went to, the step (an escalation's) or the operator (a
-reassignment's), never the operator's reason, which a person wrote. The span
-links to the turn that paused (read from the pause's checkpoint, as a claim
-links to it), so a trace viewer finds the hand-over from the conversation.
+"""A pause handed to another audience (an escalation step, a reassignment) as a short span of
+its own, linked to the turn that paused, wherever it happens (docs/design.md, telemetry).
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""The ``symfonic.turn`` and ``symfonic.resume`` spans around a turn's event stream.
-
-A turn is an async generator that its consumer drives one event at a time, so
-its span cannot simply be made current with a ``with`` around ``yield``: the
-consumer would run inside it between events, and a context detached in another
-task's context breaks. The span is made current only while the turn itself
-runs (each step of the stream), and the consumer's own context is back before
-each event reaches it. The outcome, the error code and (for a resume) the
-claim's result are read from the events, and from the refusal a resume raises.
+"""The `symfonic.turn` and `symfonic.resume` spans around a turn's event stream, current only
+while the turn itself runs, never while its consumer does (docs/design.md, telemetry).
 """
 
 from __future__ import annotations
