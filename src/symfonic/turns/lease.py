@@ -5,17 +5,12 @@ long the claim's writes may wait for a store out of reach.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TypeVar
 
 import anyio
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    wait_exponential_jitter,
-)
 
 from symfonic.core.contracts.errors import PauseAbandoned, StoreCannotWrite, StoreUnavailable
 from symfonic.core.contracts.store import Store
@@ -121,46 +116,27 @@ class ClaimLease:
         error is raised as it is.
         """
         stop_at = anyio.current_time() + self._window()
-        backoff = wait_exponential_jitter(
-            multiplier=FIRST_RETRY_DELAY, max=LONGEST_RETRY_DELAY, jitter=FIRST_RETRY_DELAY
-        )
-
-        def pause(state: RetryCallState) -> float:
-            return max(0.0, min(backoff(state), stop_at - anyio.current_time()))
-
-        def window_over(_: RetryCallState) -> bool:
-            return anyio.current_time() >= stop_at
-
-        async def attempt() -> T:  # tenacity awaits only what it sees is a coroutine function
-            return await write()
-
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(_passing),
-            stop=window_over,
-            wait=pause,
-            sleep=anyio.sleep,
-            before_sleep=_log_retry,
-            reraise=True,
-        )
-        return await retrying(attempt)
+        attempt = 1
+        while True:
+            try:
+                return await write()
+            except StoreUnavailable as error:
+                left = stop_at - anyio.current_time()
+                if isinstance(error, StoreCannotWrite) or left <= 0:
+                    raise
+                # The driver's words stay here, in the log; they never reach a client.
+                logger.warning(
+                    "a claimed pause's write found the store out of reach (attempt %d); "
+                    "retrying: %s",
+                    attempt,
+                    error,
+                )
+            backoff = min(FIRST_RETRY_DELAY * 2 ** (attempt - 1), LONGEST_RETRY_DELAY)
+            await anyio.sleep(min(backoff + random.uniform(0, FIRST_RETRY_DELAY), left))
+            attempt += 1
 
     async def _renew(self, now: datetime) -> None:
         held = await self._store.renew_claim(self.session_id, self.claim_id, now + self._length)
         self._lost = not held
         if held:
             self._renewed = now
-
-
-def _passing(error: BaseException) -> bool:
-    """An outage worth waiting for: out of reach, not refusing every write."""
-    return isinstance(error, StoreUnavailable) and not isinstance(error, StoreCannotWrite)
-
-
-def _log_retry(state: RetryCallState) -> None:
-    # The driver's words stay here, in the log; they never reach a client.
-    failure = state.outcome.exception() if state.outcome is not None else None
-    logger.warning(
-        "a claimed pause's write found the store out of reach (attempt %d); retrying: %s",
-        state.attempt_number,
-        failure,
-    )
