@@ -149,3 +149,29 @@ async def test_a_follower_on_another_worker_hears_of_each_event_promptly(store_u
                     waits.append(time.time() - float(frame.data["content"]))
     assert len(waits) == 8
     assert statistics.median(waits[1:]) < 0.1, waits  # the first may have been replayed
+
+
+async def test_a_follower_on_the_running_worker_gets_the_cancel_that_ended_the_run(
+    store_url: str,
+) -> None:
+    gate = Gate()
+    app = create_app(payment_agent(store_url, tool=gate.pay, approval=()), api_keys=KEYS)
+    async with uvicorn_serving(app) as client:
+        session_id = await new_session(client, **ALICE)
+        body = {"message": "pay 5", "background": True}
+        started = await client.post(f"/v1/sessions/{session_id}/turns", json=body, headers=ALICE)
+        run_id = started.json()["run_id"]
+        async with client.stream("GET", f"/v1/runs/{run_id}/events", headers=ALICE) as response:
+            reader = FeedReader(response)
+            first = [await reader.next(), await reader.next()]
+            await gate.entered.wait()
+            cancelled = await client.post(f"/v1/runs/{run_id}/cancel", headers=ALICE)
+            assert cancelled.status_code == 202, cancelled.text
+            seen = first + await follow_to_the_end(reader)
+    assert [(f.event, f.id) for f in seen] == [
+        ("turn.started", "1"),
+        ("tool.call", "2"),
+        ("error", "3"),
+    ]
+    assert seen[-1].data["code"] == "run_cancelled"
+    assert gate.calls == []
