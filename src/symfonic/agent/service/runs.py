@@ -29,8 +29,8 @@ from symfonic.turns.background import RunHandle
 logger = logging.getLogger("symfonic.http")
 
 RECHECK_SECONDS = 1.0
-# How long the watch outlives the last attached turn streamed here: the next one,
-# often a moment later, then finds it set up (on PostgreSQL, a connection).
+# How long the watch outlives the last run or follower here: the next one, often a
+# moment later, then finds it set up (on PostgreSQL, a connection).
 LINGER_SECONDS = 5.0
 # A run still to come or still running: its follower waits for its events.
 _GOING_ON = frozenset({RunState.QUEUED, RunState.RUNNING})
@@ -157,7 +157,7 @@ class WorkerRuns:
         finally:
             self._local.pop(run_id, None)
             on_end()
-            self._stop_watching_if_idle()
+            self._linger()
 
     async def _stop_if_cancelled(self, handle: RunHandle) -> None:
         record = None if handle.run_id is None else await self._host.store.run_record(handle.run_id)
@@ -297,7 +297,7 @@ class WorkerRuns:
                     yield event
         finally:
             self._followers.discard(follower)
-            self._stop_watching_if_idle()
+            self._linger()
 
     async def _events(
         self, follower: _Follower, principal: Principal, after: int
