@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from symfonic.cli.client import ApiError, Client, Frame
+from symfonic.cli.client import ApiError, Client, EventFrame
 from symfonic.cli.prompts import Ask, answer_for
 from symfonic.cli.render import TurnView
-from symfonic.cli.terminal import Interrupted
+from symfonic.cli.terminal import PromptInterrupted
 
 
 def still_waiting(client: Client) -> str:
@@ -27,7 +27,7 @@ class Answered:
     """How answering ended: the resumed stream's last frame, or why there is none."""
 
     outcome: Literal["answered", "abandoned", "refused"]
-    last: Frame | None = None
+    last: EventFrame | None = None
 
 
 async def answer_pause(
@@ -45,8 +45,8 @@ async def answer_pause(
     while True:
         try:
             reply = answer_for(pause, ask, term, current=current, may_abandon=may_abandon)
-        except (Interrupted, EOFError):
-            raise Interrupted(still_waiting(client)) from None
+        except (PromptInterrupted, EOFError):
+            raise PromptInterrupted(still_waiting(client)) from None
         if reply.action == "abandon":
             return Answered("abandoned")
         if reply.action in ("cancelled", "declined"):

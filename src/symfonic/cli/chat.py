@@ -12,10 +12,10 @@ import anyio
 import httpx
 
 from symfonic.cli.answering import answer_pause, still_waiting
-from symfonic.cli.client import DEFAULT_URL, ApiError, Client, Frame
+from symfonic.cli.client import DEFAULT_URL, ApiError, Client, EventFrame
 from symfonic.cli.prompts import Ask
 from symfonic.cli.render import TurnView, reconnecting
-from symfonic.cli.terminal import Interrupted, Terminal, failed
+from symfonic.cli.terminal import PromptInterrupted, Terminal, failed
 from symfonic.client.calls import OnPendingPause
 
 
@@ -50,7 +50,7 @@ class Chat:
         if waiting is not None and waiting.token is not None:
             view = TurnView(self.term)
             view.calls[waiting.tool_call_id] = dict(waiting.tool_args or {})
-            await self._answer(view, Frame("turn.paused", waiting.model_dump(mode="json")))
+            await self._answer(view, EventFrame("turn.paused", waiting.model_dump(mode="json")))
 
     async def say(self, message: str) -> None:
         view = TurnView(self.term)
@@ -73,11 +73,11 @@ class Chat:
         self.term.line("this session is still waiting for an answer to a pause.", "yellow")
         try:
             choice = self.ask("  abandon that pause and send your message? [y/N] ")
-        except (Interrupted, EOFError):
-            raise Interrupted(f"nothing was sent; {still_waiting(self.client)}") from None
+        except (PromptInterrupted, EOFError):
+            raise PromptInterrupted(f"nothing was sent; {still_waiting(self.client)}") from None
         return choice.strip().lower() in {"y", "yes"}
 
-    async def _answer(self, view: TurnView, last: Frame | None) -> None:
+    async def _answer(self, view: TurnView, last: EventFrame | None) -> None:
         while last is not None and last.type == "turn.paused":
             pause = last.data
             current = view.calls.get(pause["tool_call_id"], {})
@@ -122,8 +122,8 @@ async def converse(
 def _said(ask: Ask) -> str:
     try:
         return ask("you: ").strip()
-    except Interrupted:
-        raise Interrupted("nothing was sent") from None
+    except PromptInterrupted:
+        raise PromptInterrupted("nothing was sent") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,6 +139,6 @@ def run(args: argparse.Namespace) -> int:
     except (ApiError, httpx.HTTPError) as error:
         term.quiet()
         return failed("chat", client.explain(error))
-    except Interrupted as stop:
+    except PromptInterrupted as stop:
         return term.interrupted("chat", stop)
     return 0

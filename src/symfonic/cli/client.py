@@ -21,7 +21,7 @@ from symfonic.core.contracts.types import (
     TurnPausedEvent,
 )
 
-__all__ = ["DEFAULT_URL", "ApiError", "Client", "Frame"]
+__all__ = ["DEFAULT_URL", "ApiError", "Client", "EventFrame"]
 
 # Failed reconnections in a row before a run's events are given up on: with the
 # feed's backoff (0.5 s doubling to 10 s) about half a minute, time for a
@@ -30,20 +30,20 @@ RECONNECTS = 8
 
 
 @dataclass(frozen=True)
-class Frame:
+class EventFrame:
     type: str
     data: dict[str, Any]
 
 
-def frame_of(event: Event) -> Frame:
+def frame_of(event: Event) -> EventFrame:
     """An event as its stream frame's JSON carried it (a pause's token as ``token``)."""
     data = event.model_dump(mode="json")
     if isinstance(event, TurnPausedEvent):
         data["token"] = event.pause_token
-    return Frame(event.type, data)
+    return EventFrame(event.type, data)
 
 
-async def _frames(events: AsyncGenerator[Event, None]) -> AsyncIterator[Frame]:
+async def _frames(events: AsyncGenerator[Event, None]) -> AsyncIterator[EventFrame]:
     async with aclosing(events) as stream:
         async for event in stream:
             yield frame_of(event)
@@ -61,7 +61,7 @@ class Client(AsyncSymfonicClient):
 
     def turn(
         self, session_id: str, message: str, *, on_pending_pause: OnPendingPause = "reject"
-    ) -> AsyncIterator[Frame]:
+    ) -> AsyncIterator[EventFrame]:
         """A turn run in the background and followed to its end (`_followed`)."""
         return _frames(
             self._followed(
@@ -71,7 +71,7 @@ class Client(AsyncSymfonicClient):
 
     def answer(
         self, token: str, answer: Any, status: AnswerStatus, args_digest: str | None
-    ) -> AsyncIterator[Frame]:
+    ) -> AsyncIterator[EventFrame]:
         """Answer a pause, the resumed turn run in the background and followed to its
         end; ``args_digest``: the approval's digest the person was shown."""
         return _frames(

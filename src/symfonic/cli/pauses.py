@@ -16,7 +16,7 @@ from symfonic.cli.answering import answer_pause
 from symfonic.cli.client import DEFAULT_URL, ApiError, Client
 from symfonic.cli.prompts import Ask, show_arguments
 from symfonic.cli.render import TurnView, approvals_words, reconnecting
-from symfonic.cli.terminal import Interrupted, Terminal, failed
+from symfonic.cli.terminal import PromptInterrupted, Terminal, failed
 
 # What the inbox says with nothing to answer.
 NOTHING_WAITING = "Nothing is waiting for you."
@@ -151,6 +151,6 @@ def run(args: argparse.Namespace) -> int:
     except EOFError:
         term.blank()
         return 0
-    except Interrupted as stop:
+    except PromptInterrupted as stop:
         return term.interrupted("pauses", stop)
     return 1 if reviewed.refused else 0

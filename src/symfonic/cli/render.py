@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from symfonic.cli.client import Frame
+from symfonic.cli.client import EventFrame
 from symfonic.cli.terminal import Terminal
 
 RESULT_LIMIT = 400
@@ -63,10 +63,10 @@ class TurnView:
     def decline(self, tool_call_id: str) -> None:
         self._declined.add(tool_call_id)
 
-    async def show(self, frames: AsyncIterator[Frame]) -> Frame | None:
+    async def show(self, frames: AsyncIterator[EventFrame]) -> EventFrame | None:
         """Print the stream; the frame it ended on (``None`` if it sent none)."""
         term = self.terminal
-        last: Frame | None = None
+        last: EventFrame | None = None
         term.working()
         try:
             async for frame in frames:
@@ -77,7 +77,7 @@ class TurnView:
             term.end_text()
         return last
 
-    def _frame(self, frame: Frame) -> None:
+    def _frame(self, frame: EventFrame) -> None:
         term, data = self.terminal, frame.data
         if frame.type == "text.delta":
             term.text(str(data.get("text", "")), label="assistant: ", label_style="bold cyan")

@@ -47,7 +47,7 @@ def fill(text: str, width: int, indent: int = 0, first: str = "") -> list[str]:
     return [line.replace(_HELD, " ") for line in lines]
 
 
-class Interrupted(Exception):
+class PromptInterrupted(Exception):
     """Ctrl-C at a prompt; ``left`` says, in words, what was left as it was."""
 
     def __init__(self, left: str = "") -> None:
@@ -120,16 +120,17 @@ class Terminal:
         self.console.print()
 
     def ask(self, prompt: str) -> str:
-        """One line typed after ``prompt``; ``EOFError`` on Ctrl-D, ``Interrupted`` on Ctrl-C."""
+        """One line typed after ``prompt``; ``EOFError`` on Ctrl-D, ``PromptInterrupted`` on
+        Ctrl-C."""
         self.quiet()
         self.end_text()
         try:
             with _interruptible():
                 return self.console.input(Text(prompt, style="bold"))
         except KeyboardInterrupt:
-            raise Interrupted from None
+            raise PromptInterrupted from None
 
-    def interrupted(self, command: str, stop: Interrupted) -> int:
+    def interrupted(self, command: str, stop: PromptInterrupted) -> int:
         """End the prompt's line, say what was left as it was; the exit code 130 (Ctrl-C)."""
         self.quiet()
         self.end_text()

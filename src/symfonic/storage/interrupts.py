@@ -54,7 +54,7 @@ RELEASE_MARKER = Statement(
 )
 
 
-class _Settled(Exception):
+class _AlreadySettled(Exception):
     """The holder settled before the takeover: its transaction rolls back, and runs again."""
 
 
@@ -81,7 +81,7 @@ class SqlTurnInterrupts(SqlTransactions):
                 interrupted = await self.transaction(
                     lambda c: self._take_over(c, request, forget), "interrupt_turn"
                 )
-            except _Settled:
+            except _AlreadySettled:
                 continue
             except _Refused:
                 return None
@@ -149,4 +149,4 @@ class SqlTurnInterrupts(SqlTransactions):
                 ABANDON_CLAIM, {"session_id": session_id, "claim_id": run_id}
             )
         if took != 1:
-            raise _Settled
+            raise _AlreadySettled

@@ -110,7 +110,7 @@ async def continue_from(
 
 
 @dataclass(frozen=True)
-class _Settled:
+class _SettledCall:
     """The answered call's result event, whether it failed, and the tool's artifact."""
 
     result: ToolResultEvent
@@ -120,7 +120,7 @@ class _Settled:
 
 async def _settle(
     kernel: Kernel, pending: PendingInteraction, outcome: ResumeOutcome
-) -> _Settled | PendingInteraction:
+) -> _SettledCall | PendingInteraction:
     """The answered call's result event and whether it failed, or the tool's next question.
 
     A tool that asked mid-call goes on with the answer; an approved call runs
@@ -131,14 +131,14 @@ async def _settle(
         if isinstance(went_on, PendingInteraction):
             return went_on
         message, result = went_on
-        return _Settled(result, message.status == "error", message.artifact)
+        return _SettledCall(result, message.status == "error", message.artifact)
     resolution = resolve(pending.kind, outcome.response, outcome.status, pending.args)
     if resolution.run_args is not None and pending.edited_by is not None:
         # Approved as a quorum's edit proposed it: the model is told its call was edited.
         resolution = replace(resolution, edited=True)
     if resolution.run_args is None:
         observation = resolution.observation or ""
-        return _Settled(
+        return _SettledCall(
             ToolResultEvent(
                 tool_call_id=pending.tool_call_id,
                 name=pending.tool_name,
@@ -158,7 +158,7 @@ async def _settle(
             f"{json.dumps(resolution.run_args, sort_keys=True)})\n{observation}"
         )
     edited = result.model_copy(update={"content": observation})
-    return _Settled(edited, ran.status == "error", ran.artifact)
+    return _SettledCall(edited, ran.status == "error", ran.artifact)
 
 
 def paused_again(checkpoint: TurnCheckpoint, pending: PendingInteraction) -> KernelDone:

@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 
 from symfonic.agent.agui.capabilities import capabilities_of
 from symfonic.agent.agui.run import agui_run
-from symfonic.agent.agui.stream import RunEventStream
+from symfonic.agent.agui.stream import AguiEventStream
 from symfonic.agent.http.errors import ErrorResponse, documented
 from symfonic.agent.http.stream_shares import StreamShares
 from symfonic.agent.service.host import ServiceHost
@@ -81,14 +81,14 @@ def agui_router(
 
     @router.post(
         "/v1/agui",
-        response_class=RunEventStream,
+        response_class=AguiEventStream,
         status_code=200,
         summary="Run an agent with the AG-UI 1.0 protocol",
         responses=RUN_RESPONSES,
     )
     async def run(
         request: Request, run_input: RunAgentInput, caller: Caller, opened: Host
-    ) -> RunEventStream:
+    ) -> AguiEventStream:
         """Run an agent on an AG-UI thread; the response is the run's AG-UI event stream."""
         slot = streams.acquire(caller, request.scope, idle=False)
         try:
@@ -96,7 +96,7 @@ def agui_router(
         except BaseException:
             slot.release()
             raise
-        return RunEventStream(started, slot=slot)
+        return AguiEventStream(started, slot=slot)
 
     @router.get(
         "/v1/agui/capabilities",

@@ -20,7 +20,7 @@ PING = b": ping\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-class RunEventStream(StreamingResponse):
+class AguiEventStream(StreamingResponse):
     """The SSE response of one AG-UI run; closing it closes the run."""
 
     def __init__(

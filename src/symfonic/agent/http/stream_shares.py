@@ -19,7 +19,7 @@ DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 16
 STREAM_RETRY_AFTER = 5
 
 
-class Connection(Protocol):
+class StreamConnection(Protocol):
     """What a stream may do to the connection it is sent on: close it."""
 
     def close(self) -> None: ...
@@ -31,7 +31,7 @@ class StreamSlot:
 
     principal: str
     idle: bool
-    connection: Connection | None
+    connection: StreamConnection | None
     shares: StreamShares = field(repr=False)
     opened: float = field(default_factory=time.monotonic)
 

@@ -140,10 +140,6 @@ class PauseFeed:
         """The one role of the host's store the feed watches."""
         return self._host.store
 
-    @property
-    def subscribers(self) -> int:
-        return len(self._subscribers)
-
     # the watch ----------------------------------------------------------------
 
     async def run(
