@@ -23,18 +23,11 @@ REST_ROLE = re.compile(r":(?:py:)?(?:mod|meth|class|func|data|attr|exc|obj|const
 # remove each one here as it is trimmed.
 NOT_YET_TRIMMED = frozenset(
     {
-        "symfonic/agent/agent.py",
-        "symfonic/agent/queued.py",
-        "symfonic/agent/runs.py",
         "symfonic/agent/service/runs.py",
-        "symfonic/agent/sessions.py",
         "symfonic/storage/pg_notifications.py",
         "symfonic/storage/run_events.py",
         "symfonic/turns/background.py",
         "symfonic/turns/event_keeper.py",
-        "symfonic/turns/queue.py",
-        "symfonic/turns/runtime.py",
-        "symfonic/turns/started_turn.py",
     }
 )
 

@@ -1,19 +1,6 @@
-"""A message for a busy session, queued, then run once when the session is free.
-
-:func:`enqueue` decides every refusal first, exactly as for a turn that would
-run now (not the caller's session, a pending pause it would refuse, a stale
-``base_revision``, the quota), then keeps the message in the session's queue
-(:class:`~symfonic.core.contracts.run_queue.RunQueue`) and hands back its run's
-id, which reads ``queued``. The quota counts it then, not again when it runs.
-
-:func:`run_next` takes the head of a session's queue, if the session is free,
-and starts it as a background run; when that run ends, the same worker takes
-the next, so a queue is drained in order by whichever worker ends the turn
-before it. The take is the store's single claim, so any number of workers may
-ask at once: a worker whose turn just ended, and every worker's sweep, which
-asks for each session whose hold has lapsed (its worker died). A message is
-taken once, and runs once.
-"""
+"""A message for a busy session, refused first as a turn that would run now, queued, then
+taken once by the store's single claim and run once: by the worker that ends the turn
+before it, or by any worker's sweep once that worker died (docs/runs.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What a turn's flow needs of the agent running it, and nothing more.
-
-Starting a turn and resuming one are written against this protocol, not
-against :class:`~symfonic.SymfonicAgent`: the flows sit below the agent that
-composes them, so the agent can import them without their importing it back.
-"""
+"""What a turn's flow needs of the agent running it, and nothing more: the flows sit
+below `SymfonicAgent`, so the agent imports them without their importing it back."""
 
 from __future__ import annotations
 

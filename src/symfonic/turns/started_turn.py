@@ -1,21 +1,5 @@
-"""A first turn's run marker, and the one write the turn ends in.
-
-A first turn holds its session through a run marker from the moment it starts.
-It ends in exactly one write: its pause recorded with its checkpoint, or its
-answer published at the revision it ran against -- either of which ends the run
-in the same transaction -- or, for a turn that did neither, the run marker
-cleared (with the failure it ended in, owed as ``turn.failed``). A root turn and
-a delegate's turn end the same way; a delegate's runs in a session of its own,
-at revision 0, and its pause is marked with the calling session.
-
-The marker's lease (``run_lease``) frees the session of a worker that died
-mid-turn, so a live turn keeps it moving on (:class:`MarkerLease`): whenever a
-third of it has passed, checked at each of the turn's events and on the
-heartbeat beside a tool call, one statement extends it. Without that, a turn
-that outlived its lease would let another turn, or the session's next queued
-message, run beside it. A worker that dies stops renewing, and its session is
-free a lease after the last renewal.
-"""
+"""A first turn's run marker, renewed while the turn runs, and the one write the turn
+ends in: its pause, its publish, or the marker cleared with the failure it ended in."""
 
 from __future__ import annotations
 
