@@ -17,21 +17,23 @@ from fastapi_offline import FastAPIOffline
 
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.agui import agui_router
-from symfonic.agent.fastapi import openapi
+from symfonic.agent.fastapi import (
+    openapi,
+    routes_audit,
+    routes_pause_feed,
+    routes_pauses,
+    routes_resume,
+    routes_runs,
+    routes_sessions,
+    routes_webhooks,
+)
 from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.fastapi.cors import install_cors
 from symfonic.agent.fastapi.inbox import install_inbox
 from symfonic.agent.fastapi.key_brake import KeyBrake
 from symfonic.agent.fastapi.limits import BodyLimit
 from symfonic.agent.fastapi.redoc import install_redoc
-from symfonic.agent.fastapi.routes_audit import audit_router
-from symfonic.agent.fastapi.routes_pause_feed import pause_feed_router
-from symfonic.agent.fastapi.routes_pauses import pauses_router
-from symfonic.agent.fastapi.routes_resume import resume_router
-from symfonic.agent.fastapi.routes_runs import runs_router
-from symfonic.agent.fastapi.routes_sessions import sessions_router
-from symfonic.agent.fastapi.routes_webhooks import webhooks_router
-from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.service import AuthenticatingRoute, HttpService, caller
 from symfonic.agent.http import errors
 from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL, StreamShares
 from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
@@ -48,6 +50,15 @@ from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.core.contracts.store import Store
 
 MAX_BODY_SIZE = 4 << 20
+NATIVE_ROUTES = (
+    routes_sessions,
+    routes_resume,
+    routes_runs,
+    routes_pause_feed,
+    routes_pauses,
+    routes_webhooks,
+    routes_audit,
+)
 
 DESCRIPTION = """\
 Agent turns that pause for a person and resume exactly once, from any worker.
@@ -86,16 +97,13 @@ def create_app(
     for longer than it keeps them (default: nothing is ever deleted).
     ``max_body_size``: larger request bodies get a 413. ``webhooks``: the
     subscriptions this worker registers and sends to (docs/webhooks.md), sharing
-    ``webhook_settings``. ``max_streams_per_principal``: how many streams (pause
-    feeds, turn and AG-UI event streams) one principal may hold open at once; one
-    more is a 429. The app's `StreamShares` is ``app.state.stream_shares``,
-    which ``symfonic serve`` hands its connection layer. ``key_brake``: how many
-    wrong keys an address or a key prefix may present (default: 10, then one
-    every 6 s; `key_brake`). ``cors_origins``: the
-    browser origins (``https://app.example``) that may call the API from another
-    origin, with a key, never with the inbox's cookie (default: none, same-origin
-    only; `cors`). ``run_events_ttl``: how long
-    after a run ends its kept events are deleted, on each sweep (docs/runs.md).
+    ``webhook_settings``. ``max_streams_per_principal``: how many streams one
+    principal may hold open at once; one more is a 429 (the app's `StreamShares`
+    is ``app.state.stream_shares``). ``key_brake``: how many wrong keys an address
+    or a key prefix may present (default: 10, then one every 6 s). ``cors_origins``:
+    the browser origins that may call the API with a key, never with the inbox's
+    cookie (default: none). ``run_events_ttl``: how long after a run ends its kept
+    events are deleted, on each sweep (docs/runs.md).
     """
     host = _host_of(agents, store)
     service = HttpService(
@@ -112,7 +120,9 @@ def create_app(
     app.state.webhooks = dispatcher
     app.state.stream_shares = service.shares
     errors.install(app)
-    _include_routes(app, service, feed)
+    for routes in NATIVE_ROUTES:
+        app.include_router(routes.router)
+    app.include_router(agui_router(host, caller, AuthenticatingRoute, service.shares, service.runs))
     install_inbox(app, service)
     openapi.install(app)
     # Added last, so it is outermost: a preflight is answered before the body
@@ -198,22 +208,6 @@ def _app_with_offline_docs(
     )
     install_redoc(app)
     return app
-
-
-def _include_routes(app: FastAPI, service: HttpService, feed: PauseFeed) -> None:
-    """The native API's routes and AG-UI's, all authenticating through ``service``."""
-    app.include_router(sessions_router(service))
-    app.include_router(resume_router(service))
-    app.include_router(runs_router(service))
-    app.include_router(pause_feed_router(service, feed))
-    app.include_router(pauses_router(service))
-    app.include_router(webhooks_router(service))
-    app.include_router(audit_router(service))
-    app.include_router(
-        agui_router(
-            service.host, service.principal, service.route_class, service.shares, service.runs
-        )
-    )
 
 
 def _version() -> str:

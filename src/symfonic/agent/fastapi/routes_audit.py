@@ -8,12 +8,11 @@ import re
 from dataclasses import asdict
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host
 from symfonic.agent.http.errors import documented
-from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import InvalidCursor, ScopeRequired
 from symfonic.core.contracts.principal import WILDCARD, Principal
 
@@ -89,32 +88,29 @@ def _auditor(principal: Principal) -> None:
         )
 
 
-def audit_router(service: HttpService) -> APIRouter:
-    router = APIRouter(prefix="/v1", route_class=service.route_class, tags=["audit"])
-    Caller = Annotated[Principal, Depends(service.principal)]
-    Host = Annotated[ServiceHost, Depends(service.ready)]
-    errors = documented(400, 401, 403, 422, 503)
-    errors[403]["description"] = "This principal does not have the `auditor` scope."
+router = APIRouter(prefix="/v1", route_class=AuthenticatingRoute, tags=["audit"])
 
-    @router.get(
-        "/audit",
-        response_model=AuditPage,
-        responses=errors,
-        summary="The audit trail, oldest first, a page at a time (an auditor's)",
+AUDIT_RESPONSES = documented(400, 401, 403, 422, 503)
+AUDIT_RESPONSES[403]["description"] = "This principal does not have the `auditor` scope."
+
+
+@router.get(
+    "/audit",
+    response_model=AuditPage,
+    responses=AUDIT_RESPONSES,
+    summary="The audit trail, oldest first, a page at a time (an auditor's)",
+)
+async def list_audit(
+    principal: Caller,
+    host: Host,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+) -> AuditPage:
+    _auditor(principal)
+    after = 0 if cursor is None else decode_cursor(cursor)
+    found = await host.store.audit_records(after=after, limit=limit)
+    more = len(found) == limit
+    return AuditPage(
+        records=[AuditRecordView(**asdict(record)) for record in found],
+        next_cursor=encode_cursor(found[-1].sequence) if more else None,
     )
-    async def list_audit(
-        principal: Caller,
-        host: Host,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
-    ) -> AuditPage:
-        _auditor(principal)
-        after = 0 if cursor is None else decode_cursor(cursor)
-        found = await host.store.audit_records(after=after, limit=limit)
-        more = len(found) == limit
-        return AuditPage(
-            records=[AuditRecordView(**asdict(record)) for record in found],
-            next_cursor=encode_cursor(found[-1].sequence) if more else None,
-        )
-
-    return router

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.sse import format_sse_event
 from starlette.responses import Response
 
@@ -22,7 +22,7 @@ from symfonic.agent.fastapi.feed_schemas import (
 from symfonic.agent.fastapi.pause_cursor import encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
 from symfonic.agent.fastapi.pause_schemas import PauseView
-from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.agent.fastapi.sse import FrameStream
 from symfonic.agent.http.errors import documented
 from symfonic.agent.http.stream_shares import StreamSlot
@@ -35,7 +35,6 @@ from symfonic.agent.service.pause_feed import (
     PauseFeed,
 )
 from symfonic.core.contracts.errors import FeedUnavailable, StoreUnavailable
-from symfonic.core.contracts.principal import Principal
 
 logger = logging.getLogger("symfonic.http")
 
@@ -149,43 +148,41 @@ class PauseFeedStream(FrameStream):
         return _frame(SNAPSHOT_EVENT, snapshot, item.position)
 
 
-def pause_feed_router(service: HttpService, feed: PauseFeed) -> APIRouter:
-    router = APIRouter(prefix="/v1", route_class=service.route_class)
-    Caller = Annotated[Principal, Depends(service.principal)]
-    Host = Annotated[ServiceHost, Depends(service.ready)]
+router = APIRouter(prefix="/v1", route_class=AuthenticatingRoute)
 
-    @router.get(
-        "/pauses/events",
-        response_model=None,
-        responses={**feed_responses(), **documented(401, 429, 503)},
-        tags=["pauses"],
-        summary="The pauses the caller may answer, live (Server-Sent Events)",
-    )
-    async def pause_events(
-        request: Request,
-        principal: Caller,
-        host: Host,
-        last_event_id: Annotated[
-            str | None,
-            Header(description="The last `id:` received: resume the feed after it."),
-        ] = None,
-        details: Annotated[
-            bool,
-            Query(
-                description="Give each pause in a snapshot or `pause.created` its "
-                "`tool_name`, `tool_args` and `recent_messages`, as the listing's "
-                "`details=true` does (one read per pause)."
-            ),
-        ] = False,
-    ) -> Response:
-        # A feed waiting for its next change is idle: past the connection cap it is
-        # what gives way first (symfonic.agent.http.stream_shares).
-        slot = service.shares.acquire(principal, request.scope, idle=True)
-        try:
-            subscription = await feed.subscribe(principal, _position(last_event_id))
-        except BaseException:
-            slot.release()
-            raise
-        return PauseFeedStream(subscription, host, details=details, slot=slot)
 
-    return router
+@router.get(
+    "/pauses/events",
+    response_model=None,
+    responses={**feed_responses(), **documented(401, 429, 503)},
+    tags=["pauses"],
+    summary="The pauses the caller may answer, live (Server-Sent Events)",
+)
+async def pause_events(
+    request: Request,
+    principal: Caller,
+    host: Host,
+    service: Service,
+    last_event_id: Annotated[
+        str | None,
+        Header(description="The last `id:` received: resume the feed after it."),
+    ] = None,
+    details: Annotated[
+        bool,
+        Query(
+            description="Give each pause in a snapshot or `pause.created` its "
+            "`tool_name`, `tool_args` and `recent_messages`, as the listing's "
+            "`details=true` does (one read per pause)."
+        ),
+    ] = False,
+) -> Response:
+    # A feed waiting for its next change is idle: past the connection cap it is
+    # what gives way first (symfonic.agent.http.stream_shares).
+    slot = service.shares.acquire(principal, request.scope, idle=True)
+    feed: PauseFeed = request.app.state.pause_feed
+    try:
+        subscription = await feed.subscribe(principal, _position(last_event_id))
+    except BaseException:
+        slot.release()
+        raise
+    return PauseFeedStream(subscription, host, details=details, slot=slot)

@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 
 from symfonic.agent.fastapi.pause_cursor import decode_cursor, encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
 from symfonic.agent.fastapi.pause_schemas import PauseList, PauseView
 from symfonic.agent.fastapi.schemas import Health, PauseQuery, ReassignRequest
-from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.agent.http.errors import documented
 from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_listing import MAX_LIMIT, PauseFilters, pause_page
@@ -65,64 +65,62 @@ async def _listed(host: ServiceHost, principal: Principal, query: PauseQuery) ->
     )
 
 
-def pauses_router(service: HttpService) -> APIRouter:
-    router = APIRouter(prefix="/v1", route_class=service.route_class)
-    Caller = Annotated[Principal, Depends(service.principal)]
-    Host = Annotated[ServiceHost, Depends(service.ready)]
+router = APIRouter(prefix="/v1", route_class=AuthenticatingRoute)
 
-    @router.get(
-        "/pauses",
-        response_model=PauseList,
-        responses=LISTING_RESPONSES,
-        tags=["pauses"],
-        summary="The pauses the caller may answer, a page at a time",
+
+@router.get(
+    "/pauses",
+    response_model=PauseList,
+    responses=LISTING_RESPONSES,
+    tags=["pauses"],
+    summary="The pauses the caller may answer, a page at a time",
+)
+async def list_pauses(
+    principal: Caller,
+    host: Host,
+    query: Annotated[PauseQuery, Query()],
+) -> PauseList:
+    return await _listed(host, principal, query)
+
+
+@router.post(
+    "/pauses/{pause_id}/reassign",
+    response_model=PauseView,
+    responses=REASSIGN_RESPONSES,
+    tags=["pauses"],
+    summary="Hand a pending pause to another audience (an operator's)",
+)
+async def reassign_pause(
+    pause_id: Annotated[str, Path(max_length=64)],
+    body: ReassignRequest,
+    principal: Caller,
+    host: Host,
+) -> PauseView:
+    pause = await reassign(
+        host, principal, pause_id, body.audience, body.reason, keep_previous=body.keep_previous
     )
-    async def list_pauses(
-        principal: Caller,
-        host: Host,
-        query: Annotated[PauseQuery, Query()],
-    ) -> PauseList:
-        return await _listed(host, principal, query)
+    agent = host.agent(pause.agent)
+    token = agent.token_for(pause) if principal.may_answer(pause) else None
+    return PauseView.of(pause, token)
 
-    @router.post(
-        "/pauses/{pause_id}/reassign",
-        response_model=PauseView,
-        responses=REASSIGN_RESPONSES,
-        tags=["pauses"],
-        summary="Hand a pending pause to another audience (an operator's)",
+
+@router.get(
+    "/health",
+    response_model=Health,
+    responses=documented(503),
+    tags=["service"],
+    summary="200 when the store answers and can write",
+)
+async def health(service: Service) -> Health:
+    try:
+        with anyio.fail_after(HEALTH_TIMEOUT):
+            host = await service.ready()
+            await host.store.ping()
+            audit = await host.store.audit_anchor()
+    except TimeoutError as error:
+        raise StoreUnavailable("the store did not answer in time") from error
+    return Health(
+        status="ok",
+        audit_unsealed=audit.unsealed,
+        audit_unsealed_seconds=round(audit.unsealed_seconds(datetime.now(UTC)), 3),
     )
-    async def reassign_pause(
-        pause_id: Annotated[str, Path(max_length=64)],
-        body: ReassignRequest,
-        principal: Caller,
-        host: Host,
-    ) -> PauseView:
-        pause = await reassign(
-            host, principal, pause_id, body.audience, body.reason, keep_previous=body.keep_previous
-        )
-        agent = host.agent(pause.agent)
-        token = agent.token_for(pause) if principal.may_answer(pause) else None
-        return PauseView.of(pause, token)
-
-    @router.get(
-        "/health",
-        response_model=Health,
-        responses=documented(503),
-        tags=["service"],
-        summary="200 when the store answers and can write",
-    )
-    async def health() -> Health:
-        try:
-            with anyio.fail_after(HEALTH_TIMEOUT):
-                host = await service.ready()
-                await host.store.ping()
-                audit = await host.store.audit_anchor()
-        except TimeoutError as error:
-            raise StoreUnavailable("the store did not answer in time") from error
-        return Health(
-            status="ok",
-            audit_unsealed=audit.unsealed,
-            audit_unsealed_seconds=round(audit.unsealed_seconds(datetime.now(UTC)), 3),
-        )
-
-    return router

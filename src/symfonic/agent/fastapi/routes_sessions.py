@@ -7,7 +7,7 @@ A turn is refused before its stream starts, so a 200 is always a turn that ran
 from collections.abc import Sequence
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Path, Request
+from fastapi import APIRouter, Body, Path, Request
 from starlette.responses import JSONResponse, Response
 
 from symfonic.agent.agent import SymfonicAgent
@@ -23,9 +23,8 @@ from symfonic.agent.fastapi.schemas import (
     SessionView,
     TurnRequest,
 )
-from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host, HttpService, Service
 from symfonic.agent.http.errors import documented
-from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import PauseState
@@ -44,65 +43,68 @@ TURN_RESPONSES = {
 }
 
 
-def sessions_router(service: HttpService) -> APIRouter:
-    router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=service.route_class)
-    Caller = Annotated[Principal, Depends(service.principal)]
-    Host = Annotated[ServiceHost, Depends(service.ready)]
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=AuthenticatingRoute)
 
-    @router.post(
-        "",
-        status_code=201,
-        response_model=SessionCreated,
-        responses=documented(400, 401, 404, 413, 415, 422, 503),
-        summary="Create a session owned by the caller",
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=SessionCreated,
+    responses=documented(400, 401, 404, 413, 415, 422, 503),
+    summary="Create a session owned by the caller",
+)
+async def create_session(
+    principal: Caller, host: Host, body: Annotated[CreateSession | None, Body()] = None
+) -> SessionCreated:
+    request = body or CreateSession()
+    agent = host.agent(request.agent)
+    session_id = await agent.create_session(principal, request.metadata)
+    return SessionCreated(session_id=session_id, agent=agent.name, revision=0, status="idle")
+
+
+@router.get(
+    "/{session_id}",
+    response_model=SessionView,
+    responses=documented(401, 404, 422, 503),
+    summary="A session: its status, pending pause and committed messages",
+)
+async def get_session(session_id: SessionId, principal: Caller, host: Host) -> SessionView:
+    agent = await host.viewer_of_session(session_id)
+    session = await agent.get_session(session_id, principal)
+    open_pause = await host.store.open_pause(session_id)
+    history = await host.store.history(session_id, session.revision)
+    return session_view(agent, session, open_pause, history, principal)
+
+
+@router.post(
+    "/{session_id}/turns",
+    response_model=None,
+    responses=TURN_RESPONSES,
+    summary="Run a turn: a user message to an answer, a pause, or an error",
+)
+async def post_turn(
+    session_id: SessionId,
+    body: TurnRequest,
+    request: Request,
+    principal: Caller,
+    host: Host,
+    service: Service,
+) -> Response:
+    agent = await host.agent_of_session(session_id)
+    if body.on_busy == "enqueue":
+        return await queued_turn(agent, session_id, body, principal, service)
+    if body.background:
+        return await background_turn(agent, session_id, body, principal, service)
+    events = agent.stream(
+        body.message,
+        session_id,
+        principal,
+        base_revision=body.base_revision,
+        on_pending_pause=body.on_pending_pause,
+        on_busy=body.on_busy,
     )
-    async def create_session(
-        principal: Caller, host: Host, body: Annotated[CreateSession | None, Body()] = None
-    ) -> SessionCreated:
-        request = body or CreateSession()
-        agent = host.agent(request.agent)
-        session_id = await agent.create_session(principal, request.metadata)
-        return SessionCreated(session_id=session_id, agent=agent.name, revision=0, status="idle")
-
-    @router.get(
-        "/{session_id}",
-        response_model=SessionView,
-        responses=documented(401, 404, 422, 503),
-        summary="A session: its status, pending pause and committed messages",
-    )
-    async def get_session(session_id: SessionId, principal: Caller, host: Host) -> SessionView:
-        agent = await host.viewer_of_session(session_id)
-        session = await agent.get_session(session_id, principal)
-        open_pause = await host.store.open_pause(session_id)
-        history = await host.store.history(session_id, session.revision)
-        return session_view(agent, session, open_pause, history, principal)
-
-    @router.post(
-        "/{session_id}/turns",
-        response_model=None,
-        responses=TURN_RESPONSES,
-        summary="Run a turn: a user message to an answer, a pause, or an error",
-    )
-    async def post_turn(
-        session_id: SessionId, body: TurnRequest, request: Request, principal: Caller, host: Host
-    ) -> Response:
-        agent = await host.agent_of_session(session_id)
-        if body.on_busy == "enqueue":
-            return await queued_turn(agent, session_id, body, principal, service)
-        if body.background:
-            return await background_turn(agent, session_id, body, principal, service)
-        events = agent.stream(
-            body.message,
-            session_id,
-            principal,
-            base_revision=body.base_revision,
-            on_pending_pause=body.on_pending_pause,
-            on_busy=body.on_busy,
-        )
-        events = service.runs.then_queued(agent, session_id, events)
-        return await respond(request, events, service.shares, principal)
-
-    return router
+    events = service.runs.then_queued(agent, session_id, events)
+    return await respond(request, events, service.shares, principal)
 
 
 async def background_turn(

@@ -5,12 +5,11 @@ circuit, for a principal with the `operator` scope.
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from symfonic.agent.fastapi.service import HttpService
+from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host
 from symfonic.agent.http.errors import documented
-from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.webhook_circuit import describe
 from symfonic.core.contracts.errors import DeliveryNotFound, ScopeRequired
 from symfonic.core.contracts.principal import WILDCARD, Principal
@@ -119,59 +118,59 @@ def _operator(principal: Principal) -> Principal:
     return principal
 
 
-def webhooks_router(service: HttpService) -> APIRouter:
-    router = APIRouter(prefix="/v1/webhooks", route_class=service.route_class, tags=["webhooks"])
-    Caller = Annotated[Principal, Depends(service.principal)]
-    Host = Annotated[ServiceHost, Depends(service.ready)]
-    errors = documented(401, 403, 422, 503)
-    errors[403]["description"] = "This principal does not have the `operator` scope."
+router = APIRouter(prefix="/v1/webhooks", route_class=AuthenticatingRoute, tags=["webhooks"])
 
-    @router.get(
-        "/deliveries",
-        response_model=DeliveryList,
-        responses=errors,
-        summary="Webhook deliveries, newest first (an operator's)",
+OPERATOR_RESPONSES = documented(401, 403, 422, 503)
+OPERATOR_RESPONSES[403]["description"] = "This principal does not have the `operator` scope."
+
+
+@router.get(
+    "/deliveries",
+    response_model=DeliveryList,
+    responses=OPERATOR_RESPONSES,
+    summary="Webhook deliveries, newest first (an operator's)",
+)
+async def list_deliveries(
+    principal: Caller, host: Host, query: Annotated[DeliveryFilter, Query()]
+) -> DeliveryList:
+    _operator(principal)
+    states = frozenset(query.state) or UNSETTLED
+    found = await host.store.list_deliveries(
+        DeliveryQuery(states=states, type=query.type, url=query.url, limit=query.limit)
     )
-    async def list_deliveries(
-        principal: Caller, host: Host, query: Annotated[DeliveryFilter, Query()]
-    ) -> DeliveryList:
-        _operator(principal)
-        states = frozenset(query.state) or UNSETTLED
-        found = await host.store.list_deliveries(
-            DeliveryQuery(states=states, type=query.type, url=query.url, limit=query.limit)
-        )
-        return DeliveryList(deliveries=[DeliveryView.of(delivery) for delivery in found])
+    return DeliveryList(deliveries=[DeliveryView.of(delivery) for delivery in found])
 
-    @router.get(
-        "/destinations",
-        response_model=DestinationList,
-        responses=errors,
-        summary="Each webhook URL's circuit (an operator's)",
-    )
-    async def list_destinations(principal: Caller, host: Host) -> DestinationList:
-        _operator(principal)
-        found = await host.store.webhook_destinations()
-        return DestinationList(destinations=[DestinationView.of(each) for each in found])
 
-    resend_errors = documented(401, 403, 404, 422, 503)
-    resend_errors[403]["description"] = errors[403]["description"]
-    resend_errors[404]["description"] = "No delivery has this id."
+@router.get(
+    "/destinations",
+    response_model=DestinationList,
+    responses=OPERATOR_RESPONSES,
+    summary="Each webhook URL's circuit (an operator's)",
+)
+async def list_destinations(principal: Caller, host: Host) -> DestinationList:
+    _operator(principal)
+    found = await host.store.webhook_destinations()
+    return DestinationList(destinations=[DestinationView.of(each) for each in found])
 
-    @router.post(
-        "/deliveries/{delivery_id}/resend",
-        response_model=DeliveryView,
-        responses=resend_errors,
-        summary="Send a failed or delivered delivery again, with the same webhook-id",
-    )
-    async def resend(
-        principal: Caller,
-        host: Host,
-        delivery_id: Annotated[int, Path(ge=1, le=MAX_DELIVERY_ID)],
-    ) -> DeliveryView:
-        _operator(principal)
-        delivery = await host.store.resend_delivery(delivery_id, host.agent(None).clock())
-        if delivery is None:
-            raise DeliveryNotFound(f"no webhook delivery {delivery_id}")
-        return DeliveryView.of(delivery)
 
-    return router
+RESEND_RESPONSES = documented(401, 403, 404, 422, 503)
+RESEND_RESPONSES[403]["description"] = OPERATOR_RESPONSES[403]["description"]
+RESEND_RESPONSES[404]["description"] = "No delivery has this id."
+
+
+@router.post(
+    "/deliveries/{delivery_id}/resend",
+    response_model=DeliveryView,
+    responses=RESEND_RESPONSES,
+    summary="Send a failed or delivered delivery again, with the same webhook-id",
+)
+async def resend(
+    principal: Caller,
+    host: Host,
+    delivery_id: Annotated[int, Path(ge=1, le=MAX_DELIVERY_ID)],
+) -> DeliveryView:
+    _operator(principal)
+    delivery = await host.store.resend_delivery(delivery_id, host.agent(None).clock())
+    if delivery is None:
+        raise DeliveryNotFound(f"no webhook delivery {delivery_id}")
+    return DeliveryView.of(delivery)

@@ -1,6 +1,6 @@
-"""What every route depends on: the opened host, and the caller's principal from a Bearer key or
-the inbox's cookie. A missing or unknown key is a 401 before the body is read.
-"""
+"""What every route depends on: the app's `HttpService`, its opened host, and the caller's
+principal from a Bearer key or the inbox's cookie. A missing or unknown key is a 401 before
+the body is read."""
 
 from __future__ import annotations
 
@@ -60,7 +60,6 @@ class HttpService:
         self.authenticator = authenticator
         self.shares = shares if shares is not None else StreamShares()
         self.brake = brake if brake is not None else KeyBrake()
-        self.route_class = self._authenticating_route()
         self._web_sessions: WebSessions | None = None
 
     def __repr__(self) -> str:
@@ -136,27 +135,42 @@ class HttpService:
         self.runs.track(started, on_end=slot.release)
         return started
 
-    async def principal(
-        self,
-        request: Request,
-        _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    ) -> Principal:
-        return await self.authenticate(request)
 
-    def _authenticating_route(self) -> type[APIRoute]:
-        """A route class whose routes that depend on `principal` authenticate first."""
-        service = self
+def service_of(request: Request) -> HttpService:
+    """The `HttpService` that `create_app` put on the app serving ``request``."""
+    service: HttpService = request.app.state.symfonic
+    return service
 
-        class AuthenticatingRoute(APIRoute):
-            def get_route_handler(self) -> Handler:
-                handler = super().get_route_handler()
-                if not _depends_on(self.dependant, service.principal):
-                    return handler
 
-                async def authenticate_then_handle(request: Request) -> Response:
-                    await service.authenticate(request)
-                    return await handler(request)
+Service = Annotated[HttpService, Depends(service_of)]
 
-                return authenticate_then_handle
 
-        return AuthenticatingRoute
+async def caller(
+    request: Request,
+    service: Service,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Principal:
+    return await service.authenticate(request)
+
+
+async def opened_host(service: Service) -> ServiceHost:
+    return await service.ready()
+
+
+Caller = Annotated[Principal, Depends(caller)]
+Host = Annotated[ServiceHost, Depends(opened_host)]
+
+
+class AuthenticatingRoute(APIRoute):
+    """A route that, when it depends on `caller`, authenticates before the body is read."""
+
+    def get_route_handler(self) -> Handler:
+        handler = super().get_route_handler()
+        if not _depends_on(self.dependant, caller):
+            return handler
+
+        async def authenticate_then_handle(request: Request) -> Response:
+            await service_of(request).authenticate(request)
+            return await handler(request)
+
+        return authenticate_then_handle
