@@ -1,21 +1,33 @@
-"""What the HTTP API answers, as typed models that mirror `docs/openapi.json` field for field (a
-test holds them to it). Unknown fields are ignored.
-"""
+"""What the HTTP API answers, as typed models: a pause's shapes are the server's own, from
+`symfonic.core.contracts.pause_views`; the rest mirror `docs/openapi.json` (a test checks)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
+from symfonic.core.contracts.pause_views import (
+    MessageView,
+    PauseList,
+    PauseView,
+    ReaddressedView,
+    ToolCallView,
+)
 from symfonic.core.contracts.run_events import RunState
-from symfonic.core.contracts.types import PauseQuestion, PauseState
 from symfonic.core.contracts.webhooks import (
     CircuitState,
     DeliveryState,
     WebhookEventType,
 )
+
+# The pause's shapes are the server's own; the client names them as it always has.
+ToolCall = ToolCallView
+Message = MessageView
+Readdressed = ReaddressedView
+Pause = PauseView
+PausePage = PauseList
 
 
 class ApiModel(BaseModel):
@@ -31,63 +43,6 @@ class SessionCreated(ApiModel):
     agent: str
     revision: int
     status: Literal["idle"]
-
-
-class ToolCall(ApiModel):
-    id: str
-    name: str
-    args: dict[str, Any]
-
-
-class Message(ApiModel):
-    """One committed message of a session."""
-
-    role: str
-    content: str | list[Any]
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
-    status: str | None = None
-
-
-class Readdressed(ApiModel):
-    """The latest time a pause was handed to another audience: ``escalated`` by its
-    chain (``after`` seconds from its creation), or ``reassigned`` by an operator."""
-
-    kind: Literal["escalated", "reassigned"]
-    previous: str | None
-    audience: str
-    at: datetime
-    by: str | None = None
-    reason: str | None = None
-    after: float | None = None
-
-
-class Pause(ApiModel, PauseQuestion, frozen=True):  # type: ignore[misc]
-    """A pause as the caller may see it; ``token`` only while the caller may answer it."""
-
-    session_id: str
-    agent: str
-    audience: str | None
-    state: PauseState
-    answered_by: str | None = None
-    answered_at: datetime | None = None
-    edited_args_digest: str | None = None
-    token: str | None = Field(default=None, repr=False)
-    created_at: datetime | None = None
-    asked_by: str | None = None
-    tool_name: str | None = None
-    tool_args: dict[str, Any] | None = None
-    recent_messages: list[Message] | None = None
-    readdressed: Readdressed | None = None
-
-
-class PausePage(ApiModel):
-    """One page of a listing: ``total`` counts every page; ``next_cursor`` is None on the last."""
-
-    pauses: list[Pause]
-    total: int
-    next_cursor: str | None
 
 
 class Session(ApiModel):

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from symfonic.agent.fastapi.pause_schemas import PauseList, PauseView, ReaddressedView
 from symfonic.agent.service.pause_feed import FeedChange
+from symfonic.core.contracts.pause_views import PauseList, PauseView, ReaddressedView
 from symfonic.core.contracts.readdressing import ReaddressKind
 from symfonic.core.contracts.store import PauseChange, PauseRecord
 from symfonic.core.contracts.types import InteractionKind, PauseState

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from symfonic.agent.fastapi.pause_schemas import MessageView, PauseView
 from symfonic.capabilities.human.turnstate import with_proposed_call
+from symfonic.core.contracts.pause_views import MessageView, PauseView
 from symfonic.core.contracts.store import Store
 
 RECENT_MESSAGES = 4

@@ -21,7 +21,6 @@ from symfonic.agent.fastapi.feed_schemas import (
 )
 from symfonic.agent.fastapi.pause_cursor import encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
-from symfonic.agent.fastapi.pause_schemas import PauseView
 from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.agent.fastapi.sse import FrameStream
 from symfonic.agent.http.errors import documented
@@ -35,6 +34,7 @@ from symfonic.agent.service.pause_feed import (
     PauseFeed,
 )
 from symfonic.core.contracts.errors import FeedUnavailable, StoreUnavailable
+from symfonic.core.contracts.pause_views import PauseView
 
 logger = logging.getLogger("symfonic.http")
 

@@ -12,7 +12,6 @@ from fastapi import APIRouter, Path, Query
 
 from symfonic.agent.fastapi.pause_cursor import decode_cursor, encode_cursor
 from symfonic.agent.fastapi.pause_details import detailed
-from symfonic.agent.fastapi.pause_schemas import PauseList, PauseView
 from symfonic.agent.fastapi.schemas import Health, PauseQuery, ReassignRequest
 from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.agent.http.errors import documented
@@ -20,6 +19,7 @@ from symfonic.agent.service.host import ServiceHost
 from symfonic.agent.service.pause_listing import MAX_LIMIT, PauseFilters, pause_page
 from symfonic.agent.service.reassignment import reassign
 from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.pause_views import PauseList, PauseView
 from symfonic.core.contracts.principal import Principal
 
 HEALTH_TIMEOUT = 3.0

@@ -13,7 +13,6 @@ from starlette.responses import JSONResponse, Response
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.fastapi.negotiate import respond
 from symfonic.agent.fastapi.openapi import run_started_response, turn_responses
-from symfonic.agent.fastapi.pause_schemas import MessageView, PauseView
 from symfonic.agent.fastapi.run_schemas import RunStarted
 from symfonic.agent.fastapi.schemas import (
     SESSION_ID_PATTERN,
@@ -25,6 +24,7 @@ from symfonic.agent.fastapi.schemas import (
 )
 from symfonic.agent.fastapi.service import AuthenticatingRoute, Caller, Host, HttpService, Service
 from symfonic.agent.http.errors import documented
+from symfonic.core.contracts.pause_views import MessageView, PauseView
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import PauseState

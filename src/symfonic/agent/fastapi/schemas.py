@@ -24,9 +24,9 @@ from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from symfonic.agent.fastapi.pause_cursor import MAX_CURSOR_CHARS
-from symfonic.agent.fastapi.pause_schemas import MessageView, PauseView
 from symfonic.agent.http.errors import ErrorDetail
 from symfonic.agent.service.pause_listing import DEFAULT_LIMIT, MAX_LIMIT
+from symfonic.core.contracts.pause_views import MessageView, PauseView
 from symfonic.core.contracts.types import (
     InteractionKind,
     PauseInfo,

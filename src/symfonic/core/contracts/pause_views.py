@@ -1,6 +1,5 @@
-"""A pause as the principal who may answer it sees it (`PauseView`), one shape wherever a pause
-appears, built from the record by field name.
-"""
+"""A pause as the principal who may answer it sees it (`PauseView`): one wire shape wherever a
+pause appears, served by the HTTP API and read by `symfonic.client`."""
 
 from __future__ import annotations
 
