@@ -273,9 +273,12 @@ class SymfonicAgent(OpenedStore):
         return self.settlement.signer.mint(pause.pause_id)
 
     async def sweep(self) -> SweepReport:
-        """Expire stale pauses and abandon claims whose worker stopped renewing."""
+        """Expire stale pauses, abandon claims whose worker stopped renewing, and seal the
+        audit records committed since the last seal."""
         await self.open()
-        return await self.store.sweep(self.clock())
+        report = await self.store.sweep(self.clock())
+        await self.store.seal_audit()
+        return report
 
     async def prune(
         self, retention: Retention, on_batch: Callable[[PruneReport], None] | None = None

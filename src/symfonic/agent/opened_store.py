@@ -4,10 +4,12 @@ settlement built from the store's own secret, so any worker on the store verifie
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 import anyio
 
 from symfonic.capabilities.human.tokens import TokenSigner
-from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.core.contracts.store import Store
 from symfonic.core.telemetry.instruments import recording
 from symfonic.storage import open_store, store_url
@@ -50,6 +52,7 @@ class OpenedStore:
         """Close the store if the agent opened it; it opens again on next use."""
         async with self._open_lock:
             if self._store is not None and self._owns_store:
+                await _seal_what_is_left(self._store)
                 await self._store.__aexit__(None, None, None)
             self._store, self._settlement, self._owns_store = None, None, False
 
@@ -89,3 +92,10 @@ class OpenedStore:
         """Whether this agent traces and measures its turns: an SDK was recording when it
         opened. A delegate's turns follow the agent whose store they run on."""
         return self._recording
+
+
+async def _seal_what_is_left(store: Store) -> None:
+    # An agent run without the HTTP service has no sealer of its own: its records take their
+    # place in the audit chain when it closes, or at the next seal by any worker.
+    with anyio.move_on_after(5), suppress(StoreUnavailable):
+        await store.seal_audit()
