@@ -140,6 +140,11 @@ class PauseFeed:
         """The one role of the host's store the feed watches."""
         return self._host.store
 
+    @property
+    def subscribers(self) -> int:
+        """How many streams follow the feed now: an operator's view of what a worker holds."""
+        return len(self._subscribers)
+
     # the watch ----------------------------------------------------------------
 
     async def run(
