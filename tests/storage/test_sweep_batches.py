@@ -31,9 +31,9 @@ def _count_background(store: SqlStore) -> list[int]:
     runs: list[int] = []
     background = store.background_transaction
 
-    async def counted(body: Any) -> Any:
+    async def counted(body: Any, operation: str) -> Any:
         runs.append(1)
-        return await background(body)
+        return await background(body, operation)
 
     store.background_transaction = counted  # type: ignore[method-assign]
     return runs
