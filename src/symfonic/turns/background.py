@@ -1,8 +1,5 @@
-"""A run in the background: a started turn driven to its end by a task, its events kept.
-
-The turn's refusals (and a resume's claim) are decided before its handle is given back;
-from there a task owns it to its end, whoever listens, and its row records how it ended.
-Its events are kept by `turns.event_keeper`; followers on this worker read them here.
+"""A run in the background: a started turn driven to its end by a task, whoever listens, its
+refusals decided before its handle is given back and its end recorded on its row.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Keeping a run's events: written by a task of their own, text deltas gathered.
-
-A slow or failed write holds back only this task, never the turn; deltas wait up to
-``FLUSH_SECONDS`` so a long answer is a few rows a second. Each write hands on what it
-kept, numbered as the store numbered it, so followers on this worker read no store.
+"""A run's events, written by a task of their own so a slow write holds back only it; text deltas
+wait up to ``FLUSH_SECONDS``, and each write hands on what it kept, numbered as the store did.
 """
 
 from __future__ import annotations
