@@ -1,8 +1,8 @@
 """Pages the site generates at build time from the code, so they cannot drift from it.
 
 A page asks for a generated part with a marker comment on a line of its own:
-`<!-- generated: cli -->` (every command's `--help`), `<!-- generated: cli-flags -->`
-(every command's options in one table) and `<!-- generated: http-api -->` (the
+`<!-- generated: cli -->` (every command's `--help`), `<!-- generated: cli-flag-rows -->`
+(a table row per option of every command, continuing the table above it) and `<!-- generated: http-api -->` (the
 operations and schemas of `docs/openapi.json`).
 """
 
@@ -60,8 +60,9 @@ def _cell(text: str | None) -> str:
     return " ".join((text or "").split()).replace("|", "\\|")
 
 
-def cli_flags() -> str:
-    rows = ["| command | option | default | what it does |", "| --- | --- | --- | --- |"]
+def cli_flag_rows() -> str:
+    """A row per option of every command: setting, where, default, what it does."""
+    rows = []
     for path, command in commands():
         if not path:
             continue
@@ -74,8 +75,8 @@ def cli_flags() -> str:
             default = action.default
             shown = "" if default in (None, False, argparse.SUPPRESS) else f"`{default}`"
             help_line = (action.help or "") % {"default": default, "prog": command.prog}
-            rows.append(f"| `{' '.join(path)}` | {names} | {shown} | {_cell(help_line)} |")
-    return "\n".join(rows) + "\n"
+            rows.append(f"| {names} | `symfonic {' '.join(path)}` | {shown} | {_cell(help_line)} |")
+    return "\n".join(rows)
 
 
 def _anchor(name: str) -> str:
@@ -171,7 +172,7 @@ def http_api() -> str:
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "cli": cli_reference,
-    "cli-flags": cli_flags,
+    "cli-flag-rows": cli_flag_rows,
     "http-api": http_api,
 }
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
