@@ -37,11 +37,14 @@ READS: dict[str, dict[str, str]] = {
     "demo": _STORE,
     "prune": _STORE,
     "vacuum": _STORE,
+    "migrate": _STORE,
     "audit": _STORE,
     "serve": {
         "SYMFONIC_API_KEYS": "keys the service accepts, 'alice=key1,carol=key3:approver' "
         "(unset or empty: everyone is 'local', loopback only)",
         **_STORE,
+        "SYMFONIC_NO_MIGRATE": "1: refuse to start on a store older than this version, as "
+        "--no-migrate does",
         "SYMFONIC_WEBHOOK_SECRET": "the secret every --webhook is signed with: whsec_ "
         "followed by base64 (needed with --webhook)",
         "SYMFONIC_STORE": "store URL when --store is not given; it overrides the store the "

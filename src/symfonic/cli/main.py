@@ -10,7 +10,7 @@ from importlib.metadata import version
 
 from symfonic.cli.environment import epilog
 
-COMMANDS = ("demo", "chat", "pauses", "webhooks", "serve", "prune", "vacuum", "audit")
+COMMANDS = ("demo", "chat", "pauses", "webhooks", "serve", "migrate", "prune", "vacuum", "audit")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -48,6 +48,7 @@ from symfonic.cli.serve_webhooks import (
 )
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.storage import masked_url
+from symfonic.storage.revision import NO_MIGRATE
 from symfonic.storage.sqlite_file import path_of
 
 if TYPE_CHECKING:
@@ -102,6 +103,8 @@ def fit_file_limit(max_connections: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.no_migrate:
+        os.environ[NO_MIGRATE] = "1"  # read where the store opens, here and in each worker
     try:
         authenticator = Authenticator.from_spec(os.environ.get("SYMFONIC_API_KEYS"))
         port = port_of(args.port)

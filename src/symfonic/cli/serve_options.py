@@ -35,6 +35,12 @@ def add_serving_options(p: argparse.ArgumentParser) -> None:
         f"the agents declare, else {DEFAULT_STORE})",
     )
     p.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="refuse to start on a store older than this version instead of migrating it "
+        "(run `symfonic migrate` first; also SYMFONIC_NO_MIGRATE=1)",
+    )
+    p.add_argument(
         "--insecure",
         action="store_true",
         help="allow a non-loopback address without API keys (everyone is 'local')",

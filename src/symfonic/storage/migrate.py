@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from symfonic.storage.audit_log import register_audit_hash
+from symfonic.storage.revision import OLDEST_BESIDE
 
 SCRIPT_LOCATION = str(Path(__file__).parent / "migrations")
 # An arbitrary constant shared by every symfonic worker: the advisory lock that
@@ -41,11 +42,22 @@ def head_revision() -> str:
 
 
 def upgrade(connection: Connection) -> None:
-    """Run pending migrations on ``connection``; a no-op at head."""
+    """Run pending migrations on ``connection``; a no-op at head or past it."""
     current = MigrationContext.configure(connection).get_current_revision()
-    if current == head_revision():
+    if current is not None and current >= head_revision():
         return
-    command.upgrade(_config(connection), "head")
+    config = _config(connection)
+    command.upgrade(config, "head")
+    # Each migration names the oldest revision whose workers can run beside it.
+    scripts = ScriptDirectory.from_config(config).walk_revisions()
+    named = [getattr(script.module, "oldest_beside", "") for script in scripts]
+    connection.execute(
+        sa.text(
+            "INSERT INTO symfonic_meta (key, value) VALUES (:key, :value) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        ),
+        {"key": OLDEST_BESIDE, "value": max(named).encode()},
+    )
 
 
 def upgrade_sqlite(path: str, *, busy_timeout: float) -> None:

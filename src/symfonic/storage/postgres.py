@@ -14,7 +14,7 @@ import anyio
 from symfonic.core.contracts.errors import ConfigurationError, SymfonicError
 from symfonic.storage.pg_notifications import PostgresNotifications
 from symfonic.storage.pg_pool import ConnectionPool
-from symfonic.storage.revision import READ_REVISION, SCHEMA_HEAD
+from symfonic.storage.revision import READ_REVISION, found_of, must_migrate
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Dialect, Params, Row, Statement
 from symfonic.storage.transactions import Body
@@ -70,24 +70,26 @@ class PostgresStore(PostgresNotifications, SqlStore):
         self._pool: ConnectionPool | None = None
 
     async def _migrate(self) -> None:
-        if await self._schema_revision() == SCHEMA_HEAD:
+        self.schema_found, oldest_beside = await self._schema_revision()
+        if not must_migrate(self.url, self.schema_found, oldest_beside):
             return
         # The migration machinery loads only for a schema that must change.
         from symfonic.storage import migrate
 
         await migrate.upgrade_postgres(self._rest, connect_timeout=CONNECT_TIMEOUT)
 
-    async def _schema_revision(self) -> str | None:
+    async def _schema_revision(self) -> tuple[str | None, str | None]:
+        """The schema's revision and the oldest that can run beside it, if recorded."""
         import asyncpg
 
         connection = await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT)
         try:
-            revision = await connection.fetchval(READ_REVISION)
+            row = await connection.fetchrow(READ_REVISION)
         except asyncpg.UndefinedTableError:
-            return None
+            return None, None
         finally:
             await connection.close()
-        return None if revision is None else str(revision)
+        return found_of(row)
 
     async def _connect(self) -> None:
         self._pool = ConnectionPool(self._open_connection, size=self._size, timeout=self._timeout)

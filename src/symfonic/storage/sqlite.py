@@ -15,7 +15,7 @@ import anyio
 
 from symfonic.storage.audit_log import register_audit_hash
 from symfonic.storage.failures import cannot_write
-from symfonic.storage.revision import SCHEMA_HEAD
+from symfonic.storage.revision import must_migrate
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.sqlite_checkpoints import Checkpointer
 from symfonic.storage.sqlite_file import (
@@ -242,8 +242,9 @@ class SqliteStore(SqlStore):
 
     async def _migrate(self) -> None:
         await anyio.to_thread.run_sync(use_wal, self._path, BUSY_TIMEOUT_SECONDS)
-        revision = await anyio.to_thread.run_sync(schema_revision, self._path, BUSY_TIMEOUT_SECONDS)
-        if revision == SCHEMA_HEAD:
+        found = await anyio.to_thread.run_sync(schema_revision, self._path, BUSY_TIMEOUT_SECONDS)
+        self.schema_found = found[0]
+        if not must_migrate(self.url, *found):
             return
         # The migration machinery loads only for a schema that must change.
         from symfonic.storage import migrate

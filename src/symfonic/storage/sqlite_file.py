@@ -10,7 +10,7 @@ import time
 from urllib.parse import parse_qs
 
 from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.storage.revision import READ_REVISION
+from symfonic.storage.revision import READ_REVISION, found_of
 
 logger = logging.getLogger(__name__)
 
@@ -44,18 +44,19 @@ def use_wal(path: str, busy_timeout: float) -> None:
         connection.close()
 
 
-def schema_revision(path: str, busy_timeout: float) -> str | None:
-    """The file's schema revision, or ``None`` for a file never migrated."""
+def schema_revision(path: str, busy_timeout: float) -> tuple[str | None, str | None]:
+    """The file's schema revision (``None`` if never migrated) and the oldest that can run
+    beside it, if recorded."""
     connection = sqlite3.connect(path, timeout=busy_timeout)
     try:
         row = connection.execute(READ_REVISION).fetchone()
     except sqlite3.OperationalError as error:
         if "no such table" not in str(error):
             raise
-        return None
+        return None, None
     finally:
         connection.close()
-    return None if row is None else str(row[0])
+    return found_of(row)
 
 
 def path_of(url: str) -> str:

@@ -79,6 +79,8 @@ class SqlTransactions:
         self.pause_log = PauseLog()
         # Whether an SDK records, decided when the store opens: else no span costs a thing.
         self.traced = False
+        # The schema revision found on opening, before any migration (None: no schema).
+        self.schema_found: str | None = None
 
     # what an adapter provides -------------------------------------------------
 

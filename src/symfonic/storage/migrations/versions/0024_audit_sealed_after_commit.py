@@ -13,6 +13,8 @@ revision = "0024"
 down_revision = "0023"
 branch_labels = None
 depends_on = None
+# Release 0023's workers run beside it: their records wait, unsealed, for a newer worker's sealer.
+oldest_beside = "0023"
 
 ENTRY = (
     "agent",
