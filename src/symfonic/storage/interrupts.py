@@ -76,10 +76,14 @@ class SqlTurnInterrupts(SqlTransactions):
     """The port's `TurnInterrupts`, in SQL."""
 
     async def interrupt_turn(self, request: RunRequest, *, forget: bool) -> Interrupted | None:
+        # The holder this takeover set out to cancel: the one its caller saw, or its first read.
+        meant: list[tuple[str, str | None]] = (
+            [] if request.seen_holder is None else [(request.seen_holder, None)]
+        )
         for _ in range(ATTEMPTS):
             try:
                 interrupted = await self.transaction(
-                    lambda c: self._take_over(c, request, forget), "interrupt_turn"
+                    lambda c: self._take_over(c, request, forget, meant), "interrupt_turn"
                 )
             except _AlreadySettled:
                 continue
@@ -90,12 +94,21 @@ class SqlTurnInterrupts(SqlTransactions):
         return None
 
     async def _take_over(
-        self, connection: Connection, request: RunRequest, forget: bool
+        self,
+        connection: Connection,
+        request: RunRequest,
+        forget: bool,
+        meant: list[tuple[str, str | None]],
     ) -> Interrupted:
         session_id, now = request.session_id, request.now
         row = first(await connection.rows(HOLDER, {"session_id": session_id}))
         holder = None if row is None else holder_of(row, now)
         if holder is not None:
+            if meant and holder != meant[0]:
+                # Another takeover won the session first: its new turn is not the one
+                # this caller saw running, so cancelling it would start two turns.
+                raise _Refused
+            meant[:] = [holder]
             await self._cancel(connection, session_id, holder, now, forget)
         params = {
             "session_id": session_id,

@@ -132,6 +132,7 @@ def readdressing_of(value: dict[str, Any] | None) -> Readdressing | None:
 
 def session_of(row: Row, *, now: datetime) -> SessionRecord:
     lease = aware(row["run_lease"])
+    running = row["run_id"] is not None and lease is not None and lease > now
     return SessionRecord(
         session_id=row["session_id"],
         principal=row["principal"],
@@ -139,7 +140,8 @@ def session_of(row: Row, *, now: datetime) -> SessionRecord:
         revision=row["revision"],
         metadata=json_value(row["metadata"]),
         created_at=_required(row["created_at"]),
-        running=row["run_id"] is not None and lease is not None and lease > now,
+        running=running,
+        run_id=row["run_id"] if running else None,
     )
 
 

@@ -115,6 +115,7 @@ async def _begin(
     base_revision: int | None,
     on_pending_pause: OnPendingPause,
     on_busy: OnBusy = "reject",
+    seen_holder: str | None = None,
 ) -> tuple[RunStart, str]:
     """Set the session's run marker, or raise why not; the run and its id. With
     ``interrupt`` or ``rollback``, whatever turn holds the session is cancelled in
@@ -131,6 +132,7 @@ async def _begin(
         principal=None if "*" in principal.scopes else principal.name,
         base_revision=base_revision,
         refuse_pending=on_pending_pause == "reject",
+        seen_holder=seen_holder,
     )
     takes_over = on_busy in ("interrupt", "rollback")
     if takes_over:
@@ -170,12 +172,13 @@ async def _held(
         return *held, admitted(agent.limits)
     if session_id is None:
         session_id = await agent.create_session(principal)
-    budget = None
+    budget, seen_holder = None, None
     if on_busy in ("interrupt", "rollback"):
-        owner = (await owned_session(agent, session_id, principal)).principal
-        budget = admit_resume_budget(agent, IssuerScope(owner, agent.name))
+        seen = await owned_session(agent, session_id, principal)
+        budget = admit_resume_budget(agent, IssuerScope(seen.principal, agent.name))
+        seen_holder = seen.run_id
     start, run_id = await _begin(
-        agent, principal, session_id, base_revision, on_pending_pause, on_busy
+        agent, principal, session_id, base_revision, on_pending_pause, on_busy, seen_holder
     )
     return start, run_id, budget
 

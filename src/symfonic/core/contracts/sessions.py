@@ -7,7 +7,7 @@ or refused in one conditional statement.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -24,6 +24,8 @@ class SessionRecord:
     metadata: dict[str, Any]
     created_at: datetime
     running: bool = False
+    # The turn holding the session while `running`: what a takeover read as it was asked.
+    run_id: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class RunRequest:
     principal: str | None = None
     base_revision: int | None = None
     refuse_pending: bool = False
+    # A takeover's: the turn it saw holding the session; another holder refuses it.
+    seen_holder: str | None = None
 
 
 @dataclass(frozen=True)
