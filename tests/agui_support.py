@@ -21,8 +21,8 @@ from ag_ui.core import BaseEvent, Event, EventType, RunFinishedEvent
 from fastapi import FastAPI
 from pydantic import BaseModel, TypeAdapter
 
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.service.host import ServiceHost
+from symfonic.server.app import create_app
+from symfonic.server.service.host import ServiceHost
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
 KEYS = "alice=alice-key,bob=bob-key"

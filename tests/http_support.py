@@ -17,9 +17,9 @@ from fastapi import FastAPI
 from langchain_core.messages import AIMessage, BaseMessage
 
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.app import create_app
 from symfonic.capabilities.human.tokens import PREFIX as TOKEN_PREFIX
 from symfonic.core.contracts.store import PauseRecord
+from symfonic.server.app import create_app
 from symfonic.testing import ScriptedChatModel, call, current_turn, reply
 
 JSON = {"Accept": "application/json"}

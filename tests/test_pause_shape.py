@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from symfonic import PauseInfo
-from symfonic.agent.fastapi.schemas import PauseOutcome, PauseView, TurnOutcome
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import (
     InteractionKind,
@@ -24,6 +23,7 @@ from symfonic.core.contracts.types import (
     TurnResult,
     asked,
 )
+from symfonic.server.http.schemas import PauseOutcome, PauseView, TurnOutcome
 from symfonic.turns.outcomes import pause_info
 
 QUESTION = {

@@ -188,10 +188,11 @@ def _refusal_table() -> dict[str, int]:
 def test_every_refusal_the_service_makes_is_in_the_error_reference_with_its_status() -> None:
     from starlette.exceptions import HTTPException
 
-    from symfonic.agent.fastapi import app, auth  # noqa: F401  (every route's errors)
-    from symfonic.agent.http import errors, json_body
     from symfonic.cli import connections
     from symfonic.core.contracts.errors import RequestError, StoreUnavailable
+    from symfonic.server import app  # noqa: F401  (every route's errors)
+    from symfonic.server.http import auth  # noqa: F401
+    from symfonic.server.transport import errors, json_body
 
     def subclasses(cls: type[RequestError]) -> list[type[RequestError]]:
         return [c for sub in cls.__subclasses__() for c in (sub, *subclasses(sub))]

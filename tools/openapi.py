@@ -30,8 +30,8 @@ REGENERATE = "python -m tools.openapi (after `npm ci` in clients/typescript)"
 def document() -> dict[str, Any]:
     """The OpenAPI document of an app serving the demo agent (the routes do not vary
     with the agents); its store is never opened."""
-    from symfonic.agent.fastapi.app import create_app
     from symfonic.demo import demo_agent
+    from symfonic.server.app import create_app
 
     with tempfile.TemporaryDirectory() as scratch:
         app = create_app(demo_agent(f"sqlite:///{scratch}/unused.db"), api_keys="")

@@ -108,7 +108,7 @@ class SymfonicWorkload(Workload):
 
 
 async def _seal_periodically(store: Any) -> None:
-    """The HTTP worker's audit sealer (`symfonic.agent.service.sweeper`), without HTTP."""
+    """The HTTP worker's audit sealer (`symfonic.server.service.sweeper`), without HTTP."""
     while True:
         await asyncio.sleep(0.5)
         await store.seal_audit()

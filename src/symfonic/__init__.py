@@ -1,7 +1,6 @@
 """symfonic: agent turns that pause for a person and resume exactly once, anywhere."""
 
 from symfonic.agent.agent import SymfonicAgent
-from symfonic.agent.service.webhooks import Webhook, WebhookSettings
 from symfonic.capabilities.human.approval_rules import needs_approval
 from symfonic.capabilities.human.escalation import escalation
 from symfonic.capabilities.human.interactions import interaction
@@ -27,6 +26,7 @@ from symfonic.core.contracts.errors import (
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PauseInfo, TurnResult
 from symfonic.kernel.limits import Limits
+from symfonic.server.service.webhooks import Webhook, WebhookSettings
 from symfonic.turns.budget import Quota
 
 __all__ = [

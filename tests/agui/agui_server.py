@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from symfonic.agent.fastapi.app import create_app
 from symfonic.demo import demo_agent
+from symfonic.server.app import create_app
 
 
 def app() -> FastAPI:

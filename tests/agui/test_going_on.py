@@ -32,11 +32,11 @@ from langchain_core.messages import ToolMessage as LcToolMessage
 
 from agui_support import AguiClient, agui_app, finished, run_body, types
 from symfonic import SymfonicAgent
-from symfonic.agent.agui.run import agui_run
-from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import text_of
+from symfonic.server.agui.run import agui_run
+from symfonic.server.service.host import ServiceHost
 from symfonic.testing import ScriptedChatModel, call, reply
 from test_interrupts import (
     ANSWERED_ELSEWHERE,

@@ -29,10 +29,10 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from agui_support import AguiClient, agui_app, finished, run_body, types
 from symfonic import SymfonicAgent
-from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import text_of
+from symfonic.server.service.host import ServiceHost
 from symfonic.testing import ScriptedChatModel, call, current_turn, reply
 
 pytestmark = pytest.mark.anyio

@@ -34,8 +34,8 @@ from http_support import (
     payment_agent,
     uvicorn_serving,
 )
-from symfonic.agent.fastapi.app import create_app
 from symfonic.core.contracts.types import PauseState
+from symfonic.server.app import create_app
 
 pytestmark = pytest.mark.anyio
 

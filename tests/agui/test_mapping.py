@@ -24,13 +24,6 @@ from ag_ui.core import (
 from ag_ui.encoder import EventEncoder
 
 from agui_support import finished, parse_stream, run_body, types
-from symfonic.agent.agui.interrupts import (
-    answer_of,
-    approval_response_schema,
-    interrupt_of,
-    status_of,
-)
-from symfonic.agent.agui.mapping import RunProjection
 from symfonic.capabilities.human.interactions import approval_schema
 from symfonic.core.contracts.types import (
     ApprovalVote,
@@ -44,6 +37,13 @@ from symfonic.core.contracts.types import (
     TurnPausedEvent,
     TurnStartedEvent,
 )
+from symfonic.server.agui.interrupts import (
+    answer_of,
+    approval_response_schema,
+    interrupt_of,
+    status_of,
+)
+from symfonic.server.agui.mapping import RunProjection
 
 STARTED = TurnStartedEvent(session_id="t1", run_id="r", agent="a", base_revision=0, resumed=False)
 PARAMETERS = {

@@ -20,9 +20,9 @@ from ag_ui.core import Interrupt, RunFinishedInterruptOutcome, RunFinishedSucces
 
 from agui_support import AguiClient, agui_app, finished, run_body
 from symfonic import SymfonicAgent
-from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.types import PauseState
 from symfonic.mcp import MCPTools
+from symfonic.server.service.host import ServiceHost
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -17,7 +17,7 @@ from ag_ui.core import RunFinishedInterruptOutcome
 
 from agui_support import AguiClient, agui_app, finished, run_body
 from symfonic import SymfonicAgent, needs_approval
-from symfonic.agent.service.host import ServiceHost
+from symfonic.server.service.host import ServiceHost
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio

@@ -19,10 +19,10 @@ from ag_ui.core import BaseEvent, Interrupt, RunFinishedInterruptOutcome, TextMe
 
 from agui_support import AguiClient, agui_app, finished, run_body, types
 from symfonic import SymfonicAgent, escalation, needs_approval
-from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.reassignment import reassign
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PauseState
+from symfonic.server.service.host import ServiceHost
+from symfonic.server.service.reassignment import reassign
 from symfonic.testing import ScriptedChatModel, call, reply
 from test_interrupts import (
     ANSWERED_ELSEWHERE,

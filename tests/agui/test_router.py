@@ -23,11 +23,11 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from agui_support import AguiClient, agui_app, finished, run_body, types
 from symfonic import SymfonicAgent
-from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.errors import UnknownAgent
 from symfonic.core.contracts.types import PauseState
 from symfonic.core.messages import text_of
 from symfonic.demo import demo_agent
+from symfonic.server.service.host import ServiceHost
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,6 @@ import pytest
 from bulk_pauses import bulk_pauses
 from http_support import paused_turn, payment_agent
 from symfonic import SymfonicAgent, needs_approval
-from symfonic.agent.fastapi.app import create_app
 from symfonic.cli.answering import answer_pause
 from symfonic.cli.chat import converse
 from symfonic.cli.client import Client
@@ -21,6 +20,7 @@ from symfonic.cli.render import TurnView
 from symfonic.cli.terminal import Terminal
 from symfonic.core.contracts.types import PauseState
 from symfonic.demo import demo_agent
+from symfonic.server.app import create_app
 
 pytestmark = pytest.mark.anyio
 

@@ -20,13 +20,13 @@ import httpx
 import pytest
 
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.app import create_app
 from symfonic.cli.chat import converse
 from symfonic.cli.client import Client
 from symfonic.cli.pauses import review
 from symfonic.cli.terminal import Terminal
 from symfonic.core.contracts.types import PauseState
 from symfonic.mcp import MCPTools
+from symfonic.server.app import create_app
 from symfonic.testing import ScriptedChatModel, call, reply
 from test_clients import typed
 

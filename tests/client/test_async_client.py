@@ -27,7 +27,6 @@ from symfonic import (
     SessionPaused,
     SymfonicAgent,
 )
-from symfonic.agent.fastapi.app import create_app
 from symfonic.client import (
     ApiError,
     AsyncSymfonicClient,
@@ -44,6 +43,7 @@ from symfonic.core.contracts.types import (
     TurnPausedEvent,
     TurnStartedEvent,
 )
+from symfonic.server.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 KEYS = "alice=key-alice,bob=key-bob"

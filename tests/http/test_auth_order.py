@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from http_support import KEYS, payment_agent, serve
-from symfonic.agent.fastapi.key_brake import KeyBrake
+from symfonic.server.http.key_brake import KeyBrake
 
 pytestmark = pytest.mark.anyio
 

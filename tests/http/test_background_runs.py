@@ -36,8 +36,8 @@ from http_support import (
     uvicorn_serving,
 )
 from symfonic import needs_approval
-from symfonic.agent.fastapi.app import create_app
 from symfonic.core.contracts.types import PauseState
+from symfonic.server.app import create_app
 from symfonic.testing import reply
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from serve_support import ALICE, serving
-from symfonic.agent.fastapi.app import create_app
 from symfonic.cli.main import main
 from symfonic.demo import demo_agent
+from symfonic.server.app import create_app
 
 pytestmark = pytest.mark.anyio
 

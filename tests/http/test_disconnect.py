@@ -21,8 +21,8 @@ from http_support import (
     within_a_second,
 )
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.app import create_app
 from symfonic.core.contracts.types import PauseState
+from symfonic.server.app import create_app
 from symfonic.testing import call, reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

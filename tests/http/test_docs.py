@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from http_support import KEYS
-from symfonic.agent.fastapi.app import create_app
 from symfonic.demo import demo_agent
+from symfonic.server.app import create_app
 
 
 class _Assets(HTMLParser):

@@ -26,8 +26,8 @@ from http_support import (
     uvicorn_serving,
 )
 from symfonic import SymfonicAgent, escalation, needs_approval
-from symfonic.agent.fastapi.app import create_app
 from symfonic.core.contracts.types import PauseState
+from symfonic.server.app import create_app
 
 pytestmark = pytest.mark.anyio
 

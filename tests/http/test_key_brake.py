@@ -20,9 +20,9 @@ import pytest
 from fastapi import FastAPI
 
 from http_support import KEYS, auth, payment_agent
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.fastapi.key_brake import DEFAULT_BURST, KeyBrake
 from symfonic.core.contracts.errors import TooManyFailedKeys
+from symfonic.server.app import create_app
+from symfonic.server.http.key_brake import DEFAULT_BURST, KeyBrake
 
 pytestmark = pytest.mark.anyio
 

@@ -28,10 +28,10 @@ from http_support import (
     uvicorn_serving,
     within_a_second,
 )
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.pause_feed import PauseFeed
 from symfonic.core.contracts.principal import Principal
+from symfonic.server.app import create_app
+from symfonic.server.service.host import ServiceHost
+from symfonic.server.service.pause_feed import PauseFeed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -30,7 +30,7 @@ from http_support import (
     payment_agent,
     uvicorn_serving,
 )
-from symfonic.agent.fastapi.app import create_app
+from symfonic.server.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -32,10 +32,10 @@ from http_support import (
     uvicorn_serving,
 )
 from symfonic import needs_approval
-from symfonic.agent.fastapi.app import create_app
 from symfonic.client import AsyncSymfonicClient
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import ApprovalRecordedEvent
+from symfonic.server.app import create_app
 
 pytestmark = pytest.mark.anyio
 

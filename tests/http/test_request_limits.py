@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from http_support import JSON, approved, served_pause
-from symfonic.agent.fastapi.limits import ANSWER_BODY_SIZE, SESSION_BODY_SIZE
-from symfonic.agent.fastapi.schemas import MAX_METADATA_BYTES
 from symfonic.capabilities.human.answers import MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH
+from symfonic.server.http.limits import ANSWER_BODY_SIZE, SESSION_BODY_SIZE
+from symfonic.server.http.schemas import MAX_METADATA_BYTES
 
 pytestmark = pytest.mark.anyio
 

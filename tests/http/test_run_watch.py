@@ -27,8 +27,8 @@ from http_support import (
     uvicorn_serving,
 )
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.service import runs
+from symfonic.server.app import create_app
+from symfonic.server.service import runs
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio

@@ -36,8 +36,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from http_support import KEYS, payment_agent
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.fastapi.key_brake import KeyBrake
+from symfonic.server.app import create_app
+from symfonic.server.http.key_brake import KeyBrake
 
 pytestmark = pytest.mark.slow
 

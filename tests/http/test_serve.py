@@ -11,14 +11,14 @@ from fastapi.testclient import TestClient
 
 from http_support import APPROVE, JSON, frames
 from serve_support import ALICE, KEYS, serving
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.fastapi.auth import Authenticator
-from symfonic.agent.service.webhooks import Webhook
 from symfonic.cli.main import main
 from symfonic.cli.serve import freeze_after_startup
 from symfonic.cli.serve_banner import startup_line as _startup_line
 from symfonic.cli.serve_listen import is_loopback
 from symfonic.demo import demo_agent
+from symfonic.server.app import create_app
+from symfonic.server.http.auth import Authenticator
+from symfonic.server.service.webhooks import Webhook
 from webhook_support import SECRET
 
 pytestmark = pytest.mark.slow

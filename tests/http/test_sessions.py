@@ -21,8 +21,8 @@ from http_support import (
     served_pause,
 )
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.app import create_app
 from symfonic.core.contracts.types import PauseState
+from symfonic.server.app import create_app
 from symfonic.testing import reply
 
 pytestmark = pytest.mark.anyio

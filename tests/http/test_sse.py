@@ -9,10 +9,10 @@ import anyio
 import pytest
 
 from http_support import frames
-from symfonic.agent.fastapi.sse import TurnEventStream
-from symfonic.agent.service.primed_turn import PrimedTurn
 from symfonic.core.contracts.errors import SessionBusy
 from symfonic.core.contracts.types import Event, ResponseCompleteEvent, TurnStartedEvent
+from symfonic.server.http.sse import TurnEventStream
+from symfonic.server.service.primed_turn import PrimedTurn
 
 pytestmark = pytest.mark.anyio
 

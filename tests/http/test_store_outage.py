@@ -21,7 +21,7 @@ from agui_support import AguiClient, agui_app, finished, parse_stream, run_body
 from http_support import APPROVE, frames, paused_turn, payment_agent, serve
 from outage_support import Outage
 from symfonic import SymfonicAgent
-from symfonic.agent.service.host import ServiceHost
+from symfonic.server.service.host import ServiceHost
 
 pytestmark = pytest.mark.anyio
 

@@ -22,8 +22,8 @@ from anyio.abc import SocketStream
 
 from agui_support import run_body
 from serve_support import Server, serving
-from symfonic.agent.http.stream_shares import CONNECTION_EXTENSION, StreamShares
 from symfonic.core.contracts.principal import Principal
+from symfonic.server.transport.stream_shares import CONNECTION_EXTENSION, StreamShares
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 

@@ -17,10 +17,10 @@ import pytest
 
 from http_support import JSON, frames, serve
 from symfonic import StaleQuestion, SymfonicAgent
-from symfonic.agent.agui.interrupts import interrupt_of
-from symfonic.agent.service.webhook_payloads import pause_data
 from symfonic.core.contracts.types import PauseState, TurnPausedEvent
 from symfonic.core.contracts.webhooks import WebhookEventType
+from symfonic.server.agui.interrupts import interrupt_of
+from symfonic.server.service.webhook_payloads import pause_data
 from symfonic.testing import ScriptedChatModel, calls, reply
 
 pytestmark = pytest.mark.anyio

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from http_support import APPROVE, JSON, KEYS, auth, paused_turn, payment_agent, serve
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.fastapi.web_sessions import COOKIE_NAME
+from symfonic.server.app import create_app
+from symfonic.server.http.web_sessions import COOKIE_NAME
 
 pytestmark = pytest.mark.anyio
 

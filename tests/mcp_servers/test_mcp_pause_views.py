@@ -16,11 +16,11 @@ import pytest
 
 from mcp_support import stdio_connection  # type: ignore[import-not-found]
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.app import create_app
-from symfonic.agent.service.webhook_payloads import pause_data
 from symfonic.client import AsyncSymfonicClient
 from symfonic.core.contracts.webhooks import WebhookEventType
 from symfonic.mcp import MCPTools
+from symfonic.server.app import create_app
+from symfonic.server.service.webhook_payloads import pause_data
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 import anyio
 import pytest
 
-from symfonic.agent.service.webhook_payloads import body_of
 from symfonic.core.contracts.audit import verify_log
 from symfonic.core.contracts.retention import PruneBatch
 from symfonic.core.contracts.store import (
@@ -34,6 +33,7 @@ from symfonic.core.contracts.store import (
 )
 from symfonic.core.contracts.types import InteractionKind, PauseState
 from symfonic.core.contracts.webhooks import DeliveryQuery, WebhookEventType
+from symfonic.server.service.webhook_payloads import body_of
 from symfonic.storage import open_store
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Statement

@@ -22,9 +22,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from private_postgres import Cluster, private_cluster
 from symfonic import SymfonicAgent, SymfonicError
-from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.sweeper import sweep_periodically
 from symfonic.core.messages import text_of
+from symfonic.server.service.host import ServiceHost
+from symfonic.server.service.sweeper import sweep_periodically
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.postgres]

@@ -20,10 +20,10 @@ from http_support import Clock, payment_agent
 from otel_support import installed
 from symfonic import escalation, needs_approval
 from symfonic.agent import opened_store
-from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.reassignment import reassign
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PauseInfo
+from symfonic.server.service.host import ServiceHost
+from symfonic.server.service.reassignment import reassign
 
 pytestmark = pytest.mark.anyio
 

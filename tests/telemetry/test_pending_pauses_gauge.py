@@ -13,8 +13,8 @@ import pytest
 from bench.scale_load import Layout, load_pending
 from opentelemetry.metrics import CallbackOptions
 
-from symfonic.agent.service.pending_pauses_gauge import PendingPauses
 from symfonic.core.telemetry import names
+from symfonic.server.service.pending_pauses_gauge import PendingPauses
 from symfonic.storage import open_store
 
 pytestmark = pytest.mark.anyio

@@ -15,10 +15,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from http_support import Clock
 from otel_support import Recorded, attributes, otel
 from symfonic import SymfonicAgent, escalation, needs_approval
-from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.reassignment import reassign
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.telemetry import names
+from symfonic.server.service.host import ServiceHost
+from symfonic.server.service.reassignment import reassign
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio

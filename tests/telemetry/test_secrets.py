@@ -22,9 +22,9 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from http_support import client_of, frames
 from otel_support import Recorded, otel
 from symfonic import SymfonicAgent
-from symfonic.agent.fastapi.app import create_app
 from symfonic.core.telemetry import names
 from symfonic.core.telemetry.logs import JsonFormatter
+from symfonic.server.app import create_app
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio

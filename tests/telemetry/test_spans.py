@@ -19,8 +19,8 @@ from opentelemetry.trace import SpanContext
 from http_support import Clock
 from otel_support import Recorded, attributes, children, otel
 from symfonic import PauseAlreadyClaimed, PauseExpired, SymfonicAgent
-from symfonic.agent.service.pending_pauses_gauge import PendingPauses
 from symfonic.core.telemetry import names
+from symfonic.server.service.pending_pauses_gauge import PendingPauses
 from symfonic.testing import ScriptedChatModel, call, reply
 
 pytestmark = pytest.mark.anyio

@@ -14,8 +14,8 @@ import pytest
 from feed_support import following
 from http_support import KEYS, auth, paused_turn, payment_agent, uvicorn_serving
 from otel_support import Recorded, attributes, otel
-from symfonic.agent.fastapi.app import create_app
 from symfonic.core.telemetry import names
+from symfonic.server.app import create_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 __all__ = ["otel"]  # the fixture, used by name

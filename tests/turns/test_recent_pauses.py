@@ -25,9 +25,9 @@ from symfonic import (
     Principal,
     SymfonicAgent,
 )
-from symfonic.agent.service.host import ServiceHost
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState, TurnStartedEvent
+from symfonic.server.service.host import ServiceHost
 from symfonic.testing import ScriptedChatModel, call, reply
 from symfonic.turns.recent_pauses import RecentPauses
 

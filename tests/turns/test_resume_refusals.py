@@ -30,7 +30,6 @@ from symfonic import (
     SessionPaused,
     SymfonicAgent,
 )
-from symfonic.agent.service.host import ServiceHost
 from symfonic.capabilities.human.tokens import TokenSigner
 from symfonic.core.contracts.types import (
     PauseInfo,
@@ -39,6 +38,7 @@ from symfonic.core.contracts.types import (
     ToolResultEvent,
     TurnStartedEvent,
 )
+from symfonic.server.service.host import ServiceHost
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ import pytest
 
 from http_support import auth, paused_turn, payment_agent, serve
 from symfonic import Webhook, WebhookSettings
-from symfonic.agent.service.webhook_circuit import Outcomes, after, backoff, probe
 from symfonic.core.contracts.webhooks import CircuitState, Destination
+from symfonic.server.service.webhook_circuit import Outcomes, after, backoff, probe
 from webhook_support import SECRET, receiving
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)

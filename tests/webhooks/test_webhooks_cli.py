@@ -17,10 +17,10 @@ import pytest
 
 from http_support import free_port
 from serve_support import ALICE, serving
-from symfonic.agent.service.webhook_dispatch import jittered
-from symfonic.agent.service.webhook_payloads import json_schema
-from symfonic.agent.service.webhooks import RETRY_SCHEDULE, WebhookSettings
 from symfonic.cli.main import main
+from symfonic.server.service.webhook_dispatch import jittered
+from symfonic.server.service.webhook_payloads import json_schema
+from symfonic.server.service.webhooks import RETRY_SCHEDULE, WebhookSettings
 from webhook_support import SCHEMA_PATH, SECRET, receiving
 
 KEYS = "alice=alice-secret-key,oscar=oscar-secret-key:operator"
@@ -30,7 +30,7 @@ def test_the_committed_json_schema_is_the_payload_models() -> None:
     committed = json.loads(SCHEMA_PATH.read_text())
     assert committed == json_schema(), (
         "regenerate docs/webhook-payloads.schema.json from "
-        "symfonic.agent.service.webhook_payloads.json_schema()"
+        "symfonic.server.service.webhook_payloads.json_schema()"
     )
 
 

@@ -14,7 +14,7 @@ import h11
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from symfonic.agent.http.stream_shares import CONNECTION_EXTENSION, StreamShares
+from symfonic.server.transport.stream_shares import CONNECTION_EXTENSION, StreamShares
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 1000

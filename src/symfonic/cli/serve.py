@@ -19,10 +19,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from symfonic.agent.fastapi.auth import Authenticator
 from symfonic.agent.retention import Retention, parse_age
-from symfonic.agent.service.host import ServiceHost
-from symfonic.agent.service.pending_pauses_gauge import PendingPauses
 from symfonic.cli.connections import bounded_protocol
 from symfonic.cli.observability import (
     Telemetry,
@@ -47,6 +44,9 @@ from symfonic.cli.serve_webhooks import (
     webhooks_of,
 )
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
+from symfonic.server.http.auth import Authenticator
+from symfonic.server.service.host import ServiceHost
+from symfonic.server.service.pending_pauses_gauge import PendingPauses
 from symfonic.storage import masked_url
 from symfonic.storage.revision import NO_MIGRATE
 from symfonic.storage.sqlite_file import path_of
@@ -72,7 +72,7 @@ def register(sub: Any) -> None:
 def cors_origins_of(given: list[str]) -> list[str]:
     """The ``--cors-origin`` values as origins; a malformed one is refused at start-up."""
     # Imported here, as the app is: other commands start sooner without the web stack.
-    from symfonic.agent.fastapi.cors import origin_of
+    from symfonic.server.http.cors import origin_of
 
     return [origin_of(origin) for origin in given]
 
@@ -223,7 +223,7 @@ def _app(
     """The app the options ask for, traced if telemetry is on."""
     # The app and the server are imported only when serving: every other command
     # (demo, chat, --help) starts about a second sooner without them.
-    from symfonic.agent.fastapi.app import create_app
+    from symfonic.server.app import create_app
 
     app = create_app(
         host,

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from symfonic.agent.agent import SymfonicAgent
-from symfonic.agent.fastapi.auth import Authenticator
-from symfonic.agent.service.webhooks import Webhook
 from symfonic.cli.serve_listen import base_url, is_loopback
 from symfonic.cli.serve_webhooks import webhooks_shown
+from symfonic.server.http.auth import Authenticator
+from symfonic.server.service.webhooks import Webhook
 from symfonic.storage import masked_url
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
-from symfonic.agent.http.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL
 from symfonic.agent.retention import RUN_EVENTS_TTL, parse_age
-from symfonic.agent.service.sweeper import SWEEP_INTERVAL
 from symfonic.cli.connections import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 from symfonic.cli.observability import LOG_FORMS
 from symfonic.cli.serve_agents import DEFAULT_AGENT
 from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.server.service.sweeper import SWEEP_INTERVAL
+from symfonic.server.transport.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL
 from symfonic.storage import DEFAULT_STORE
 
 

@@ -11,15 +11,15 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from symfonic.agent.retention import Retention, parse_age
-from symfonic.agent.service.webhooks import (
+from symfonic.core.contracts.errors import ConfigurationError
+from symfonic.core.contracts.webhooks import WebhookEventType
+from symfonic.server.service.webhooks import (
     ALL_EVENTS,
     RETRY_SCHEDULE,
     Webhook,
     WebhookSettings,
     secret_key,
 )
-from symfonic.core.contracts.errors import ConfigurationError
-from symfonic.core.contracts.webhooks import WebhookEventType
 
 WEBHOOK_SECRET = "SYMFONIC_WEBHOOK_SECRET"
 MAKE_SECRET = f"export {WEBHOOK_SECRET}=whsec_$(head -c 32 /dev/urandom | base64)"

@@ -1,1 +1,1 @@
-"""The native HTTP API: its routes, request and response schemas, keys, and the app."""
+"""The reference pages' path for `ResumedTurn`; the HTTP server is `symfonic.server`."""

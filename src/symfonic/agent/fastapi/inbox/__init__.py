@@ -1,7 +1,0 @@
-"""The web inbox (`GET /inbox`): where people see and answer their pauses, served from this
-package with no build step and no asset from another origin.
-"""
-
-from symfonic.agent.fastapi.inbox.routes import install_inbox
-
-__all__ = ["install_inbox"]
