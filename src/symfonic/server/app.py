@@ -18,7 +18,7 @@ from fastapi_offline import FastAPIOffline
 from symfonic.agent.agent import SymfonicAgent
 from symfonic.agent.retention import RUN_EVENTS_TTL, Retention
 from symfonic.core.contracts.store import Store
-from symfonic.server.agui import agui_router
+from symfonic.server.agui import router as agui_routes
 from symfonic.server.http import (
     openapi,
     routes_audit,
@@ -34,7 +34,7 @@ from symfonic.server.http.cors import install_cors
 from symfonic.server.http.key_brake import KeyBrake
 from symfonic.server.http.limits import BodyLimit
 from symfonic.server.http.redoc import install_redoc
-from symfonic.server.http.service import AuthenticatingRoute, HttpService, caller
+from symfonic.server.http.service import HttpService
 from symfonic.server.inbox import install_inbox
 from symfonic.server.service.host import ServiceHost
 from symfonic.server.service.pause_feed import PauseFeed
@@ -50,7 +50,7 @@ from symfonic.server.transport import errors
 from symfonic.server.transport.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL, StreamShares
 
 MAX_BODY_SIZE = 4 << 20
-NATIVE_ROUTES = (
+ROUTES = (
     routes_sessions,
     routes_resume,
     routes_runs,
@@ -58,6 +58,7 @@ NATIVE_ROUTES = (
     routes_pauses,
     routes_webhooks,
     routes_audit,
+    agui_routes,
 )
 
 DESCRIPTION = """\
@@ -120,9 +121,8 @@ def create_app(
     app.state.webhooks = dispatcher
     app.state.stream_shares = service.shares
     errors.install(app)
-    for routes in NATIVE_ROUTES:
+    for routes in ROUTES:
         app.include_router(routes.router)
-    app.include_router(agui_router(host, caller, AuthenticatingRoute, service.shares, service.runs))
     install_inbox(app, service)
     openapi.install(app)
     # Added last, so it is outermost: a preflight is answered before the body
