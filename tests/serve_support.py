@@ -94,3 +94,27 @@ def _wait_healthy(server: Server, timeout: float = 30) -> None:
             pass
         time.sleep(0.1)  # nothing to await across a process boundary but the socket
     raise AssertionError(f"the server did not become healthy:\n{server.output()}")
+
+
+def paused(url: str) -> str:
+    """A turn of the demo agent on the server at ``url`` that pauses for approval; its token."""
+    session = httpx.post(f"{url}/v1/sessions", json={}, headers=ALICE).json()["session_id"]
+    turn = httpx.post(
+        f"{url}/v1/sessions/{session}/turns",
+        json={"message": "Pay alice 42 EUR for the design work"},
+        headers={**ALICE, "Accept": "application/json"},
+        timeout=10,
+    ).json()
+    assert turn["status"] == "paused", turn
+    return str(turn["pause"]["token"])
+
+
+def answered(url: str, token: str) -> None:
+    """The pause of ``token`` approved on the server at ``url``, its turn complete."""
+    resumed = httpx.post(
+        f"{url}/v1/resume",
+        json={"token": token, "answer": {"decision": "approve"}},
+        headers={**ALICE, "Accept": "application/json"},
+        timeout=10,
+    ).json()
+    assert resumed["status"] == "complete", resumed

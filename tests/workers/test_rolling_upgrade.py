@@ -19,8 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from http_support import APPROVE, JSON
-from serve_support import ALICE, serving
+from serve_support import ALICE, answered, paused, serving
 from symfonic.storage.revision import SCHEMA_HEAD
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -146,29 +145,6 @@ def _python(env: dict[str, str], code: str) -> str:
     ).stdout.strip()
 
 
-def _paused(url: str) -> str:
-    """A turn of the demo agent that pauses for approval; its token."""
-    session = httpx.post(f"{url}/v1/sessions", json={}, headers=ALICE).json()["session_id"]
-    turn = httpx.post(
-        f"{url}/v1/sessions/{session}/turns",
-        json={"message": "Pay alice 42 EUR for the design work"},
-        headers={**ALICE, **JSON},
-        timeout=10,
-    ).json()
-    assert turn["status"] == "paused", turn
-    return str(turn["pause"]["token"])
-
-
-def _answered(url: str, token: str) -> None:
-    resumed = httpx.post(
-        f"{url}/v1/resume",
-        json={"token": token, "answer": APPROVE},
-        headers={**ALICE, **JSON},
-        timeout=10,
-    ).json()
-    assert resumed["status"] == "complete", resumed
-
-
 def _noted(calls: Path, note: str) -> list[int]:
     lines = calls.read_text().splitlines() if calls.exists() else []
     return [int(pid) for said, _, pid in (line.partition("|") for line in lines) if said == note]
@@ -209,21 +185,21 @@ def test_each_release_settles_what_the_other_wrote_through_the_migration(
     old = {**release_n, "ROLLING_CALLS": str(calls)}
     new = {**os.environ, "ROLLING_CALLS": str(calls)}
     with serving(postgres_url, tmp_path / "n.log", *SERVED, env=old, cwd=tmp_path) as n:
-        before = [_paused(n.url)]
+        before = [paused(n.url)]
         migrating = subprocess.Popen([*MIGRATE, postgres_url], stdout=subprocess.PIPE, text=True)
         during = []
         while migrating.poll() is None:  # N serves turns that pause all along
-            during.append(_paused(n.url))
+            during.append(paused(n.url))
         said = migrating.communicate()[0]
         assert f"migrated from schema {release_n['ROLLING_N_HEAD']} to {SCHEMA_HEAD}" in said
         assert during, "N answered no turn while the migration ran"
-        after = [_paused(n.url)]
+        after = [paused(n.url)]
         with serving(
             postgres_url, tmp_path / "n1.log", *SERVED, "--no-migrate", env=new, cwd=tmp_path
         ) as n1:
             for token in [*before, *during, *after]:
-                _answered(n1.url, token)
-            _answered(n.url, _paused(n1.url))
+                answered(n1.url, token)
+            answered(n.url, paused(n1.url))
             pids = n.process.pid, n1.process.pid
             assert _queued_runs_on_holder(n.url, n1.url, calls, "a") == [pids[0]]
             assert _queued_runs_on_holder(n1.url, n.url, calls, "b") == [pids[1]]

@@ -43,6 +43,7 @@ from symfonic.cli.serve_webhooks import (
     add_webhook_options,
     webhooks_of,
 )
+from symfonic.cli.serve_workers import supervise
 from symfonic.core.contracts.errors import ConfigurationError, StoreUnavailable
 from symfonic.server.http.auth import Authenticator
 from symfonic.server.service.host import ServiceHost
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
     add_client_options(p)
     add_webhook_options(p)
     add_log_options(p)
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, listener=None)
 
 
 def cors_origins_of(given: list[str]) -> list[str]:
@@ -105,6 +106,8 @@ def fit_file_limit(max_connections: int) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.no_migrate:
         os.environ[NO_MIGRATE] = "1"  # read where the store opens, here and in each worker
+    if args.workers > 1:
+        return supervise(args, run)
     try:
         authenticator = Authenticator.from_spec(os.environ.get("SYMFONIC_API_KEYS"))
         port = port_of(args.port)
@@ -153,7 +156,7 @@ async def _serve(
         return 2
     try:
         try:
-            listener = listening_socket(args.host, port)
+            listener = args.listener or listening_socket(args.host, port)
         except ConfigurationError as error:
             print(f"symfonic serve: {error}", file=sys.stderr)
             return 2

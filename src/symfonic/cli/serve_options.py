@@ -35,6 +35,13 @@ def add_serving_options(p: argparse.ArgumentParser) -> None:
         f"the agents declare, else {DEFAULT_STORE})",
     )
     p.add_argument(
+        "--workers",
+        type=_at_least_one,
+        default=1,
+        help="worker processes serving one port, each with its own sweeps; one that dies is "
+        "started again (default: 1)",
+    )
+    p.add_argument(
         "--no-migrate",
         action="store_true",
         help="refuse to start on a store older than this version instead of migrating it "
