@@ -34,7 +34,7 @@ RUN_CHANNEL = "symfonic_run_events"
 BEGIN = Statement(
     "INSERT INTO symfonic_runs (run_id, session_id, principal, audience, pause_id, state,"
     " created_at, lease_until, events, dropped) VALUES (:run_id, :session_id, :principal,"
-    " :audience, :pause_id, 'running', :created_at, :lease_until, 0, 0)"
+    " :audience, :pause_id, 'running', :created_at, :lease_until, :events, 0)"
 )
 RENEW = Statement(
     "UPDATE symfonic_runs SET lease_until = :lease_until"
@@ -138,7 +138,7 @@ class SqlRunEvents(SqlTransactions):
     # about 15 us, made only while the worker watches).
     RUN_POLL_SECONDS: ClassVar[float] = 0.01
 
-    async def begin_run_log(self, run: NewRun) -> None:
+    async def begin_run_log(self, run: NewRun, first: Event | None = None) -> None:
         params = {
             "run_id": run.run_id,
             "session_id": run.session_id,
@@ -147,8 +147,15 @@ class SqlRunEvents(SqlTransactions):
             "pause_id": run.pause_id,
             "created_at": run.created_at,
             "lease_until": run.lease_until,
+            "events": 0 if first is None else 1,
         }
-        await self.write_count(BEGIN, params, "begin_run_log")
+
+        async def begin(connection: Connection) -> None:
+            await connection.count(BEGIN, params)
+            if first is not None:  # nobody follows a run before it exists: no notification
+                await connection.count(INSERT_EVENT, event_row(run.run_id, 1, first))
+
+        await self.unsynced_transaction(begin, "begin_run_log")
 
     async def renew_run_log(self, run_id: str, lease_until: datetime) -> bool:
         return (
@@ -165,7 +172,7 @@ class SqlRunEvents(SqlTransactions):
                 await self._notify(connection, run_id)
             return appended or 0
 
-        return await self.transaction(append, "append_run_events")
+        return await self.unsynced_transaction(append, "append_run_events")
 
     async def _append(
         self, connection: Connection, run_id: str, events: Sequence[Event]
@@ -207,7 +214,7 @@ class SqlRunEvents(SqlTransactions):
                 await self._notify(connection, run_id)
             return ended
 
-        return await self.transaction(end, "end_run_log")
+        return await self.unsynced_transaction(end, "end_run_log")
 
     async def cancel_run(self, run_id: str, at: datetime) -> bool:
         """See the role; the run's row is updated first, which locks it (PostgreSQL)."""

@@ -106,6 +106,9 @@ class SqliteStore(SqlStore):
     async def _run_transaction(self, body: Body[T]) -> T:
         return await self._emptying_the_wal(partial(self._transaction_once, body))
 
+    async def _run_unsynced(self, body: Body[T]) -> T:
+        return await self._emptying_the_wal(partial(self._transaction_once, body, synced=False))
+
     async def _run_statement(self, body: Body[T], *, write: bool) -> T:
         if not write:
             return await self._statement_once(body, write=False)
@@ -126,16 +129,22 @@ class SqliteStore(SqlStore):
                 raise
         return await write()
 
-    async def _transaction_once(self, body: Body[T]) -> T:
+    async def _transaction_once(self, body: Body[T], synced: bool = True) -> T:
         if not self._waiting.locked():  # else a writer of ours waits for the lock: queue
             connection = self._inline_connection()
             if connection.in_transaction:
                 raise RuntimeError("a transaction on the loop's connection suspended")
+            if not synced:  # WAL's NORMAL: the next FULL commit syncs this one too
+                connection.execute("PRAGMA synchronous=NORMAL")
+            locked = False
             try:
                 value = await inline_transaction(connection, body)
             except Locked:
-                pass  # rolled back: run it again where the lock can be waited for
-            else:
+                locked = True  # rolled back: run it again where the lock can be waited for
+            finally:
+                if not synced:
+                    connection.execute(f"PRAGMA synchronous={self._synchronous}")
+            if not locked:
                 await self._checkpoints.committed()
                 return value
         async with self._waiting:

@@ -96,6 +96,10 @@ class SqlTransactions:
         """Run ``body``, background work, in one write transaction (by default, as any)."""
         return await self._run_transaction(body)
 
+    async def _run_unsynced(self, body: Body[T]) -> T:
+        """Run ``body`` in one write transaction whose commit need not wait for the disk."""
+        return await self._run_transaction(body)
+
     async def _run_converted(
         self, statement: Statement, params: Params, convert: Callable[[Sequence[Row]], T]
     ) -> T:
@@ -146,6 +150,14 @@ class SqlTransactions:
         explained. In a span, ``then`` describes the result on it."""
         return await self._traced(
             operation, lambda: self._written(lambda: self._run_transaction(body)), attributes, then
+        )
+
+    async def unsynced_transaction(self, body: Body[T], operation: str) -> T:
+        """A transaction whose commit does not wait for the disk: a crash of the process
+        loses none of it, a crash of the machine may, until the next commit that waits
+        (any, which makes every commit before it durable too). For rows a replay reads."""
+        return await self._traced(
+            operation, lambda: self._written(lambda: self._run_unsynced(body))
         )
 
     async def background_transaction(self, body: Body[T], operation: str) -> T:

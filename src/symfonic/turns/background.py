@@ -225,8 +225,10 @@ async def start_started(
                 lease_until=now + timedelta(seconds=_lease(agent, first)),
                 audience=owner.audience,
                 pause_id=owner.pause_id,
-            )
+            ),
+            first,
         )
+        handle._keep([RunEvent(1, first)])
     except BaseException:
         await rest.aclose()
         raise
@@ -320,9 +322,13 @@ async def _driven(
     async with anyio.create_task_group() as renewing:
         renewing.start_soon(_renew, agent, first, handle)
         async with anyio.create_task_group() as keeping:
-            keeping.start_soon(keep_events, agent.store, run_id, receive, handle._keep, unkept)
+            written = len(handle._kept)  # 1 once the run's row was begun with its first
+            keeping.start_soon(
+                keep_events, agent.store, run_id, receive, handle._keep, unkept, written
+            )
             with send:
-                send.send_nowait(seen[0])
+                if not written:
+                    send.send_nowait(seen[0])
                 async with aclosing(rest):
                     async for event in rest:
                         handle._saw(event)

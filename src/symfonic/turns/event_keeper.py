@@ -35,13 +35,14 @@ async def keep_events(
     receive: MemoryObjectReceiveStream[Event],
     kept: Kept,
     unkept: list[Event],
+    written: int = 0,
 ) -> None:
     """Write the events received, deltas gathered for up to ``FLUSH_SECONDS``; hand
-    each write's rows to ``kept``, numbered from 1 in the run. The deltas still
-    gathered when the stream ends go to ``unkept``: the run's end keeps them."""
+    each write's rows to ``kept``, numbered after the ``written`` rows the run has.
+    The deltas still gathered when the stream ends go to ``unkept``: the run's end
+    keeps them."""
     pending: list[Event] = []
     deadline = math.inf
-    written = 0
     async with receive:
         while True:
             try:

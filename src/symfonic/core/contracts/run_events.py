@@ -119,8 +119,8 @@ def kept_rows(events: Sequence[Event], stored: int) -> list[Event]:
 class RunEventLog(Protocol):
     """Runs and their events: begun, appended, ended, replayed, watched and pruned."""
 
-    async def begin_run_log(self, run: NewRun) -> None:
-        """Record ``run`` as ``running`` with no events yet."""
+    async def begin_run_log(self, run: NewRun, first: Event | None = None) -> None:
+        """Record ``run`` as ``running``, with ``first`` as its event 1 if given."""
         ...
 
     async def renew_run_log(self, run_id: str, lease_until: datetime) -> bool:
