@@ -59,6 +59,9 @@ class SqliteStore(SqlStore):
         self._waiting_writer: sqlite3.Connection | None = None
         self._idle_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        # The watch of run events: its connection, the data version and newest id it saw.
+        self._versions: sqlite3.Connection | None = None
+        self._version, self._newest = -1, 0
 
     # connections ----------------------------------------------------------
 
@@ -235,6 +238,17 @@ class SqliteStore(SqlStore):
         self._give_back(connection)
         return value
 
+    async def _newest_run_event(self) -> int:
+        """As any store's, but read again only once a commit (on any connection but
+        its own) moved ``PRAGMA data_version`` on the watch's connection: a check of
+        a few microseconds on the loop, every poll, while anyone watches."""
+        if self._versions is None:
+            self._versions = await anyio.to_thread.run_sync(self._open_connection)
+        version = self._versions.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:
+            self._version, self._newest = version, await super()._newest_run_event()
+        return self._newest
+
     def _write_refused(self, reason: str) -> None:
         self._checkpoints.write_refused(reason)
 
@@ -270,9 +284,9 @@ class SqliteStore(SqlStore):
         await anyio.to_thread.run_sync(self._checkpoints.close)
         with self._readers_lock:
             connections, self._idle_readers = self._idle_readers, []
-        for connection in (self._inline, self._waiting_writer):
+        for connection in (self._inline, self._waiting_writer, self._versions):
             if connection is not None:
                 connections.append(connection)
-        self._inline = self._waiting_writer = None
+        self._inline = self._waiting_writer = self._versions = None
         for connection in connections:
             connection.close()

@@ -1,5 +1,6 @@
-"""A run's events, written by a task of their own so a slow write holds back only it; text deltas
-wait up to ``FLUSH_SECONDS``, and each write hands on what it kept, numbered as the store did.
+"""A run's events, written by a task of their own so a slow write holds back only it; events are
+gathered for ``GATHER_SECONDS`` (text deltas up to ``FLUSH_SECONDS``) into one write, and each
+write hands on what it kept, numbered as the store did.
 """
 
 from __future__ import annotations
@@ -7,7 +8,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from contextlib import suppress
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -18,6 +18,9 @@ from symfonic.core.contracts.types import Event, TextDeltaEvent, TurnPausedEvent
 logger = logging.getLogger("symfonic")
 
 FLUSH_SECONDS = 0.25
+# A burst of events (a tool call and its result, a short answer) is one transaction;
+# a follower hears of each at most this much later.
+GATHER_SECONDS = 0.005
 
 Kept = Callable[[list[RunEvent]], None]
 
@@ -37,10 +40,9 @@ async def keep_events(
     unkept: list[Event],
     written: int = 0,
 ) -> None:
-    """Write the events received, deltas gathered for up to ``FLUSH_SECONDS``; hand
-    each write's rows to ``kept``, numbered after the ``written`` rows the run has.
-    The deltas still gathered when the stream ends go to ``unkept``: the run's end
-    keeps them."""
+    """Write the events received, gathered as the module says; hand each write's rows
+    to ``kept``, numbered after the ``written`` rows the run has. What is still
+    gathered when the stream ends goes to ``unkept``: the run's end keeps it."""
     pending: list[Event] = []
     deadline = math.inf
     async with receive:
@@ -52,11 +54,9 @@ async def keep_events(
                 return
             if event is not None:
                 pending.append(stored(event))
-                if isinstance(event, TextDeltaEvent):
-                    if len(pending) == 1:
-                        deadline = anyio.current_time() + FLUSH_SECONDS
-                    continue
-            pending += _waiting(receive)  # what came during the last write: one more row set
+                wait = FLUSH_SECONDS if isinstance(event, TextDeltaEvent) else GATHER_SECONDS
+                deadline = min(deadline, anyio.current_time() + wait)
+                continue
             rows = await _write(store, run_id, pending, written)
             written += len(rows)
             kept(rows)
@@ -68,14 +68,6 @@ async def _next(receive: MemoryObjectReceiveStream[Event], deadline: float) -> E
     with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
         return await receive.receive()
     return None
-
-
-def _waiting(receive: MemoryObjectReceiveStream[Event]) -> list[Event]:
-    waiting: list[Event] = []
-    with suppress(anyio.WouldBlock, anyio.EndOfStream):
-        while True:
-            waiting.append(stored(receive.receive_nowait()))
-    return waiting
 
 
 async def _write(
