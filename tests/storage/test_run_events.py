@@ -29,11 +29,14 @@ from symfonic.core.contracts.types import (
     TurnStartedEvent,
 )
 from symfonic.storage import open_store
+from symfonic.storage.statements import Dialect, Statement
 
 pytestmark = pytest.mark.anyio
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
+SQLITE_SYNC = Statement("PRAGMA synchronous")
+POSTGRES_SYNC = Statement("SELECT current_setting('synchronous_commit') AS synchronous")
 
 
 @pytest.fixture
@@ -158,6 +161,36 @@ async def test_a_watch_learns_of_the_events_another_worker_appends(
                 if busy in seen:
                     break
     assert quiet not in seen
+
+
+async def test_a_watch_learns_of_the_events_its_own_worker_appends(store: Store) -> None:
+    """As a cancel sent to this worker, for a run another one runs, is heard by its followers."""
+    run_id = await begun(store)
+    async with aclosing(store.watch_run_events()) as watch:
+        assert await anext(watch) == []
+        await store.append_run_events(run_id, [call(1)])
+        with anyio.fail_after(5):
+            assert run_id in await anext(watch)
+
+
+async def test_a_run_begun_with_its_first_event_numbers_the_next_after_it(store: Store) -> None:
+    run_id = uuid.uuid4().hex
+    await store.begin_run_log(NewRun(run_id, "session-1", "ann", T0, T0 + MINUTE), started(run_id))
+    assert await store.append_run_events(run_id, [call(1)]) == 1
+    assert await kept(store, run_id) == [(1, started(run_id)), (2, call(1))]
+
+
+async def test_the_turns_own_commits_still_wait_for_the_disk_after_a_runs_writes(
+    store: Store,
+) -> None:
+    """A run's rows are written without waiting for the disk; nothing else may be."""
+    run_id = await begun(store)
+    await store.append_run_events(run_id, [started(run_id)])
+    await store.end_run_log(run_id, RunState.COMPLETE, None, T0, [ResponseCompleteEvent(answer="")])
+    sql = store.dialect is Dialect.SQLITE  # type: ignore[attr-defined]
+    setting = SQLITE_SYNC if sql else POSTGRES_SYNC
+    rows = await store.read_rows(setting, {}, "setting")  # type: ignore[attr-defined]
+    assert rows[0]["synchronous"] == (2 if sql else "on")  # FULL; PostgreSQL's default
 
 
 async def test_retention_deletes_runs_ended_before_the_ttl_and_keeps_the_rest(

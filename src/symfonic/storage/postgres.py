@@ -17,7 +17,7 @@ from symfonic.storage.pg_pool import ConnectionPool
 from symfonic.storage.revision import READ_REVISION, found_of, must_migrate
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Dialect, Params, Row, Statement
-from symfonic.storage.transactions import Body, Connection
+from symfonic.storage.transactions import Body
 
 if TYPE_CHECKING:
     import asyncpg
@@ -34,9 +34,6 @@ CONNECT_TIMEOUT = 10.0
 # it next notices the connection is gone).
 RETIRE_TIMEOUT = 5.0
 ISOLATION = "read_committed"
-# For this transaction only: its commit returns before its WAL is flushed; the next
-# commit that waits flushes it too.
-UNSYNCED = Statement("SELECT set_config('synchronous_commit', 'off', true) AS unsynced")
 
 
 def _scheme_and_rest(url: str) -> str:
@@ -113,13 +110,6 @@ class PostgresStore(PostgresNotifications, SqlStore):
                 return await body(_Statements(connection))
 
         return await self._on_connection(in_transaction)
-
-    async def _run_unsynced(self, body: Body[T]) -> T:
-        async def unsynced(connection: Connection) -> T:
-            await connection.rows(UNSYNCED, {})
-            return await body(connection)
-
-        return await self._run_transaction(unsynced)
 
     async def _run_statement(self, body: Body[T], *, write: bool) -> T:
         async def alone(connection: asyncpg.Connection) -> T:

@@ -25,25 +25,44 @@ from symfonic.storage.history import CANCELLED_MARK
 from symfonic.storage.pause_changes import polled
 from symfonic.storage.pause_writes import ABANDON_CLAIM
 from symfonic.storage.rows import aware
-from symfonic.storage.statements import Dialect, Row, Statement, first, json_text, json_value
+from symfonic.storage.statements import (
+    UNSYNCED,
+    UNSYNCED_COLUMN,
+    Dialect,
+    Row,
+    Statement,
+    first,
+    json_text,
+    json_value,
+)
 from symfonic.storage.transactions import Connection, SqlTransactions
 
 # The channel appends and ends notify on, with the run's id (PostgreSQL).
 RUN_CHANNEL = "symfonic_run_events"
 
-BEGIN = Statement(
+_BEGIN = (
     "INSERT INTO symfonic_runs (run_id, session_id, principal, audience, pause_id, state,"
     " created_at, lease_until, events, dropped) VALUES (:run_id, :session_id, :principal,"
     " :audience, :pause_id, 'running', :created_at, :lease_until, :events, 0)"
 )
+# A no-op update: it locks the run's row on PostgreSQL and reads its counts.
+_COUNTS = (
+    "UPDATE symfonic_runs SET events = events WHERE run_id = :run_id AND state = 'running'"
+    " RETURNING events, dropped"
+)
+# A run's own writes (begun, appended, ended) commit without waiting for the disk: on
+# PostgreSQL by their first statement, on SQLite by their transaction's synchronous.
+BEGIN = {
+    Dialect.SQLITE: Statement(_BEGIN),
+    Dialect.POSTGRESQL: Statement(f"{UNSYNCED} {_BEGIN} RETURNING {UNSYNCED_COLUMN}"),
+}
+COUNTS = {
+    Dialect.SQLITE: Statement(_COUNTS),
+    Dialect.POSTGRESQL: Statement(f"{UNSYNCED} {_COUNTS}, {UNSYNCED_COLUMN}"),
+}
 RENEW = Statement(
     "UPDATE symfonic_runs SET lease_until = :lease_until"
     " WHERE run_id = :run_id AND state = 'running'"
-)
-# A no-op update: it locks the run's row on PostgreSQL and reads its counts.
-COUNTS = Statement(
-    "UPDATE symfonic_runs SET events = events WHERE run_id = :run_id AND state = 'running'"
-    " RETURNING events, dropped"
 )
 INSERT_EVENT = Statement(
     "INSERT INTO symfonic_run_events (run_id, seq, type, data) VALUES (:run_id, :seq, :type, :data)"
@@ -151,7 +170,7 @@ class SqlRunEvents(SqlTransactions):
         }
 
         async def begin(connection: Connection) -> None:
-            await connection.count(BEGIN, params)
+            await connection.rows(BEGIN[self.dialect], params)
             if first is not None:  # nobody follows a run before it exists: no notification
                 await connection.count(INSERT_EVENT, event_row(run.run_id, 1, first))
 
@@ -178,7 +197,7 @@ class SqlRunEvents(SqlTransactions):
         self, connection: Connection, run_id: str, events: Sequence[Event]
     ) -> int | None:
         """Keep ``events`` after the run's last; ``None`` when it is not running."""
-        counts = first(await connection.rows(COUNTS, {"run_id": run_id}))
+        counts = first(await connection.rows(COUNTS[self.dialect], {"run_id": run_id}))
         if counts is None:
             return None  # not running: its worker lost it, or it ended
         stored, dropped = int(counts["events"]), int(counts["dropped"])

@@ -153,9 +153,10 @@ class SqlTransactions:
         )
 
     async def unsynced_transaction(self, body: Body[T], operation: str) -> T:
-        """A transaction whose commit does not wait for the disk: a crash of the process
-        loses none of it, a crash of the machine may, until the next commit that waits
-        (any, which makes every commit before it durable too). For rows a replay reads."""
+        """A transaction whose commit need not wait for the disk (on PostgreSQL, say so in
+        its first statement: ``UNSYNCED``). A crash of the process loses none of it, one
+        of the machine may, until the next commit that waits, which makes every commit
+        before it durable too. For rows only a replay reads."""
         return await self._traced(
             operation, lambda: self._written(lambda: self._run_unsynced(body))
         )
