@@ -54,7 +54,7 @@ async def _started(
     """The run started, or ``None`` for a stream that runs nothing."""
     if not isinstance(first, TurnStartedEvent):
         return None  # an approval counted toward a quorum
-    if await agent.store.run_record(first.run_id) is not None:
+    if first.resumed and await agent.store.run_record(first.run_id) is not None:
         return None  # a resume replayed: its run is kept already
     tasks = runs.tasks
 
