@@ -112,16 +112,16 @@ async def _begin(
     agent: TurnRuntime,
     principal: Principal,
     session_id: str,
+    run_id: str,
     base_revision: int | None,
     on_pending_pause: OnPendingPause,
     on_busy: OnBusy = "reject",
     seen_holder: str | None = None,
-) -> tuple[RunStart, str]:
-    """Set the session's run marker, or raise why not; the run and its id. With
+) -> RunStart:
+    """Set the session's run marker for ``run_id``, or raise why not. With
     ``interrupt`` or ``rollback``, whatever turn holds the session is cancelled in
     the same transaction (`TurnInterrupts`)."""
     now = agent.clock()
-    run_id = uuid.uuid4().hex
     # Every check that can refuse the turn is in the statement that marks it
     # running, so the turn that may go on costs one write; a refused one reads why.
     request = RunRequest(
@@ -153,7 +153,7 @@ async def _begin(
             now=now,
             takes_over=takes_over,
         )
-    return start, run_id
+    return start
 
 
 async def _held(
@@ -163,13 +163,14 @@ async def _held(
     base_revision: int | None,
     on_pending_pause: OnPendingPause,
     on_busy: OnBusy,
-    held: tuple[RunStart, str] | None,
-) -> tuple[RunStart, str, AdmittedBudget | None]:
-    """The session held for the turn, its run id, and its budget if admitted already:
+    run_id: str,
+    held: RunStart | None,
+) -> tuple[RunStart, AdmittedBudget | None]:
+    """The session held for the turn as ``run_id``, and its budget if admitted already:
     a queued message's was when it was queued, and a takeover's is admitted before
     it cancels anything, so that a refused quota cancels nothing."""
     if held is not None:
-        return *held, admitted(agent.limits)
+        return held, admitted(agent.limits)
     if session_id is None:
         session_id = await agent.create_session(principal)
     budget, seen_holder = None, None
@@ -177,10 +178,10 @@ async def _held(
         seen = await owned_session(agent, session_id, principal)
         budget = admit_resume_budget(agent, IssuerScope(seen.principal, agent.name))
         seen_holder = seen.run_id
-    start, run_id = await _begin(
-        agent, principal, session_id, base_revision, on_pending_pause, on_busy, seen_holder
+    start = await _begin(
+        agent, principal, session_id, run_id, base_revision, on_pending_pause, on_busy, seen_holder
     )
-    return start, run_id, budget
+    return start, budget
 
 
 async def first_turn(
@@ -202,16 +203,29 @@ async def first_turn(
     this one begins (``enqueue`` is the caller's: `symfonic.turns.queue`).
     ``held``: the session already held for this turn and its run id (a queued
     message taken). A takeover stops it at its next step (`symfonic.turns.stopping`)."""
-    start, run_id, budget = await _held(
-        agent, principal, session_id, base_revision, on_pending_pause, on_busy, held
-    )
+    run_id = uuid.uuid4().hex if held is None else held[1]
+    # Findable before the marker is set: a takeover landing right after it stops this turn.
+    stopper = TurnStopper.of(agent.settlement.running, run_id)
+    try:
+        start, budget = await _held(
+            agent,
+            principal,
+            session_id,
+            base_revision,
+            on_pending_pause,
+            on_busy,
+            run_id,
+            None if held is None else held[0],
+        )
+    except BaseException:
+        stopper.ended()
+        raise
     session = start.session
     session_id = session.session_id
     scope = IssuerScope(session.principal, agent.name)
     turn = StartedTurn(agent.settlement, session_id, run_id, scope, session.revision, principal)
     lease = MarkerLease(agent.store, session_id, run_id, seconds=agent.run_lease, clock=agent.clock)
     failure: FailedTurn | None = None
-    stopper = TurnStopper.of(agent.settlement.running, run_id)
     try:
         budget = budget or admit_resume_budget(agent, scope)
         # Abandoned only once nothing can refuse the turn any more, so a refused
