@@ -192,6 +192,11 @@ def test_each_release_settles_what_the_other_wrote_through_the_migration(
             during.append(paused(n.url))
         said = migrating.communicate()[0]
         assert f"migrated from schema {release_n['ROLLING_N_HEAD']} to {SCHEMA_HEAD}" in said
+        floor = re.search(r"workers of schema (\d+) and later can run beside it", said)
+        assert floor is not None and floor[1] <= release_n["ROLLING_N_HEAD"], (
+            f"{said}: this tree's migrations leave release N unable to run beside them; "
+            "contracting changes wait for a later release (docs/deploy.md)"
+        )
         assert during, "N answered no turn while the migration ran"
         after = [paused(n.url)]
         with serving(

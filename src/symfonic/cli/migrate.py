@@ -48,7 +48,11 @@ def said(found: str | None) -> str:
         return f"is already at the newest schema ({SCHEMA_HEAD}); nothing to do"
     if found > SCHEMA_HEAD:
         return f"is at schema {found}, newer than this symfonic's {SCHEMA_HEAD}; nothing to do"
-    return f"migrated from schema {found} to {SCHEMA_HEAD}"
+    from symfonic.storage.migrate import oldest_beside
+
+    floor = oldest_beside()
+    beside = f"workers of schema {floor} and later" if floor else "no older workers"
+    return f"migrated from schema {found} to {SCHEMA_HEAD}; {beside} can run beside it"
 
 
 async def _migrate(url: str) -> str | None:

@@ -41,22 +41,27 @@ def head_revision() -> str:
     return head
 
 
+def oldest_beside() -> str:
+    """The oldest revision whose workers can run beside the newest schema: the newest that a
+    migration names as its ``oldest_beside`` ("" if none does)."""
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    scripts = ScriptDirectory.from_config(config).walk_revisions()
+    return max(str(getattr(script.module, "oldest_beside", "")) for script in scripts)
+
+
 def upgrade(connection: Connection) -> None:
     """Run pending migrations on ``connection``; a no-op at head or past it."""
     current = MigrationContext.configure(connection).get_current_revision()
     if current is not None and current >= head_revision():
         return
-    config = _config(connection)
-    command.upgrade(config, "head")
-    # Each migration names the oldest revision whose workers can run beside it.
-    scripts = ScriptDirectory.from_config(config).walk_revisions()
-    named = [getattr(script.module, "oldest_beside", "") for script in scripts]
+    command.upgrade(_config(connection), "head")
     connection.execute(
         sa.text(
             "INSERT INTO symfonic_meta (key, value) VALUES (:key, :value) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
         ),
-        {"key": OLDEST_BESIDE, "value": max(named).encode()},
+        {"key": OLDEST_BESIDE, "value": oldest_beside().encode()},
     )
 
 
