@@ -49,6 +49,7 @@ READS: dict[str, dict[str, str]] = {
         "followed by base64 (needed with --webhook)",
         "SYMFONIC_STORE": "store URL when --store is not given; it overrides the store the "
         "agents declare (default: theirs, else sqlite:///symfonic.db)",
+        "SYMFONIC_GRACE": "seconds work in flight has to finish on SIGTERM (default 30)",
         "OPENAI_API_KEY, ANTHROPIC_API_KEY": "read by the model provider an agent uses",
         **_TELEMETRY,
     },

@@ -53,8 +53,9 @@ from symfonic.storage.revision import NO_MIGRATE
 from symfonic.storage.sqlite_file import path_of
 
 if TYPE_CHECKING:
-    import uvicorn
     from fastapi import FastAPI
+
+    from symfonic.cli.serve_stop import GracefulServer
 
 # File descriptors kept for what is not a client connection: the store, logs, imports.
 RESERVED_FILES = 64
@@ -179,7 +180,7 @@ async def _serve_on(
     port = listener.getsockname()[1]
     max_connections = _announce(args, port, host, url, authenticator, served)
     app = _app(args, host, authenticator, served, telemetry)
-    server = _server(app, args, port, max_connections)
+    server = _server(app, args, host, (port, max_connections))
     async with anyio.create_task_group() as counting:
         if telemetry is not None and telemetry.metrics:
             pending = PendingPauses()
@@ -187,6 +188,8 @@ async def _serve_on(
             counting.start_soon(pending.keep_counting, host.store)
         await server.serve(sockets=[listener])
         counting.cancel_scope.cancel()
+    if host.draining is not None:
+        print(server.summary(), flush=True)
     return 0 if server.started else 1
 
 
@@ -247,22 +250,26 @@ def _app(
 
 
 def _server(
-    app: FastAPI, args: argparse.Namespace, port: int, max_connections: int
-) -> uvicorn.Server:
-    """uvicorn serving ``app``, every connection bounded (`symfonic.cli.connections`)."""
+    app: FastAPI, args: argparse.Namespace, host: ServiceHost, bound: tuple[int, int]
+) -> GracefulServer:
+    """uvicorn serving ``app``, every connection bounded (`symfonic.cli.connections`),
+    stopping gracefully (`symfonic.cli.serve_stop`)."""
     import uvicorn
 
+    from symfonic.cli.serve_stop import GracefulServer
+
+    port, max_connections = bound
     config = uvicorn.Config(
         app,
         host=args.host,
         port=port,
         log_level=args.log_level,
         log_config=log_config(args.log_format, args.log_level, uvicorn.config.LOGGING_CONFIG),
-        timeout_graceful_shutdown=10,
+        timeout_graceful_shutdown=args.grace,
         server_header=False,
         http=bounded_protocol(args.header_timeout, max_connections, app.state.stream_shares),
     )
-    return uvicorn.Server(config)
+    return GracefulServer(config, app, host)
 
 
 def _unopened(url: str, error: Exception) -> str:

@@ -5,6 +5,7 @@ before anything starts.
 from __future__ import annotations
 
 import argparse
+import os
 from datetime import timedelta
 
 from symfonic.agent.retention import RUN_EVENTS_TTL, parse_age
@@ -15,6 +16,9 @@ from symfonic.core.contracts.errors import ConfigurationError
 from symfonic.server.service.sweeper import SWEEP_INTERVAL
 from symfonic.server.transport.stream_shares import DEFAULT_MAX_STREAMS_PER_PRINCIPAL
 from symfonic.storage import DEFAULT_STORE
+
+GRACE = "SYMFONIC_GRACE"
+DEFAULT_GRACE = 30
 
 
 def add_serving_options(p: argparse.ArgumentParser) -> None:
@@ -46,6 +50,13 @@ def add_serving_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse to start on a store older than this version instead of migrating it "
         "(run `symfonic migrate` first; also SYMFONIC_NO_MIGRATE=1)",
+    )
+    p.add_argument(
+        "--grace",
+        type=_whole_seconds,
+        default=os.environ.get(GRACE, str(DEFAULT_GRACE)),  # parsed as the flag is
+        help=f"on SIGTERM or Ctrl-C, seconds the turns and resumes in flight have to finish "
+        f"before they are cancelled (default: {GRACE}, else {DEFAULT_GRACE})",
     )
     p.add_argument(
         "--insecure",
@@ -142,6 +153,12 @@ def _age(text: str) -> timedelta:
         return parse_age(text)
     except ConfigurationError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _whole_seconds(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of seconds")
+    return int(text)
 
 
 def _at_least_one(text: str) -> int:

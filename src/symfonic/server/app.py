@@ -158,7 +158,8 @@ def _lifespan(
 
     The audit's sealer, the sweeper (unless ``sweep_interval`` is 0), the live feed's
     watch, the background runs and the webhook dispatcher run under one task group;
-    shutdown cancels them, then closes the store.
+    shutdown cancels them, then closes the store. A draining host's runs are cancelled
+    as a cancel does, and its queued messages handed over, first.
     """
     sweep_interval, retention, run_events_ttl = sweeping
     feed, runs = watches
@@ -187,7 +188,10 @@ def _lifespan(
                 if dispatcher is not None:
                     await tasks.start(dispatcher.run)
                 yield
+                if host.draining is not None:  # the runs its grace did not see end
+                    host.draining.runs_cancelled = await runs.cancel_here()
                 tasks.cancel_scope.cancel()
+            await host.hand_over()
         finally:
             await host.aclose()
 

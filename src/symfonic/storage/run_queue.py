@@ -6,6 +6,7 @@ the session's row, so of any number of workers one takes it, and only the head.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from symfonic.core.contracts.run_events import CANCELLED
@@ -76,6 +77,12 @@ FREE_HEADS = Statement(
     " WHERE h.session_id = q.session_id) AND (s.run_id IS NULL OR s.run_lease < :now)"
     " AND NOT EXISTS (SELECT 1 FROM symfonic_pauses p WHERE p.session_id = q.session_id"
     " AND p.state = 'claimed') ORDER BY q.position LIMIT :limit"
+)
+
+HAND_OVER = Statement(
+    f"UPDATE symfonic_sessions SET run_id = {_HEAD.format(column='run_id')}, run_lease = :now"
+    " WHERE session_id = :session_id AND run_id IS NULL"
+    " AND EXISTS (SELECT 1 FROM symfonic_run_queue WHERE session_id = :session_id)"
 )
 
 
@@ -166,3 +173,14 @@ class SqlRunQueue(SqlTransactions):
             QueueHead(str(row["session_id"]), str(row["run_id"]), bool(row["lapsed"]))
             for row in rows
         ]
+
+    async def hand_over_queues(self, session_ids: Sequence[str], now: datetime) -> int:
+        async def hand_over(connection: Connection) -> int:
+            return sum(
+                [
+                    await connection.count(HAND_OVER, {"session_id": session_id, "now": now})
+                    for session_id in session_ids
+                ]
+            )
+
+        return await self.transaction(hand_over, "hand_over_queues") if session_ids else 0

@@ -75,6 +75,10 @@ async def run_next(
     when it is cancelled elsewhere). ``waiting``: handles given out when
     messages were queued here, which the runs they become finish.
     """
+    left = agent.settlement.left_for_others
+    if left is not None:  # this process is stopping: it starts nothing new
+        left.add(session_id)
+        return None
     now = agent.clock()
     lease_until = now + timedelta(seconds=agent.run_lease)
     taken = await agent.store.take_queued_turn(session_id, now, lease_until)

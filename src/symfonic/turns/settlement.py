@@ -75,6 +75,9 @@ class Settlement:
         # How to stop each background run this process runs, by run id: a turn that
         # takes its session over here stops it at once (symfonic.turns.start).
         self.running: dict[str, Callable[[], None]] = {}
+        # Set while this process stops: the sessions whose next queued message it
+        # did not take, left for another worker's sweep.
+        self.left_for_others: set[str] | None = None
 
     def paused_event(self, result: KernelResult, *, now: datetime) -> TurnPausedEvent:
         """The frame announcing a pause, with a freshly minted id and token."""

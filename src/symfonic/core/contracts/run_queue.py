@@ -6,6 +6,7 @@ the message, so a message is taken at most once and never lost.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -81,4 +82,10 @@ class RunQueue(Protocol):
         """The heads of up to ``limit`` queues whose session no turn holds (no run
         marker, or one whose lease lapsed, and no claimed pause): those a sweep may
         take."""
+        ...
+
+    async def hand_over_queues(self, session_ids: Sequence[str], now: datetime) -> int:
+        """Mark each free session among ``session_ids`` as held by its queue's head with
+        a lease that lapsed at ``now``, as if the worker holding it had died, so the
+        next sweep of any worker takes the head; how many, in one transaction."""
         ...

@@ -1,7 +1,7 @@
-"""`GET /v1/pauses`, `POST /v1/pauses/{id}/reassign` and `GET /v1/health`.
+"""`GET /v1/pauses`, `POST /v1/pauses/{id}/reassign` and `GET /v1/health` with its probes.
 
 A listing shows only the pauses this principal may answer; health is 503 while the store
-cannot write.
+cannot write, readiness also while the worker stops, liveness never.
 """
 
 from datetime import UTC, datetime
@@ -10,12 +10,12 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Path, Query
 
-from symfonic.core.contracts.errors import StoreUnavailable
+from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 from symfonic.core.contracts.pause_views import PauseList, PauseView
 from symfonic.core.contracts.principal import Principal
 from symfonic.server.http.pause_cursor import decode_cursor, encode_cursor
 from symfonic.server.http.pause_details import detailed
-from symfonic.server.http.schemas import Health, PauseQuery, ReassignRequest
+from symfonic.server.http.schemas import Health, PauseQuery, Probe, ReassignRequest
 from symfonic.server.http.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.server.service.host import ServiceHost
 from symfonic.server.service.pause_listing import MAX_LIMIT, PauseFilters, pause_page
@@ -45,6 +45,13 @@ REASSIGN_RESPONSES[409] = {
     **REASSIGN_RESPONSES[409],
     "description": "`pause_not_pending`: the pause was answered, expired or abandoned.",
 }
+
+
+class WorkerStopping(RequestError):
+    """This worker stops: readiness sends new work to the others."""
+
+    code = "worker_stopping"
+    status = 503
 
 
 async def _listed(host: ServiceHost, principal: Principal, query: PauseQuery) -> PauseList:
@@ -124,3 +131,33 @@ async def health(service: Service) -> Health:
         audit_unsealed=audit.unsealed,
         audit_unsealed_seconds=round(audit.unsealed_seconds(datetime.now(UTC)), 3),
     )
+
+
+@router.get(
+    "/health/live",
+    response_model=Probe,
+    tags=["service"],
+    summary="200 while the process answers (a liveness probe)",
+)
+async def live() -> Probe:
+    return Probe(status="ok")
+
+
+@router.get(
+    "/health/ready",
+    response_model=Probe,
+    responses=documented(503),
+    tags=["service"],
+    summary="200 when this worker can serve now: its store answers, migrated, and it is "
+    "not stopping (a readiness probe)",
+)
+async def ready(service: Service) -> Probe:
+    if service.host.draining is not None:
+        raise WorkerStopping("this worker is stopping; send new requests to another worker")
+    try:
+        with anyio.fail_after(HEALTH_TIMEOUT):
+            host = await service.ready()  # opening the store migrates it, or refuses
+            await host.store.ping()
+    except TimeoutError as error:
+        raise StoreUnavailable("the store did not answer in time") from error
+    return Probe(status="ok")

@@ -288,6 +288,10 @@ class TurnOutcome(BaseModel):
         )
 
 
+class Probe(BaseModel):
+    status: Literal["ok"]
+
+
 class Health(BaseModel):
     status: Literal["ok"]
     audit_unsealed: int = Field(

@@ -6,7 +6,9 @@ its token names, on any worker.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import anyio
@@ -23,6 +25,18 @@ from symfonic.core.contracts.store import PruneReport, Store, SweepReport
 from symfonic.storage import open_store
 from symfonic.turns.resolve import ResolvedPause, resolve_row
 
+logger = logging.getLogger("symfonic.http")
+
+
+@dataclass
+class Draining:
+    """A stopping worker: the sessions whose next queued message it left to the others,
+    how many of those it handed over, and the background runs it cancelled."""
+
+    sessions: set[str] = field(default_factory=set)
+    queued: int = 0
+    runs_cancelled: int = 0
+
 
 class ServiceHost:
     def __init__(self, agents: Sequence[SymfonicAgent], store: str | Store | None = None) -> None:
@@ -38,6 +52,7 @@ class ServiceHost:
         self._store: Store | None = None
         self._owns_store = False
         self._lock = anyio.Lock()
+        self.draining: Draining | None = None
 
     def __repr__(self) -> str:
         return f"ServiceHost(agents={sorted(self.agents)!r})"
@@ -81,6 +96,26 @@ class ServiceHost:
             if self._store is not None:
                 await self._close(self._store)
             self._store = None
+
+    def drain(self) -> Draining:
+        """Stop: readiness says so, and no queued message starts here any more."""
+        if self.draining is None:
+            self.draining = Draining()
+            for agent in self.agents.values():
+                agent.settlement.left_for_others = self.draining.sessions
+        return self.draining
+
+    async def hand_over(self) -> None:
+        """Leave the queued messages this stopping worker did not start to the next
+        sweep of any other worker, at once rather than once two sweeps agree."""
+        draining = self.draining
+        if draining is None or not draining.sessions:
+            return
+        try:
+            now = self.agents[self.default_agent].clock()
+            draining.queued = await self.store.hand_over_queues(sorted(draining.sessions), now)
+        except Exception as error:  # the sweeps take them all the same, a pass later
+            logger.warning("could not hand over the queued messages left here: %s", error)
 
     async def _close(self, store: Store) -> None:
         # The first agent may own the store: close the others before it.

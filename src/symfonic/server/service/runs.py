@@ -175,6 +175,23 @@ class WorkerRuns:
         if record is not None and record.state in _STOPPED and stop is not None:
             stop()
 
+    @property
+    def running_here(self) -> int:
+        """How many background runs run on this worker now."""
+        return len(self._local)
+
+    async def cancel_here(self) -> int:
+        """Cancel, as a cancel does, each run still running here (this worker stops);
+        how many. A run whose cancel cannot be written fails once its lease lapses."""
+        running = list(self._local.items())
+        for run_id, handle in running:
+            try:
+                await self._host.store.cancel_run(run_id, self._agent.clock())
+            except Exception as error:
+                logger.warning("a background run could not be cancelled: %s", error)
+            handle.stop()
+        return len(running)
+
     async def cancel(self, run_id: str, principal: Principal) -> RunRecord:
         """Cancel the run on whichever worker runs it (the agent's cancel, whose store
         logs the pause it abandons), and stop it now if it runs here."""

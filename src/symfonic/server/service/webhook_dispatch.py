@@ -75,6 +75,9 @@ class WebhookDispatcher:
         self._ended_event = anyio.Event()
         self._circuits: dict[str, Destination] = {}
         self._pruned_at: datetime | None = None
+        # Deliveries being sent, by id: the ones a stop cuts short are let go at once.
+        self._sending: dict[int, tuple[LeasedDelivery, str]] = {}
+        self.released = 0
 
     @property
     def _outbox(self) -> WebhookOutbox:
@@ -98,8 +101,17 @@ class WebhookDispatcher:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Register, then send what is due until cancelled."""
+        """Register, then send what is due until cancelled; then let go of the
+        deliveries still being sent, for any worker to send again at once."""
         await self.register()
+        settings = self.settings
+        try:
+            await self._send_until_cancelled(task_status)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(settings.timeout):
+                await self._let_go()
+
+    async def _send_until_cancelled(self, task_status: anyio.abc.TaskStatus[None]) -> None:
         settings = self.settings
         size = settings.concurrency
         async with (
@@ -139,7 +151,7 @@ class WebhookDispatcher:
     ) -> None:
         """Lease and send until every due destination is drained or has no free sender."""
         store, settings = self._outbox, self.settings
-        while sum(self._in_flight.values()) < settings.concurrency:
+        while self._host.draining is None and sum(self._in_flight.values()) < settings.concurrency:
             now = self._clock()
             room = [url for url in self._urls if self._in_flight[url] < settings.per_destination]
             due = await store.due_destinations(room, now)
@@ -204,6 +216,7 @@ class WebhookDispatcher:
         self, client: aiohttp.ClientSession, leased: LeasedDelivery, lease_id: str
     ) -> None:
         url = leased.delivery.url
+        self._sending[leased.delivery.id] = (leased, lease_id)
         try:
             status, error = await attempt(
                 client,
@@ -216,10 +229,33 @@ class WebhookDispatcher:
         except Exception as failure:
             # Not the receiver's doing: the lease lapses and the delivery is sent again.
             logger.warning("a webhook delivery to %s could not be sent: %s", url, failure)
+            self._sending.pop(leased.delivery.id, None)
             self._release([url])
             return
+        self._sending.pop(leased.delivery.id, None)
         self._ended.append(_Ended(leased, lease_id, status, error))
         self._ended_event.set()
+
+    async def _let_go(self) -> None:
+        """Give up the leases of the deliveries whose sending was cut short: each is due
+        again now, for any worker, instead of once its lease lapses."""
+        cut, self._sending = list(self._sending.values()), {}
+        now = self._clock()
+        undone = [
+            DeliverySettlement(
+                leased.delivery.id,
+                lease_id,
+                DeliveryState.PENDING,
+                now,
+                now,
+                error="the worker sending it stopped before the receiver answered",
+            )
+            for leased, lease_id in cut
+        ]
+        try:
+            self.released = sum(await self._outbox.settle_deliveries(undone))
+        except Exception as error:
+            logger.warning("%d webhook leases lapse instead: %s", len(undone), error)
 
     def _release(self, urls: Sequence[str]) -> None:
         for url in urls:

@@ -83,6 +83,14 @@ class StreamShares:
         if not slots:
             del self._open[slot.principal]
 
+    def close_idle(self) -> int:
+        """Close every idle stream (a feed): its client reconnects, to another worker
+        once this one stops; how many."""
+        idle = [s for slots in self._open.values() for s in slots if s.idle and s.connection]
+        for slot in idle:
+            slot.displace()
+        return len(idle)
+
     def heaviest(self) -> tuple[int, StreamSlot | None]:
         """How many streams the heaviest holder of an idle stream holds, and its oldest idle one.
 
