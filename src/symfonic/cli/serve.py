@@ -189,7 +189,7 @@ async def _serve_on(
         await server.serve(sockets=[listener])
         counting.cancel_scope.cancel()
     if host.draining is not None:
-        print(server.summary(), flush=True)
+        print(server.summary(), file=sys.stderr, flush=True)
     return 0 if server.started else 1
 
 
