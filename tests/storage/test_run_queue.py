@@ -3,7 +3,7 @@
 Several workers asking at once for a session's next message take it once
 between them, and only ever the head; a session held by a turn, or waiting on a
 pause its head refuses, gives nothing; a cancelled message leaves the queue and
-its run reads ``cancelled``.
+its run reads ``cancelled``; a queue a stopping worker hands over reads as lapsed.
 """
 
 from __future__ import annotations
@@ -131,3 +131,23 @@ async def test_a_cancelled_message_leaves_the_queue(store: Store) -> None:
     taken = await take(store, session_id)
     assert taken is not None and taken.turn.message == "two"
     assert not await store.cancel_queued_turn(second, T0)  # taken: too late
+
+
+async def test_a_free_queue_handed_over_reads_lapsed_and_a_held_one_is_left_be(
+    store: Store,
+) -> None:
+    free, held = await session(store), await session(store)
+    request = RunRequest(held, "turn-1", now=T0, lease_until=T0 + LEASE)
+    assert await store.begin_run(request) is not None
+    run_id = await queued(store, free, "next")
+    await queued(store, held, "after the turn")
+    (head,) = await store.free_queue_heads(T0, 10)
+    assert (head.session_id, head.lapsed) == (free, False)  # the ending worker's, first
+    nothing = await session(store)
+    assert await store.hand_over_queues([free, held, nothing], T0) == 1
+    later = T0 + timedelta(seconds=1)
+    (head,) = await store.free_queue_heads(later, 10)
+    assert (head.session_id, head.run_id, head.lapsed) == (free, run_id, True)
+    taken = await take(store, free, later)
+    assert taken is not None and taken.turn.run_id == run_id
+    assert await take(store, held, later) is None  # still its turn's
