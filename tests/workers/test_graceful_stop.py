@@ -201,8 +201,10 @@ async def test_background_work_queued_messages_and_webhooks_are_left_to_the_othe
     postgres_url: str, tmp_path: Path
 ) -> None:
     with receiving() as receiver:
-        receiver.hold = 60.0  # the first attempt stays open until A lets it go
+        receiver.hold = 120.0  # the first attempt stays open until A lets it go
+        # A 60 s timeout (a 120 s lease): only A's stop lets the attempt go in time.
         hook = ("--webhook", receiver.url, "--webhook-event", "pause.created")
+        hook += ("--webhook-timeout", "60")
         with worker(tmp_path, postgres_url, "a", "--grace", "10", *hook) as a:
             async with httpx.AsyncClient(base_url=a.url, headers=ALICE, timeout=30) as on_a:
                 asked = await session(on_a)
@@ -222,17 +224,17 @@ async def handed_over(tmp_path: Path, a: Server, b: Server, receiver: Receiver) 
         attached, background = await session(on_a), await session(on_a)
         turns = f"/v1/sessions/{attached}/turns"
         ran = await on_a.post(
-            f"/v1/sessions/{background}/turns", json={"message": "bg 2", "background": True}
+            f"/v1/sessions/{background}/turns", json={"message": "bg 3", "background": True}
         )
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(streamed, on_a, turns, {"message": "w 2"})
-            await until_started(tmp_path, "w 2", "bg 2")
+            tasks.start_soon(streamed, on_a, turns, {"message": "w 3"})
+            await until_started(tmp_path, "w 3", "bg 3")
             queued = await on_b.post(turns, json={"message": "q 0", "on_busy": "enqueue"})
             a.process.send_signal(signal.SIGTERM)
         assert await exited(a, within=10) == 0
         left_at = time.monotonic()
-        await receiver.wait_for(2, within=5)
-        with anyio.fail_after(3 + 5):  # one of B's sweeps, and the turn
+        await receiver.wait_for(2, within=10)
+        with anyio.fail_after(3 + 10):  # one of B's sweeps, and the turn
             while True:
                 run = (await on_b.get(f"/v1/runs/{queued.json()['run_id']}")).json()
                 if run["state"] not in {"queued", "running"}:
@@ -240,7 +242,7 @@ async def handed_over(tmp_path: Path, a: Server, b: Server, receiver: Receiver) 
                 await anyio.sleep(0.05)
         took = time.monotonic() - left_at
         background_run = (await on_b.get(f"/v1/runs/{ran.json()['run_id']}")).json()
-    assert run["state"] == "complete" and took < 3 + 5
+    assert run["state"] == "complete" and took < 3 + 10
     assert [(w, pid) for w, note, pid in noted(tmp_path) if note == "q 0"] == [
         ("started", b.process.pid)
     ]

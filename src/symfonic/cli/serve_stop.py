@@ -41,6 +41,8 @@ class GracefulServer(uvicorn.Server):
             )
             os._exit(128 + sig)
         self._host.drain()  # readiness says 503 from now on
+        self.in_flight = len(self.server_state.tasks)
+        self.background = self._app.state.symfonic.runs.running_here
         self.should_exit = True
 
     @contextlib.contextmanager
@@ -54,9 +56,7 @@ class GracefulServer(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await asyncio.sleep(min(READY_DRAIN, self.config.timeout_graceful_shutdown or 0))
-        closed = self._app.state.stream_shares.close_idle()
-        self.in_flight = max(len(self.server_state.tasks) - closed, 0)
-        self.background = self._app.state.symfonic.runs.running_here
+        self.in_flight -= self._app.state.stream_shares.close_idle()
         await super().shutdown(sockets)
 
     async def _wait_tasks_to_complete(self) -> None:
@@ -80,7 +80,7 @@ class GracefulServer(uvicorn.Server):
         released = 0 if dispatcher is None else dispatcher.released
         grace = self.config.timeout_graceful_shutdown
         return (
-            f"symfonic serve: stopped: {_n(self.in_flight - self.cut, 'request')} and "
+            f"symfonic serve: stopped: {_n(max(self.in_flight - self.cut, 0), 'request')} and "
             f"{_n(self.background - cancelled_runs, 'background run')} finished, "
             f"{self.cut} and {cancelled_runs} cancelled after the {grace:g} s grace; handed "
             f"{_n(queued, 'queued message')} and {_n(released, 'webhook delivery')} to the "
