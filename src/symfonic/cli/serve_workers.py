@@ -39,10 +39,16 @@ def supervise(args: argparse.Namespace, work: Callable[[argparse.Namespace], int
             with suppress(ProcessLookupError):  # it has ended already
                 os.kill(pid, signum)
 
+    def start(number: int) -> None:
+        pid = _fork(args, work)
+        workers[pid] = number
+        if stopping:  # the signal came while it was forked
+            os.kill(pid, stopping[-1])
+
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     for number in range(count):
-        workers[_fork(args, work)] = number
+        start(number)
     print(
         f"symfonic serve: {count} workers on "
         f"{base_url(args.host, listener.getsockname()[1])}; one that dies is started again",
@@ -59,7 +65,7 @@ def supervise(args: argparse.Namespace, work: Callable[[argparse.Namespace], int
             forward(signal.SIGTERM, None)
             continue
         print(f"symfonic serve: worker {pid} ended ({_said(status)}); starting another", flush=True)
-        workers[_fork(args, work)] = number
+        start(number)
     return code
 
 
