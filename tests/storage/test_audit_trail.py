@@ -233,6 +233,31 @@ async def test_concurrent_writers_and_sealers_never_share_a_place(
     assert len({r.prev_hash for r in trail}) == 320
     assert sum(r.event == "asked" for r in trail) == 160
     assert await verify_log(other) == (320, None)
+    await _tamper_and_verify(store_url, other, trail)
+
+
+async def _tamper_and_verify(store_url: str, store: Any, trail: list[AuditRecord]) -> None:
+    """A record inserted past the head, one deleted and one changed: each found, first first."""
+    forged = replace(trail[-1], sequence=321, prev_hash=trail[-1].hash, principal="mallory")
+    forged = replace(forged, hash=forged.computed_hash())  # whoever forges can hash too
+    values = ", ".join("NULL" if v is None else repr(v) for v in asdict(forged).values())
+    columns = ", ".join(asdict(forged))
+    await tamper(store_url, f"INSERT INTO symfonic_audit ({columns}) VALUES ({values})")
+    broken = (await verify_log(store))[1]
+    assert broken is not None and broken.message == (
+        "record 321 was inserted after the fact: the chain ends at record 320"
+    )
+    asked = [r.sequence for r in trail if r.pause_id]  # the other process's have no pause
+    deleted, changed = asked[len(asked) * 2 // 3], asked[len(asked) // 3]
+    for n, change in (
+        (deleted, "DELETE FROM symfonic_audit"),
+        (changed, "UPDATE symfonic_audit SET principal = 'mallory'"),
+    ):
+        where = f"pause_id = '{trail[n - 1].pause_id}' AND event = '{trail[n - 1].event}'"
+        await tamper(store_url, f"{change} WHERE {where}")
+        checked, broken = await verify_log(store)
+        assert checked == n - 1 and broken is not None and broken.sequence == n
+    assert broken is not None and "changed after" in broken.message
 
 
 async def test_a_sweep_expiring_500_pauses_in_one_statement_chains_500_records(
@@ -257,7 +282,7 @@ async def test_verify_names_an_edited_record(store: Any, store_url: str) -> None
     for _ in range(3):
         await claimed(store, session_id)
     await store.seal_audit()
-    await tamper(store_url, "UPDATE symfonic_audit SET principal = 'mallory' WHERE sequence = 4")
+    await tamper(store_url, "UPDATE symfonic_audit SET principal = 'mallory' WHERE sequence = -4")
     checked, broken = await verify_log(store)
     assert checked == 3 and broken is not None and broken.sequence == 4
     assert "record 4 (answered" in broken.message and "changed" in broken.message
@@ -267,18 +292,17 @@ async def test_verify_names_a_deleted_record_and_a_removed_tail(store: Any, stor
     session_id = await new_session(store)
     for _ in range(3):
         await claimed(store, session_id)
-    await store.seal_audit()
-    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence = 3")
+    trail = await records(store)
+    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence = -3")
     broken = (await verify_log(store))[1]
     assert broken is not None and broken.message == "record 3 was removed"
-    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence < 3")
+    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence >= -2")
     broken = (await verify_log(store))[1]
     assert broken is not None and broken.message == "records 1 to 3 were removed"
-    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence >= 5")
+    await tamper(store_url, "DELETE FROM symfonic_audit WHERE sequence <= -5")
     await tamper(
         store_url,
-        "UPDATE symfonic_audit_head SET anchor_sequence = 3, anchor_hash ="
-        " (SELECT prev_hash FROM symfonic_audit WHERE sequence = 4)",
+        f"UPDATE symfonic_audit_head SET anchor_sequence = 3, anchor_hash = '{trail[2].hash}'",
     )
     broken = (await verify_log(store))[1]
     assert broken is not None and broken.message == "records 5 to 6 were removed"

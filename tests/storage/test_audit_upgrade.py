@@ -20,7 +20,7 @@ from alembic.config import Config
 from symfonic.core.contracts.audit import verify_log
 from symfonic.core.contracts.types import InteractionKind
 from symfonic.storage import migrate, open_store
-from symfonic.storage.audit_log import register_audit_hash
+from symfonic.storage.audit_log import _chained_hash, register_audit_hash
 from test_store_pauses import T0, claim_of, claimed, new_session, paused
 
 pytestmark = pytest.mark.anyio
@@ -62,6 +62,24 @@ def _written_at(revision: str, connection: sa.Connection) -> None:
     )
 
 
+def _sealed_at_0024(connection: sa.Connection) -> None:
+    """Records sealed one UPDATE each, as the sealer of 0024 did, and two left unsealed."""
+    _written_at("0024", connection)
+    unsealed = "SELECT * FROM symfonic_audit WHERE sequence < 0 ORDER BY sequence DESC LIMIT 3"
+    head = connection.execute(sa.text("SELECT sequence, hash FROM symfonic_audit_head")).one()
+    sequence, prev = head
+    seal = sa.text(
+        "UPDATE symfonic_audit SET sequence = :s, prev_hash = :p, hash = :h WHERE sequence = :u"
+    )
+    for row in connection.execute(sa.text(unsealed)).mappings().all():
+        sequence += 1
+        hashed = _chained_hash(row, sequence, prev)
+        connection.execute(seal, {"s": sequence, "p": prev, "h": hashed, "u": row["sequence"]})
+        prev = hashed
+    moved = {"s": sequence, "h": prev}
+    connection.execute(sa.text("UPDATE symfonic_audit_head SET sequence = :s, hash = :h"), moved)
+
+
 def _declined_at_0021(connection: sa.Connection) -> None:
     """An MCP server's form asked and declined, by the triggers that knew only cancelled."""
     _written_at("0016", connection)
@@ -100,13 +118,17 @@ async def _old_store(store_url: str, written: Any) -> None:
 
 
 # 0016: migration 0015's row triggers; 0023: each record chained in its transaction
-# under the head row's lock, as the release before sealing wrote them.
-@pytest.mark.parametrize("revision", ["0016", "0023"])
+# under the head row's lock, as the release before sealing wrote them; 0024: three sealed
+# one UPDATE each, two waiting for a seal.
+@pytest.mark.parametrize("revision", ["0016", "0023", "0024"])
 async def test_records_written_before_and_after_the_upgrade_verify_as_one_chain(
     store_url: str, revision: str
 ) -> None:
-    await _old_store(store_url, partial(_written_at, revision))
+    written = _sealed_at_0024 if revision == "0024" else partial(_written_at, revision)
+    await _old_store(store_url, written)
     async with open_store(store_url) as store:  # opening upgrades the schema to head
+        waiting = await store.seal_audit()  # what the old release left unsealed
+        assert waiting == (2 if revision == "0024" else 0)
         before: Any = await store.audit_records(after=0, limit=100)
         assert [(r.event, r.pause_id) for r in before] == [
             ("asked", "p0"), ("asked", "p1"), ("asked", "p2"),

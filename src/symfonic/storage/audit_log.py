@@ -1,16 +1,18 @@
 """The audit trail in SQL: records appended unsealed in the change's transaction, sealed later.
 
-A record is inserted with a negative `sequence` (migration 0024); a seal gives it its place,
-`prev_hash` and `hash` under the head row's lock, so no change's transaction waits on the head.
+A record keeps the negative number it was inserted with; a seal is one row of
+`symfonic_audit_seals` that gives a batch its places and hashes under the head row's lock.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, fields
+from typing import Any
 
 import rfc8785
 
@@ -24,44 +26,84 @@ SEAL_BATCH = 1000
 _RECORD_COLUMNS = ", ".join(f.name for f in fields(AuditRecord))
 _ENTRY_COLUMNS = tuple(f.name for f in fields(AuditEntry))
 _HASHED = tuple(f.name for f in fields(AuditRecord) if f.name != "hash")
+# A JSON list of numbers, as a set SQL can test membership in.
+_LISTED = {
+    Dialect.SQLITE: "(SELECT value FROM json_each(:{}))",
+    Dialect.POSTGRESQL: (
+        "(SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(:{} AS json)))"
+    ),
+}
 
 APPEND = Statement(
     f"INSERT INTO symfonic_audit_intake ({', '.join(_ENTRY_COLUMNS)})"
     f" VALUES ({', '.join(':' + c for c in _ENTRY_COLUMNS)})"
 )
+# Records sealed before seals were rows of their own hold their place in `sequence`.
 RECORDS = Statement(
     f"SELECT {_RECORD_COLUMNS} FROM symfonic_audit WHERE sequence > :after AND sequence > 0"
     " AND (CAST(:since AS TEXT) IS NULL OR at >= :since) ORDER BY sequence LIMIT :limit"
 )
+SEALS = Statement(
+    "SELECT sequence, prev_hash, records FROM symfonic_audit_seals WHERE sequence > :after"
+    " ORDER BY sequence LIMIT 8"
+)
+LISTED = {
+    d: Statement(
+        f"SELECT {_RECORD_COLUMNS} FROM symfonic_audit WHERE sequence IN {s.format('numbers')}"
+    )
+    for d, s in _LISTED.items()
+}
+_NEW = "sequence < h.sealed_below"
 ANCHOR = Statement(
     "SELECT sequence, hash, anchor_sequence, anchor_hash,"
-    " (SELECT count(*) FROM symfonic_audit WHERE sequence < 0) AS unsealed,"
-    " (SELECT min(at) FROM symfonic_audit WHERE sequence < 0) AS unsealed_since"
-    " FROM symfonic_audit_head WHERE id = 1"
+    f" (SELECT count(*) FROM symfonic_audit WHERE {_NEW}) AS unsealed,"
+    f" (SELECT min(at) FROM symfonic_audit WHERE {_NEW}) AS unsealed_since"
+    " FROM symfonic_audit_head h WHERE id = 1"
 )
-# The head's lock is what makes two sealers take turns: SQLite's write lock, PostgreSQL's row lock.
+# The head's lock is what makes two sealers take turns: SQLite's write lock, PostgreSQL's row
+# lock. PostgreSQL's snapshot says which skipped numbers can no longer commit.
+_HEAD = "SELECT sequence, hash, sealed_below, gaps"
 SEALED_HEAD = {
-    Dialect.SQLITE: Statement("SELECT sequence, hash FROM symfonic_audit_head WHERE id = 1"),
+    Dialect.SQLITE: Statement(f"{_HEAD}, 0 AS done FROM symfonic_audit_head WHERE id = 1"),
     Dialect.POSTGRESQL: Statement(
-        "SELECT sequence, hash FROM symfonic_audit_head WHERE id = 1 FOR UPDATE"
+        f"{_HEAD}, CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS done"
+        " FROM symfonic_audit_head WHERE id = 1 FOR UPDATE"
     ),
 }
+_ASKED = {
+    Dialect.SQLITE: "0",
+    Dialect.POSTGRESQL: "CAST(pg_snapshot_xmax(pg_current_snapshot()) AS text)",
+}
 # Unsealed numbers fall as records are written: the oldest is the one nearest zero.
-UNSEALED = Statement(
-    f"SELECT {_RECORD_COLUMNS} FROM symfonic_audit WHERE sequence < 0"
-    " ORDER BY sequence DESC LIMIT :limit"
+UNSEALED = {
+    d: Statement(
+        f"SELECT {_RECORD_COLUMNS}, {_ASKED[d]} AS asked FROM symfonic_audit"
+        f" WHERE sequence < :below OR sequence IN {s.format('gaps')}"
+        " ORDER BY sequence DESC LIMIT :limit"
+    )
+    for d, s in _LISTED.items()
+}
+ANY_UNSEALED = Statement(
+    "SELECT 1 FROM symfonic_audit_head h WHERE id = 1 AND (gaps <> '{}' OR EXISTS"
+    " (SELECT 1 FROM symfonic_audit WHERE sequence < h.sealed_below))"
 )
-ANY_UNSEALED = Statement("SELECT sequence FROM symfonic_audit WHERE sequence < 0 LIMIT 1")
 SEAL = Statement(
-    "UPDATE symfonic_audit SET sequence = :sequence, prev_hash = :prev_hash, hash = :hash"
-    " WHERE sequence = :unsealed"
+    "INSERT INTO symfonic_audit_seals (sequence, prev_hash, records, until)"
+    " VALUES (:sequence, :prev_hash, :records, :until)"
 )
 MOVE_HEAD = Statement(
-    "UPDATE symfonic_audit_head SET sequence = :sequence, hash = :hash WHERE id = 1"
+    "UPDATE symfonic_audit_head SET sequence = :sequence, hash = :hash,"
+    " sealed_below = :below, gaps = :gaps WHERE id = 1"
 )
 LAST_BEFORE = Statement(
     "SELECT sequence, hash FROM symfonic_audit WHERE at < :before AND sequence > 0"
     " ORDER BY sequence DESC LIMIT 1"
+)
+# The seals a prune reaches: those stamped wholly before the time, and the first that is not.
+PRUNED_SEALS = Statement(
+    "SELECT sequence, records, until FROM symfonic_audit_seals WHERE sequence <= coalesce("
+    "(SELECT min(sequence) FROM symfonic_audit_seals WHERE until >= :before),"
+    " (SELECT max(sequence) FROM symfonic_audit_seals)) ORDER BY sequence"
 )
 MOVE_ANCHOR = Statement(
     "UPDATE symfonic_audit_head SET anchor_sequence = :sequence, anchor_hash = :hash"
@@ -70,6 +112,12 @@ MOVE_ANCHOR = Statement(
 DELETE_THROUGH = Statement(
     "DELETE FROM symfonic_audit WHERE sequence > 0 AND sequence <= :sequence"
 )
+SEALS_THROUGH = Statement("SELECT records FROM symfonic_audit_seals WHERE sequence <= :sequence")
+DELETE_SEALS = Statement("DELETE FROM symfonic_audit_seals WHERE sequence <= :sequence")
+DELETE_LISTED = {
+    d: Statement(f"DELETE FROM symfonic_audit WHERE sequence IN {s.format('numbers')}")
+    for d, s in _LISTED.items()
+}
 
 
 def _hash_record(record_json: str) -> str:
@@ -93,8 +141,8 @@ def _chained_hash(row: Row, sequence: int, prev_hash: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def record_of(row: Row) -> AuditRecord:
-    values = {f.name: row[f.name] for f in fields(AuditRecord)}
+def record_of(row: Row, **place: object) -> AuditRecord:
+    values = {f.name: row[f.name] for f in fields(AuditRecord)} | place
     values["sequence"] = int(values["sequence"])
     return AuditRecord(**values)
 
@@ -102,6 +150,19 @@ def record_of(row: Row) -> AuditRecord:
 async def append(connection: Connection, entry: AuditEntry) -> None:
     """Append ``entry`` inside the caller's transaction, which it commits or rolls back with."""
     await connection.count(APPEND, asdict(entry))
+
+
+def _gaps(head: Row, rows: Sequence[Row]) -> tuple[int, dict[str, str]]:
+    """The new ``sealed_below`` and the numbers still to wait for: skipped ones that an
+    open transaction may yet commit, known gone once the oldest open id passes theirs."""
+    below, taken = int(head["sealed_below"]), {int(r["sequence"]) for r in rows}
+    gaps = {n: x for n, x in json.loads(head["gaps"]).items() if int(x) > int(head["done"])}
+    new = [n for n in taken if n < below]
+    if new:
+        asked = str(rows[-1]["asked"])
+        gaps |= {str(n): asked for n in range(min(new) + 1, below) if n not in taken}
+        below = min(new)
+    return below, {n: x for n, x in gaps.items() if int(n) not in taken}
 
 
 class SqlAuditLog(SqlTransactions):
@@ -126,25 +187,61 @@ class SqlAuditLog(SqlTransactions):
 
     async def _seal_batch(self, connection: Connection) -> int:
         (head,) = await connection.rows(SEALED_HEAD[self.dialect], {})
-        rows = await connection.rows(UNSEALED, {"limit": SEAL_BATCH})
+        gaps = [int(n) for n in json.loads(head["gaps"])]
+        params = {"below": head["sealed_below"], "gaps": json.dumps(gaps), "limit": SEAL_BATCH}
+        rows = await connection.rows(UNSEALED[self.dialect], params)
+        below, waiting = _gaps(head, rows)
         if not rows:
+            if waiting != json.loads(head["gaps"]):
+                kept = {"sequence": head["sequence"], "hash": head["hash"], "below": below}
+                await connection.count(MOVE_HEAD, kept | {"gaps": json.dumps(waiting)})
             return 0
         sequence, prev_hash = int(head["sequence"]), head["hash"]
-        seals = []
+        listed = []
         for row in rows:
             sequence += 1
-            sealed = {"unsealed": row["sequence"], "sequence": sequence, "prev_hash": prev_hash}
-            prev_hash = sealed["hash"] = _chained_hash(row, sequence, prev_hash)
-            seals.append(sealed)
-        await connection.each(SEAL, seals)
-        await connection.count(MOVE_HEAD, {"sequence": sequence, "hash": prev_hash})
-        return len(seals)
+            prev_hash = _chained_hash(row, sequence, prev_hash)
+            listed.append([int(row["sequence"]), prev_hash])
+        seal = {"sequence": sequence, "prev_hash": head["hash"], "records": json.dumps(listed)}
+        await connection.count(SEAL, seal | {"until": max(r["at"] for r in rows)})
+        moved = {"sequence": sequence, "hash": prev_hash, "below": below}
+        await connection.count(MOVE_HEAD, moved | {"gaps": json.dumps(waiting)})
+        return len(rows)
 
     async def audit_records(
         self, *, after: int = 0, limit: int = 100, since: str | None = None
     ) -> list[AuditRecord]:
         params = {"after": after, "limit": limit, "since": since}
-        return await self.read_converted(RECORDS, params, _records, "audit_records")
+        found = await self.read_converted(RECORDS, params, _records, "audit_records")
+        seals_after = after
+        while True:
+            seals = await self.read_rows(SEALS, {"after": seals_after}, "audit_records")
+            for seal in seals:
+                found += [
+                    r
+                    for r in await self._sealed(seal)
+                    if r.sequence > after and (since is None or r.at >= since)
+                ]
+            if len(seals) < 8 or len(found) >= limit:
+                return sorted(found, key=lambda r: r.sequence)[:limit]
+            seals_after = int(seals[-1]["sequence"])
+
+    async def _sealed(self, seal: Row) -> list[AuditRecord]:
+        """A seal's records at their places; a record no longer stored leaves its place empty."""
+        listed = json.loads(seal["records"])
+        rows = {
+            int(r["sequence"]): r
+            for r in await self.read_rows(LISTED[self.dialect], _numbers(listed), "audit_records")
+        }
+        place, prev_hash, records = int(seal["sequence"]) - len(listed), seal["prev_hash"], []
+        for number, hashed in listed:
+            place += 1
+            if number in rows:
+                records.append(
+                    record_of(rows[number], sequence=place, prev_hash=prev_hash, hash=hashed)
+                )
+            prev_hash = hashed
+        return records
 
     async def audit_anchor(self) -> AuditAnchor:
         (row,) = await self.read_rows(ANCHOR, {}, "audit_anchor")
@@ -160,13 +257,40 @@ class SqlAuditLog(SqlTransactions):
     async def prune_audit(self, before: str) -> int:
         async def prune(connection: Connection) -> int:
             last = first(await connection.rows(LAST_BEFORE, {"before": before}))
-            if last is None:
+            kept = (
+                None if last is None else {"sequence": int(last["sequence"]), "hash": last["hash"]}
+            )
+            numbers: list[int] = []
+            for seal in await connection.rows(PRUNED_SEALS, {"before": before}):
+                listed = json.loads(seal["records"])
+                old = await self._stamped_before(connection, seal, listed, before)
+                if old:
+                    numbers += [n for n, _ in old]
+                    place = int(seal["sequence"]) - len(listed) + len(old)
+                    kept = {"sequence": place, "hash": old[-1][1]}
+            if kept is None:
                 return 0
-            kept = {"sequence": int(last["sequence"]), "hash": last["hash"]}
             await connection.count(MOVE_ANCHOR, kept)
-            return await connection.count(DELETE_THROUGH, kept)
+            await connection.count(DELETE_SEALS, kept)
+            pruned = await connection.count(DELETE_THROUGH, kept)
+            listed_params = {"numbers": json.dumps(numbers)}
+            return pruned + await connection.count(DELETE_LISTED[self.dialect], listed_params)
 
         return await self.background_transaction(prune, "prune_audit")
+
+    async def _stamped_before(
+        self, connection: Connection, seal: Row, listed: list[list[Any]], before: str
+    ) -> list[list[Any]]:
+        """The seal's records before the first stamped at or after ``before``."""
+        if seal["until"] < before:
+            return listed
+        found = await connection.rows(LISTED[self.dialect], _numbers(listed))
+        kept = {int(r["sequence"]) for r in found if r["at"] >= before}
+        return list(itertools.takewhile(lambda n: n[0] not in kept, listed))
+
+
+def _numbers(listed: list[list[Any]]) -> dict[str, str]:
+    return {"numbers": json.dumps([n for n, _ in listed])}
 
 
 def _records(rows: Sequence[Row]) -> list[AuditRecord]:
