@@ -42,7 +42,7 @@ def test_verify_says_the_chain_holds_then_names_the_edited_record(
     assert main(["audit", "verify", "--store", url]) == 0
     assert "holds: 3 records verified" in capsys.readouterr().out
     with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
-        connection.execute("UPDATE symfonic_audit SET reason = 'nothing' WHERE sequence = 2")
+        connection.execute("UPDATE symfonic_audit SET reason = 'nothing' WHERE sequence = -2")
     assert main(["audit", "verify", "--store", url]) == 1
     out = capsys.readouterr().out
     assert "broken: record 2 (reassigned" in out and "changed after it was written" in out
@@ -79,7 +79,7 @@ def test_prune_keeps_the_audit_unless_asked(url: str, capsys: pytest.CaptureFixt
         # The first two records from long ago (their hashes no longer match, but a
         # prune deletes them and keeps the second's stored hash as the anchor).
         connection.execute(
-            "UPDATE symfonic_audit SET at = '2000-01-01T00:00:00.000Z' WHERE sequence <= 2"
+            "UPDATE symfonic_audit SET at = '2000-01-01T00:00:00.000Z' WHERE sequence IN (-1, -2)"
         )
     assert main(["prune", "--older-than", "1m", "--store", url]) == 0
     capsys.readouterr()
