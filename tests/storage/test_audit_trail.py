@@ -27,7 +27,7 @@ from symfonic.core.contracts.audit import AuditEntry, AuditRecord, verify_log
 from symfonic.core.contracts.errors import RevisionConflict
 from symfonic.core.contracts.store import ResumePublish, Store
 from symfonic.core.contracts.types import InteractionKind, PauseState
-from symfonic.storage import open_store, pause_sweep
+from symfonic.storage import audit_log, open_store, pause_sweep
 from symfonic.storage.sql_store import SqlStore
 from symfonic.storage.statements import Dialect
 from test_store_pauses import HOUR, T0, TURN, claim_of, claimed, new_session, paused
@@ -388,3 +388,36 @@ async def test_a_worker_killed_before_sealing_loses_no_record(store: Any, store_
     trail = await records(store)  # the next seal, by any worker, picks them up
     assert [r.event for r in trail] == ["asked", "answered"] + ["reassigned"] * 5
     assert await verify_log(store) == (7, None)
+
+
+async def test_a_record_committed_after_a_later_one_was_sealed_takes_the_next_place(
+    store: Any, store_url: str
+) -> None:
+    """PostgreSQL numbers records before commit: a seal skips a number still in flight and
+    waits for it; a number whose transaction rolled back stops being waited for."""
+    if store.dialect is not Dialect.POSTGRESQL:
+        pytest.skip("SQLite numbers records under its write lock, in commit order")
+    late, rolled_back = await asyncpg.connect(store_url), await asyncpg.connect(store_url)
+    intake = "INSERT INTO symfonic_audit_intake (event, session_id, agent) VALUES ($1, 's', 'a')"
+    try:
+        for connection, event in ((late, "late"), (rolled_back, "rolled back")):
+            await connection.execute("BEGIN")
+            await connection.execute(intake, event)
+        await store.append_audit(AuditEntry("early", "s", "a"))
+        assert await store.seal_audit() == 1
+        await late.execute("COMMIT")
+        await rolled_back.execute("ROLLBACK")
+        assert await store.seal_audit() == 1
+        trail = await records(store)
+        assert [(r.sequence, r.event) for r in trail] == [(1, "early"), (2, "late")]
+        assert await verify_log(store) == (2, None)
+        assert (await store.audit_anchor()).unsealed == 0
+        # The rolled-back number is let go once every transaction open at the seal has ended
+        # (the server's other clients' too).
+        with anyio.fail_after(60):
+            while await store.read_rows(audit_log.ANY_UNSEALED, {}, "test"):
+                assert await store.seal_audit() == 0
+                await anyio.sleep(0.1)
+    finally:
+        await late.close()
+        await rolled_back.close()

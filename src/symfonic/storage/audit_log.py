@@ -74,11 +74,14 @@ _ASKED = {
     Dialect.SQLITE: "0",
     Dialect.POSTGRESQL: "CAST(pg_snapshot_xmax(pg_current_snapshot()) AS text)",
 }
-# Unsealed numbers fall as records are written: the oldest is the one nearest zero.
+# Unsealed numbers fall as records are written: the oldest is the one nearest zero. Both
+# halves are index range scans; an OR of them would walk the sealed records too.
 UNSEALED = {
     d: Statement(
-        f"SELECT {_RECORD_COLUMNS}, {_ASKED[d]} AS asked FROM symfonic_audit"
-        f" WHERE sequence < :below OR sequence IN {s.format('gaps')}"
+        f"SELECT *, {_ASKED[d]} AS asked FROM (SELECT {_RECORD_COLUMNS} FROM symfonic_audit"
+        f" WHERE sequence IN {s.format('gaps')} UNION ALL SELECT * FROM (SELECT"
+        f" {_RECORD_COLUMNS} FROM symfonic_audit WHERE sequence < :below"
+        " ORDER BY sequence DESC LIMIT :limit) AS new) AS unsealed"
         " ORDER BY sequence DESC LIMIT :limit"
     )
     for d, s in _LISTED.items()
@@ -112,7 +115,6 @@ MOVE_ANCHOR = Statement(
 DELETE_THROUGH = Statement(
     "DELETE FROM symfonic_audit WHERE sequence > 0 AND sequence <= :sequence"
 )
-SEALS_THROUGH = Statement("SELECT records FROM symfonic_audit_seals WHERE sequence <= :sequence")
 DELETE_SEALS = Statement("DELETE FROM symfonic_audit_seals WHERE sequence <= :sequence")
 DELETE_LISTED = {
     d: Statement(f"DELETE FROM symfonic_audit WHERE sequence IN {s.format('numbers')}")
