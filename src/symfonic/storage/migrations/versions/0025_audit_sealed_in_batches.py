@@ -16,8 +16,9 @@ revision = "0025"
 down_revision = "0024"
 branch_labels = None
 depends_on = None
-# A 0024 worker's sealer would renumber records a seal row already places.
-oldest_beside = "0025"
+# Release 0023's workers run beside it (their records are the database's triggers'). No
+# release ran 0024, whose sealer would renumber records a seal row already places.
+oldest_beside = "0023"
 
 
 def _previous() -> tuple[tuple[str, ...], str]:
