@@ -37,6 +37,9 @@ _GOING_ON = frozenset({RunState.QUEUED, RunState.RUNNING})
 # A run this worker runs and must stop: cancelled, or rolled back, on any worker.
 _STOPPED = frozenset({RunState.CANCELLED, RunState.FORGOTTEN})
 RETRY_DELAY = 1.0
+# How long the watch remembers the runs it heard of: one tracked here just after its
+# cancel was heard looks once, since the watch told nobody of it then.
+HEARD_SECONDS = 5.0
 READ_BATCH = 200
 # Sessions one sweep looks at for queued messages to take.
 QUEUE_BATCH = 100
@@ -70,6 +73,9 @@ class WorkerRuns:
         self._watching: anyio.CancelScope | None = None
         # The free queue heads the last sweep found, as (session, run).
         self._free_heads: set[tuple[str, str]] = set()
+        # Runs the watch heard of in this period and the one before (HEARD_SECONDS each).
+        self._heard: tuple[set[str], set[str]] = (set(), set())
+        self._heard_since = 0.0
 
     def __repr__(self) -> str:
         return f"WorkerRuns({len(self._local)} running, {len(self._followers)} followers)"
@@ -125,6 +131,7 @@ class WorkerRuns:
         return followed | self._local.keys() | self._attached.keys()
 
     def _wake(self, run_ids: set[str]) -> None:
+        self._note_heard(run_ids)
         for follower in self._followers:
             if follower.run_id in run_ids:
                 follower.nudged.set()
@@ -132,6 +139,15 @@ class WorkerRuns:
             self.tasks.start_soon(self._stop_if_cancelled, self._local[run_id])
         for run_id in run_ids & self._attached.keys():
             self.tasks.start_soon(self._stop_if_taken_over, run_id)
+
+    def _note_heard(self, run_ids: set[str]) -> None:
+        now = anyio.current_time()
+        if now - self._heard_since > HEARD_SECONDS:
+            self._heard, self._heard_since = (set(), self._heard[0]), now
+        self._heard[0].update(run_ids)
+
+    def _was_heard(self, run_id: str) -> bool:
+        return run_id in self._heard[0] or run_id in self._heard[1]
 
     def _stop_watching_if_idle(self) -> None:
         if not self._watched() and self._watching is not None:
@@ -148,6 +164,8 @@ class WorkerRuns:
         self._local[handle.run_id] = handle
         self._wanted.set()
         self.tasks.start_soon(self._forget_when_done, handle.run_id, handle, on_end)
+        if self._was_heard(handle.run_id):  # cancelled, perhaps, before it was tracked
+            self.tasks.start_soon(self._stop_if_cancelled, handle)
 
     async def _forget_when_done(
         self, run_id: str, handle: RunHandle, on_end: Callable[[], None]
@@ -246,6 +264,8 @@ class WorkerRuns:
             return None
         self._attached[started.run_id] = stop
         self._wanted.set()
+        if self._was_heard(started.run_id):  # interrupted, perhaps, before it was tracked
+            self._tasks.start_soon(self._stop_if_taken_over, started.run_id)
         return started.run_id
 
     async def _run_queued(self, agent: SymfonicAgent, session_id: str) -> None:
