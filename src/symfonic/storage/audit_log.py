@@ -219,6 +219,8 @@ class SqlAuditLog(SqlTransactions):
         while True:
             seals = await self.read_rows(SEALS, {"after": seals_after}, "audit_records")
             for seal in seals:
+                if len(found) >= limit:
+                    break
                 found += [
                     r
                     for r in await self._sealed(seal)
