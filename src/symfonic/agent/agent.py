@@ -439,7 +439,9 @@ class SymfonicAgent(OpenedStore):
             on_busy=on_busy,
         )
         then = self._then_queued(tasks, started)
-        return self._driving(await start_run(self, turn, tasks, then=then))
+        who = Principal.of(principal)  # the session's owner, unless it may run anyone's
+        owner = None if "*" in who.scopes else RunOwner(who.name)
+        return self._driving(await start_run(self, turn, tasks, owner, then=then))
 
     async def start_resume(
         self,

@@ -67,13 +67,19 @@ RENEW = Statement(
 INSERT_EVENT = Statement(
     "INSERT INTO symfonic_run_events (run_id, seq, type, data) VALUES (:run_id, :seq, :type, :data)"
 )
-SET_COUNTS = Statement(
-    "UPDATE symfonic_runs SET events = :events, dropped = :dropped WHERE run_id = :run_id"
-)
-END = Statement(
-    "UPDATE symfonic_runs SET state = :state, outcome = :outcome, ended_at = :at"
-    " WHERE run_id = :run_id AND state = 'running'"
-)
+# A write's last statement: the run's counts (and, ending it, its end), which on
+# PostgreSQL also notifies its watchers at commit.
+_COUNTED = "UPDATE symfonic_runs SET events = :events, dropped = :dropped"
+_ENDED = f"{_COUNTED}, state = :state, outcome = :outcome, ended_at = :at"
+_NOTIFIED = f" WHERE run_id = :run_id RETURNING pg_notify('{RUN_CHANNEL}', :run_id) AS notified"
+SET_COUNTS = {
+    Dialect.SQLITE: Statement(f"{_COUNTED} WHERE run_id = :run_id"),
+    Dialect.POSTGRESQL: Statement(_COUNTED + _NOTIFIED),
+}
+END = {
+    Dialect.SQLITE: Statement(f"{_ENDED} WHERE run_id = :run_id"),
+    Dialect.POSTGRESQL: Statement(_ENDED + _NOTIFIED),
+}
 # Cancelling: the run, while its lease holds, then what its turn would settle with.
 CANCEL = Statement(
     "UPDATE symfonic_runs SET state = 'cancelled', ended_at = :at, events = events + 1"
@@ -186,17 +192,19 @@ class SqlRunEvents(SqlTransactions):
 
     async def append_run_events(self, run_id: str, events: Sequence[Event]) -> int:
         async def append(connection: Connection) -> int:
-            appended = await self._append(connection, run_id, events)
-            if appended is not None:
-                await self._notify(connection, run_id)
-            return appended or 0
+            return await self._append(connection, run_id, events) or 0
 
         return await self.unsynced_transaction(append, "append_run_events")
 
     async def _append(
-        self, connection: Connection, run_id: str, events: Sequence[Event]
+        self,
+        connection: Connection,
+        run_id: str,
+        events: Sequence[Event],
+        end: dict[str, Any] | None = None,
     ) -> int | None:
-        """Keep ``events`` after the run's last; ``None`` when it is not running."""
+        """Keep ``events`` after the run's last, and ``end`` it if given; ``None`` (and
+        nothing kept) when it is not running."""
         counts = first(await connection.rows(COUNTS[self.dialect], {"run_id": run_id}))
         if counts is None:
             return None  # not running: its worker lost it, or it ended
@@ -207,10 +215,9 @@ class SqlRunEvents(SqlTransactions):
         if rows:
             await connection.each(INSERT_EVENT, rows)
         skipped = len(merged) - len(keep)
-        await connection.count(
-            SET_COUNTS,
-            {"run_id": run_id, "events": stored + len(keep), "dropped": dropped + skipped},
-        )
+        counted = {"run_id": run_id, "events": stored + len(keep), "dropped": dropped + skipped}
+        last = SET_COUNTS if end is None else END
+        await connection.rows(last[self.dialect], {**counted, **(end or {})})
         return len(keep)
 
     async def end_run_log(
@@ -223,17 +230,12 @@ class SqlRunEvents(SqlTransactions):
     ) -> bool:
         """See the role: ``last`` and the end are one transaction, so whoever reads
         the run's final event also reads it ended."""
-        params = {"run_id": run_id, "state": state.value, "outcome": json_text(outcome), "at": at}
+        end = {"state": state.value, "outcome": json_text(outcome), "at": at}
 
-        async def end(connection: Connection) -> bool:
-            if last and await self._append(connection, run_id, last) is None:
-                return False
-            ended = await connection.count(END, params) == 1
-            if ended:
-                await self._notify(connection, run_id)
-            return ended
+        async def ending(connection: Connection) -> bool:
+            return await self._append(connection, run_id, last, end) is not None
 
-        return await self.unsynced_transaction(end, "end_run_log")
+        return await self.unsynced_transaction(ending, "end_run_log")
 
     async def cancel_run(self, run_id: str, at: datetime) -> bool:
         """See the role; the run's row is updated first, which locks it (PostgreSQL)."""
