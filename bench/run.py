@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_report:
         from bench.report import write_report
 
-        written = write_report(document, args.report)
+        written = write_report(document, args.report, args.out / "runs.json")
         _say("report: " + ", ".join(str(path) for path in written))
     for system, reason in document["meta"].get("unavailable", {}).items():
         _say(f"!! {system} was NOT measured (it does not import): {reason}")

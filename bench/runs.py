@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -27,6 +28,7 @@ import httpx
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from bench.http_bench import process_cpu_seconds, serving
+from bench.matrix import ROOT
 from bench.stats import percentile
 from bench.stores import fresh_store
 from symfonic import SymfonicAgent
@@ -139,11 +141,19 @@ def main() -> None:
     parser.add_argument("--store", action="append", help="sqlite or a postgresql:// URL")
     for name, default in OPTIONS.items():
         parser.add_argument(f"--{name}", type=type(default), default=default)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "runs.json")
     options = parser.parse_args()
+    stores = []
     with tempfile.TemporaryDirectory() as folder:
         for store in options.store or ["sqlite"]:
-            figures = measure(store, Path(folder), options)
-            print(json.dumps({"store": store.split("@")[-1], **figures}, indent=1), flush=True)
+            figures = {"store": store.split("@")[-1], **measure(store, Path(folder), options)}
+            print(json.dumps(figures, indent=1), flush=True)
+            stores.append(figures)
+    # What the report's section reads (bench/report/runs.py).
+    command = " ".join(["python -m bench.runs", *sys.argv[1:]])
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    options.out.write_text(json.dumps({"command": command, "date": date, "stores": stores}))
 
 
 if __name__ == "__main__":
