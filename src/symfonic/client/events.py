@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from symfonic.client.models import ApiModel, Pause, PausePage, Readdressed, RunStarted
+from symfonic.client.models import Pause, PausePage, Readdressed, RunStarted
 from symfonic.client.sse import Frame
 from symfonic.core.contracts.types import (
     STREAM_EVENTS,
@@ -23,6 +23,7 @@ from symfonic.core.contracts.types import (
     TurnResult,
     asked,
 )
+from symfonic.core.contracts.wire import WireModel
 
 _EVENT_TYPES: dict[str, type[Event]] = {kind.type: kind for kind in STREAM_EVENTS}
 _PAUSE_INFO = TypeAdapter(PauseInfo)
@@ -84,7 +85,7 @@ class PauseSnapshot(PausePage):
     position: str | None = None
 
 
-class PauseChange(ApiModel):
+class PauseChange(WireModel):
     """``pause.created`` … ``pause.superseded``: one pause moved to ``state`` at ``at``.
 
     ``pause`` is the listing's item (token included) on ``pause.created`` while

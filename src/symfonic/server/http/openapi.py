@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from symfonic.core.contracts.types import STREAM_EVENTS, TurnPausedEvent
+from symfonic.core.contracts.wire import RunStarted
 from symfonic.server.http.feed_schemas import PauseChangeEvent, PauseSnapshot
-from symfonic.server.http.run_schemas import RunStarted
 from symfonic.server.http.schemas import TurnOutcome
 from symfonic.server.transport.errors import documented
 

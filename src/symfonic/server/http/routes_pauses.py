@@ -13,9 +13,10 @@ from fastapi import APIRouter, Path, Query
 from symfonic.core.contracts.errors import RequestError, StoreUnavailable
 from symfonic.core.contracts.pause_views import PauseList, PauseView
 from symfonic.core.contracts.principal import Principal
+from symfonic.core.contracts.wire import Health
 from symfonic.server.http.pause_cursor import decode_cursor, encode_cursor
 from symfonic.server.http.pause_details import detailed
-from symfonic.server.http.schemas import Health, PauseQuery, Probe, ReassignRequest
+from symfonic.server.http.schemas import PauseQuery, Probe, ReassignRequest
 from symfonic.server.http.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.server.service.host import ServiceHost
 from symfonic.server.service.pause_listing import MAX_LIMIT, PauseFilters, pause_page

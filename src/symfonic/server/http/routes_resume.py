@@ -6,9 +6,9 @@ Everything that can refuse the answer is checked before the claim.
 from fastapi import APIRouter, Request
 from starlette.responses import JSONResponse, Response
 
+from symfonic.core.contracts.wire import RunStarted
 from symfonic.server.http.negotiate import respond
 from symfonic.server.http.openapi import resume_accepted_response, turn_responses
-from symfonic.server.http.run_schemas import RunStarted
 from symfonic.server.http.schemas import ResumeRequest, TurnOutcome
 from symfonic.server.http.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.server.transport.errors import documented

@@ -8,12 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Request
 from starlette.responses import Response
 
+from symfonic.core.contracts.wire import RunView
 from symfonic.server.http.openapi import run_events_response
-from symfonic.server.http.run_schemas import RUN_ID_PATTERN, RunView
 from symfonic.server.http.service import AuthenticatingRoute, Caller, Host, Service
 from symfonic.server.http.sse import RunEventStream
 from symfonic.server.transport.errors import documented
 
+RUN_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN, description="The run's id.")]
 
 

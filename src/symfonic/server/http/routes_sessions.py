@@ -15,16 +15,13 @@ from symfonic.core.contracts.pause_views import MessageView, PauseView
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, SessionRecord
 from symfonic.core.contracts.types import PauseState
+from symfonic.core.contracts.wire import RunStarted, SessionCreated, SessionStatus, SessionView
 from symfonic.core.messages import MessageBody
 from symfonic.server.http.negotiate import respond
 from symfonic.server.http.openapi import run_started_response, turn_responses
-from symfonic.server.http.run_schemas import RunStarted
 from symfonic.server.http.schemas import (
     SESSION_ID_PATTERN,
     CreateSession,
-    SessionCreated,
-    SessionStatus,
-    SessionView,
     TurnRequest,
 )
 from symfonic.server.http.service import AuthenticatingRoute, Caller, Host, HttpService, Service

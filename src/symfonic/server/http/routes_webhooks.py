@@ -2,7 +2,6 @@
 circuit, for a principal with the `operator` scope.
 """
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
@@ -11,12 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from symfonic.core.contracts.errors import DeliveryNotFound, ScopeRequired
 from symfonic.core.contracts.principal import WILDCARD, Principal
 from symfonic.core.contracts.webhooks import (
-    CircuitState,
     DeliveryQuery,
     DeliveryState,
-    Destination,
-    WebhookDelivery,
     WebhookEventType,
+)
+from symfonic.core.contracts.wire import (
+    DeliveryList,
+    DeliveryView,
+    DestinationList,
+    DestinationView,
 )
 from symfonic.server.http.service import AuthenticatingRoute, Caller, Host
 from symfonic.server.service.webhook_circuit import describe
@@ -26,76 +28,6 @@ OPERATOR = "operator"
 # What an operator is shown when no state is asked for: what still needs attention.
 UNSETTLED = frozenset({DeliveryState.FAILED, DeliveryState.PENDING})
 MAX_DELIVERY_ID = 2**63 - 1
-
-
-class DeliveryView(BaseModel):
-    """One event owed to one URL, and how its delivery went."""
-
-    id: int
-    message_id: str = Field(description="the `webhook-id` header, the same on every attempt")
-    url: str
-    type: WebhookEventType
-    state: DeliveryState
-    pause_id: str | None
-    session_id: str | None
-    occurred_at: datetime
-    attempts: int
-    next_attempt_at: datetime
-    last_status: int | None = Field(description="the receiver's last HTTP status, if it answered")
-    last_error: str | None = Field(description="why the last attempt did not deliver, in words")
-    delivered_at: datetime | None
-
-    @classmethod
-    def of(cls, delivery: WebhookDelivery) -> "DeliveryView":
-        return cls(
-            id=delivery.id,
-            message_id=delivery.message_id,
-            url=delivery.url,
-            type=delivery.type,
-            state=delivery.state,
-            pause_id=delivery.pause_id,
-            session_id=delivery.session_id,
-            occurred_at=delivery.occurred_at,
-            attempts=delivery.attempts,
-            next_attempt_at=delivery.next_attempt_at,
-            last_status=delivery.last_status,
-            last_error=delivery.last_error,
-            delivered_at=delivery.delivered_at,
-        )
-
-
-class DeliveryList(BaseModel):
-    deliveries: list[DeliveryView]
-
-
-class DestinationView(BaseModel):
-    """One URL's circuit, as every worker follows it."""
-
-    url: str
-    state: CircuitState = Field(
-        description="closed: sent to; open: left alone until retry_at; half-open: one probe out"
-    )
-    failures: int = Field(description="failed attempts since the last that delivered")
-    retry_at: datetime | None = Field(description="when an open circuit is tried again")
-    changed_at: datetime = Field(description="when the circuit last changed state")
-    last_error: str | None = Field(description="why the last failed attempt failed, in words")
-    summary: str = Field(description="all of it in one sentence")
-
-    @classmethod
-    def of(cls, circuit: Destination) -> "DestinationView":
-        return cls(
-            url=circuit.url,
-            state=circuit.state,
-            failures=circuit.failures,
-            retry_at=circuit.retry_at,
-            changed_at=circuit.changed_at,
-            last_error=circuit.last_error,
-            summary=describe(circuit),
-        )
-
-
-class DestinationList(BaseModel):
-    destinations: list[DestinationView]
 
 
 class DeliveryFilter(BaseModel):
@@ -150,7 +82,8 @@ async def list_deliveries(
 async def list_destinations(principal: Caller, host: Host) -> DestinationList:
     _operator(principal)
     found = await host.store.webhook_destinations()
-    return DestinationList(destinations=[DestinationView.of(each) for each in found])
+    views = [DestinationView.of(each, describe(each)) for each in found]
+    return DestinationList(destinations=views)
 
 
 RESEND_RESPONSES = documented(401, 403, 404, 422, 503)

@@ -23,7 +23,6 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
-from symfonic.core.contracts.pause_views import MessageView, PauseView
 from symfonic.core.contracts.types import (
     InteractionKind,
     PauseInfo,
@@ -31,9 +30,9 @@ from symfonic.core.contracts.types import (
     TurnResult,
     asked,
 )
+from symfonic.core.contracts.wire import ErrorDetail
 from symfonic.server.http.pause_cursor import MAX_CURSOR_CHARS
 from symfonic.server.service.pause_listing import DEFAULT_LIMIT, MAX_LIMIT
-from symfonic.server.transport.errors import ErrorDetail
 
 MAX_MESSAGE_CHARS = 100_000
 MAX_JSON_DEPTH = 64
@@ -218,13 +217,6 @@ class PauseQuery(_Body):
 # responses ----------------------------------------------------------------
 
 
-class SessionCreated(BaseModel):
-    session_id: str
-    agent: str
-    revision: int
-    status: Literal["idle"]
-
-
 class ReassignRequest(BaseModel):
     """Hand a pending pause to another audience (an operator's)."""
 
@@ -237,24 +229,6 @@ class ReassignRequest(BaseModel):
     keep_previous: bool = Field(
         default=False, description="Whether the audience before keeps access to the pause."
     )
-
-
-SessionStatus = Literal["idle", "running", "paused"]
-
-
-class SessionView(BaseModel):
-    session_id: str
-    agent: str
-    revision: int
-    status: SessionStatus
-    metadata: dict[str, Any]
-    parent_session_id: str | None = Field(
-        default=None,
-        description="For a delegate agent's session: the session whose turn delegated to it. "
-        "Its pauses are answered through that session's pause.",
-    )
-    pending_pause: PauseView | None = None
-    messages: list[MessageView]
 
 
 # A paused turn's pause as PauseInfo holds it: the question and its token. The
@@ -291,12 +265,3 @@ class TurnOutcome(BaseModel):
 class Probe(BaseModel):
     status: Literal["ok"]
 
-
-class Health(BaseModel):
-    status: Literal["ok"]
-    audit_unsealed: int = Field(
-        0, description="Audit records committed but not yet given their place in the chain."
-    )
-    audit_unsealed_seconds: float = Field(
-        0.0, description="How long the oldest of them has waited (about a second at most)."
-    )

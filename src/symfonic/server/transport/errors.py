@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from symfonic.core.contracts.errors import (
@@ -23,14 +23,10 @@ from symfonic.core.contracts.errors import (
     StoreUnavailable,
     SymfonicError,
 )
+from symfonic.core.contracts.wire import ErrorDetail
 from symfonic.server.transport.json_body import body_refusal
 
 logger = logging.getLogger("symfonic.http")
-
-
-class ErrorDetail(BaseModel):
-    code: str = Field(description="Stable machine-readable code, e.g. `session_paused`.")
-    message: str = Field(description="What went wrong, for a person.")
 
 
 class ErrorResponse(BaseModel):
