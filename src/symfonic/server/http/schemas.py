@@ -264,4 +264,3 @@ class TurnOutcome(BaseModel):
 
 class Probe(BaseModel):
     status: Literal["ok"]
-
