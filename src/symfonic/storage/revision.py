@@ -9,7 +9,7 @@ from typing import Any
 
 from symfonic.core.contracts.errors import ConfigurationError
 
-SCHEMA_HEAD = "0025"
+SCHEMA_HEAD = "0026"
 # The oldest revision whose workers can run beside the store's schema, kept in
 # symfonic_meta by each migration run, so a worker older than the schema can read it.
 OLDEST_BESIDE = "schema_oldest_beside"
