@@ -1,7 +1,7 @@
 """Runs and their kept events, in SQL both databases accept; docs/runs.md says what is kept.
 
 Each append is one transaction that locks the run's row and numbers its events after the
-count there, so numbers never collide; on SQLite a watch polls the newest event id.
+count there, so numbers never collide; on SQLite a watch polls for a commit, then the newest id.
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ def event_row(run_id: str, seq: int, event: Event) -> dict[str, Any]:
 class SqlRunEvents(SqlTransactions):
     """The port's `RunEventLog`, in SQL."""
 
-    # Another worker's follower hears of an event within this (SQLite: one indexed read,
-    # about 15 us, made only while the worker watches).
+    # Another worker's follower hears of an event within this (SQLite: a data_version
+    # check of a few microseconds, made only while the worker watches).
     RUN_POLL_SECONDS: ClassVar[float] = 0.01
 
     async def begin_run_log(self, run: NewRun, first: Event | None = None) -> None:
