@@ -1,6 +1,7 @@
 """``symfonic serve --workers 3`` as users run it, on SQLite and on the real PostgreSQL: three
 processes answer on one port, one killed with kill -9 is started again, turns pause and resume
-across them, and SIGTERM to the supervisor stops every worker.
+across them, and SIGTERM to the supervisor stops every worker. A supervisor killed with kill -9
+takes its workers with it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 
 import httpx
@@ -102,3 +104,31 @@ def test_three_workers_answer_on_one_port_and_one_killed_is_started_again(
             answered(server.url, paused(server.url))
     assert server.process.returncode == 0, server.output()
     assert not [pid for pid in now if Path(f"/proc/{pid}").exists()], "a worker outlived it"
+
+
+def ended(pid: int) -> bool:
+    """Whether ``pid`` has exited: gone, or a zombie its new parent has not reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_workers_stop_when_the_supervisor_is_killed(sqlite_url: str, tmp_path: Path) -> None:
+    options = ("symfonic.demo:agent", "--workers", "2")
+    with serving(sqlite_url, tmp_path / "serve.log", *options) as server:
+        workers = children(server.process.pid)
+        assert len(workers) == 2, server.output()
+        server.process.kill()  # kill -9: the supervisor forwards nothing
+        server.process.wait()
+        deadline = time.monotonic() + 20
+        try:
+            while not all(ended(pid) for pid in workers):
+                assert time.monotonic() < deadline, f"orphaned workers serve: {server.output()}"
+                time.sleep(0.1)
+        finally:
+            for pid in workers:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{server.url}/v1/health", timeout=2)

@@ -1,13 +1,17 @@
 """``symfonic serve --workers N``: N forked workers accept on one listening socket; the supervisor
 restarts a worker that dies, and forwards SIGTERM or Ctrl-C to every worker, then waits for them.
+A worker whose supervisor dies, even by kill -9, stops as on SIGTERM: no worker serves orphaned.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from contextlib import suppress
@@ -19,6 +23,7 @@ from symfonic.core.contracts.errors import ConfigurationError
 # A worker that exits with this code could not start (its reason is printed): starting
 # another would fail the same way, so the supervisor stops them all.
 UNSTARTED = 2
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def supervise(args: argparse.Namespace, work: Callable[[argparse.Namespace], int]) -> int:
@@ -70,6 +75,7 @@ def supervise(args: argparse.Namespace, work: Callable[[argparse.Namespace], int
 
 
 def _fork(args: argparse.Namespace, work: Callable[[argparse.Namespace], int]) -> int:
+    supervisor = os.getpid()
     pid = os.fork()
     if pid:
         return pid
@@ -78,6 +84,7 @@ def _fork(args: argparse.Namespace, work: Callable[[argparse.Namespace], int]) -
     os.setpgid(0, 0)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    _tie_to(supervisor)
     code = UNSTARTED
     try:
         code = work(args)
@@ -90,6 +97,23 @@ def _fork(args: argparse.Namespace, work: Callable[[argparse.Namespace], int]) -
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _tie_to(supervisor: int) -> None:
+    """SIGTERM to this worker once ``supervisor`` dies: from the kernel on Linux, else (or if
+    it died before the kernel was asked) from a thread that watches the parent's pid."""
+    try:
+        tied = ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM) == 0
+    except (AttributeError, OSError):  # no prctl: not Linux
+        tied = False
+    if not tied or os.getppid() != supervisor:
+        threading.Thread(target=_watch, args=(supervisor,), daemon=True).start()
+
+
+def _watch(supervisor: int) -> None:
+    while os.getppid() == supervisor:
+        time.sleep(1)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _said(status: int) -> str:
