@@ -2041,7 +2041,7 @@ export interface operations {
                     "application/json": components["schemas"]["Probe"];
                 };
             };
-            /** @description The store is unreachable and nothing was claimed (`store_unavailable`); see `Retry-After`. */
+            /** @description The store did not answer (`store_unavailable`), or this worker is stopping (`worker_stopping`); see `Retry-After`. */
             503: {
                 headers: {
                     /** @description Seconds until a retry may succeed. */

@@ -66,9 +66,11 @@ async def test_every_operation_refuses_an_unauthenticated_malformed_request_with
         document = (await client.get("/openapi.json")).json()
         operations = _operations(document)
         guarded = [op for op in operations if "401" in op[2]["responses"]]
-        # Every operation but the health check needs a key, and says so.
+        # Every operation but the health check and its probes needs a key, and says so.
         assert {path for _, path, op in operations if op not in [g[2] for g in guarded]} == {
-            "/v1/health"
+            "/v1/health",
+            "/v1/health/live",
+            "/v1/health/ready",
         }
         assert len(guarded) >= 6
         for method, template, _ in guarded:

@@ -119,7 +119,7 @@ def _as_alice(case: Any) -> None:
 
 def _without_a_key(case: Any) -> None:
     response = case.call_and_validate(checks=CONTRACT)
-    if case.path == "/v1/health":
+    if case.path.startswith("/v1/health"):  # the probes need no key
         return
     # Only the router answers before authentication: a path it matches to no route
     # (a generated id with a slash in it) or a method the route does not have.

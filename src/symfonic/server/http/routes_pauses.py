@@ -48,6 +48,14 @@ REASSIGN_RESPONSES[409] = {
 }
 
 
+READY_RESPONSES = documented(503)
+READY_RESPONSES[503] = {
+    **READY_RESPONSES[503],
+    "description": "The store did not answer (`store_unavailable`), or this worker is "
+    "stopping (`worker_stopping`); see `Retry-After`.",
+}
+
+
 class WorkerStopping(RequestError):
     """This worker stops: readiness sends new work to the others."""
 
@@ -147,7 +155,7 @@ async def live() -> Probe:
 @router.get(
     "/health/ready",
     response_model=Probe,
-    responses=documented(503),
+    responses=READY_RESPONSES,
     tags=["service"],
     summary="200 when this worker can serve now: its store answers, migrated, and it is "
     "not stopping (a readiness probe)",
