@@ -123,7 +123,7 @@ def create_app(
     errors.install(app)
     for routes in ROUTES:
         app.include_router(routes.router)
-    install_inbox(app, service)
+    install_inbox(app)
     openapi.install(app)
     # Added last, so it is outermost: a preflight is answered before the body
     # limit or authentication see it, and every answer carries its headers.
