@@ -1,11 +1,12 @@
 """SIGTERM to one of two ``symfonic serve`` workers on PostgreSQL loses nothing.
 
-Readiness answers 503 before the listener closes. A turn that ends within ``--grace``
-completes; a turn and a resume that do not are cancelled, publishing nothing, the resume's
-pause abandoned and refused as such on the other worker. A background run finishes within
-the grace; a queued message the stopping worker would have taken next, and a webhook
-delivery it was sending, are taken up by the other worker at once, each run once. The
-worker exits 0 with one line saying so; a second SIGTERM stops it at once.
+Readiness answers 503 before the listener closes; a run's follower is closed at once (it
+reconnects elsewhere). A turn that ends within ``--grace`` completes; a turn and a resume
+that do not are cancelled, publishing nothing, the resume's pause abandoned and refused as
+such on the other worker. A background run finishes within the grace; a queued message the
+stopping worker would have taken next, and a webhook delivery it was sending, are taken up
+by the other worker at once, each run once. The worker exits 0 with one line saying so; a
+second SIGTERM stops it at once.
 """
 
 from __future__ import annotations
@@ -116,11 +117,14 @@ async def exited(server: Server, within: float) -> int:
             await anyio.sleep(0.02)
 
 
-async def streamed(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> list[str]:
-    """The event types of a streamed turn or resume, as far as its stream went."""
+async def streamed(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any] | None = None
+) -> list[str]:
+    """The event types of a streamed turn or resume (a run's, without a body), as far as
+    its stream went."""
     seen: list[str] = []
     try:
-        async with client.stream("POST", path, json=body) as response:
+        async with client.stream("GET" if body is None else "POST", path, json=body) as response:
             async for line in response.aiter_lines():
                 if line.startswith("event: "):
                     seen.append(line.removeprefix("event: "))
@@ -150,7 +154,7 @@ async def test_a_turn_within_the_grace_completes_and_work_beyond_it_is_cancelled
 ) -> None:
     with (
         worker(tmp_path, postgres_url, "a", "--grace", "3") as a,
-        worker(tmp_path, postgres_url, "b") as b,
+        worker(tmp_path, postgres_url, "b", "--grace", "1") as b,
     ):
         async with (
             httpx.AsyncClient(base_url=a.url, headers=ALICE, timeout=30) as on_a,
@@ -163,17 +167,25 @@ async def test_a_turn_within_the_grace_completes_and_work_beyond_it_is_cancelled
                 f"/v1/sessions/{asked}/turns", json={"message": "ask 60"}, headers=JSON
             )
             body = {"token": paused.json()["pause"]["token"], "answer": {"decision": "approve"}}
+            elsewhere = await on_b.post(
+                f"/v1/sessions/{await session(on_b)}/turns",
+                json={"message": "f 60", "background": True},
+            )
             readiness: list[int | str] = []
             outcomes: dict[str, list[str]] = {}
+            ended: dict[str, float] = {}
 
-            async def run(name: str, path: str, sent: dict[str, Any]) -> None:
+            async def run(name: str, path: str, sent: dict[str, Any] | None = None) -> None:
                 outcomes[name] = await streamed(on_a, path, sent)
+                ended[name] = time.monotonic()
 
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(run, "quick", f"/v1/sessions/{quick}/turns", {"message": "w 2"})
                 tasks.start_soon(run, "slow", f"/v1/sessions/{slow}/turns", {"message": "w 60"})
                 tasks.start_soon(run, "resume", "/v1/resume", body)
-                await until_started(tmp_path, "w 2", "w 60", "ask 60")
+                tasks.start_soon(run, "follower", f"/v1/runs/{elsewhere.json()['run_id']}/events")
+                await until_started(tmp_path, "w 2", "w 60", "ask 60", "f 60")
+                await anyio.sleep(0.2)  # the follower is following
                 a.process.send_signal(signal.SIGTERM)
                 stopped_at = time.monotonic()
                 tasks.start_soon(readiness_until_refused, a.url, readiness)
@@ -182,6 +194,7 @@ async def test_a_turn_within_the_grace_completes_and_work_beyond_it_is_cancelled
             again = await on_b.post("/v1/resume", json=body)
             sessions = [(await on_b.get(f"/v1/sessions/{s}")).json() for s in (quick, slow)]
     assert outcomes["quick"][-1] == "response.complete"
+    assert outcomes["follower"][-1] == "cut" and ended["follower"] - stopped_at < 2.5
     assert "response.complete" not in outcomes["slow"] + outcomes["resume"]
     assert ("cancelled", "w 60", a.process.pid) in noted(tmp_path)
     assert ("cancelled", "ask 60", a.process.pid) in noted(tmp_path)

@@ -56,7 +56,7 @@ class GracefulServer(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await asyncio.sleep(min(READY_DRAIN, self.config.timeout_graceful_shutdown or 0))
-        self.in_flight -= self._app.state.stream_shares.close_idle()
+        self.in_flight -= self._app.state.stream_shares.close_for_stop()
         await super().shutdown(sockets)
 
     async def _wait_tasks_to_complete(self) -> None:

@@ -71,7 +71,7 @@ async def run_events(
 ) -> Response:
     after = _position(last_event_id)
     record = await service.runs.visible_run(run_id, principal)
-    slot = service.shares.acquire(principal, request.scope, idle=False)
+    slot = service.shares.acquire(principal, request.scope, idle=False, resumable=True)
     return RunEventStream(service.runs.follow(record, principal, after), slot=slot)
 
 

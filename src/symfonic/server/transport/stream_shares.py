@@ -32,6 +32,7 @@ class StreamSlot:
     principal: str
     idle: bool
     connection: StreamConnection | None
+    resumable: bool = field(default=False, kw_only=True)
     shares: StreamShares = field(repr=False)
     opened: float = field(default_factory=time.monotonic)
 
@@ -61,8 +62,11 @@ class StreamShares:
     def open_count(self) -> int:
         return sum(len(slots) for slots in self._open.values())
 
-    def acquire(self, principal: Principal, scope: Mapping[str, Any], *, idle: bool) -> StreamSlot:
-        """A slot for one more stream of ``principal``, or `TooManyStreams`."""
+    def acquire(
+        self, principal: Principal, scope: Mapping[str, Any], *, idle: bool, resumable: bool = False
+    ) -> StreamSlot:
+        """A slot for one more stream of ``principal``, or `TooManyStreams`. ``resumable``:
+        its client reconnects where it left off (``Last-Event-ID``), to any worker."""
         slots = self._open.setdefault(principal.name, [])
         if len(slots) >= self.per_principal:
             raise TooManyStreams(
@@ -71,7 +75,8 @@ class StreamShares:
                 retry_after=STREAM_RETRY_AFTER,
             )
         extensions = scope.get("extensions") or {}
-        slot = StreamSlot(principal.name, idle, extensions.get(CONNECTION_EXTENSION), self)
+        connection = extensions.get(CONNECTION_EXTENSION)
+        slot = StreamSlot(principal.name, idle, connection, self, resumable=resumable)
         slots.append(slot)
         return slot
 
@@ -83,13 +88,18 @@ class StreamShares:
         if not slots:
             del self._open[slot.principal]
 
-    def close_idle(self) -> int:
-        """Close every idle stream (a feed): its client reconnects, to another worker
-        once this one stops; how many."""
-        idle = [s for slots in self._open.values() for s in slots if s.idle and s.connection]
-        for slot in idle:
+    def close_for_stop(self) -> int:
+        """Close every idle or resumable stream (a feed, a run's follower): its client
+        reconnects, to another worker once this one stops; how many."""
+        closing = [
+            slot
+            for slots in self._open.values()
+            for slot in slots
+            if (slot.idle or slot.resumable) and slot.connection is not None
+        ]
+        for slot in closing:
             slot.displace()
-        return len(idle)
+        return len(closing)
 
     def heaviest(self) -> tuple[int, StreamSlot | None]:
         """How many streams the heaviest holder of an idle stream holds, and its oldest idle one.
