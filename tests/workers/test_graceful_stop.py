@@ -193,12 +193,17 @@ async def test_a_turn_within_the_grace_completes_and_work_beyond_it_is_cancelled
             took = time.monotonic() - stopped_at
             again = await on_b.post("/v1/resume", json=body)
             sessions = [(await on_b.get(f"/v1/sessions/{s}")).json() for s in (quick, slow)]
+            # The cancelled turn's hold on its session went with it: B takes a turn at once.
+            next_turn = await on_b.post(
+                f"/v1/sessions/{slow}/turns", json={"message": "w 0"}, headers=JSON
+            )
     assert outcomes["quick"][-1] == "response.complete"
     assert outcomes["follower"][-1] == "cut" and ended["follower"] - stopped_at < 2.5
     assert "response.complete" not in outcomes["slow"] + outcomes["resume"]
     assert ("cancelled", "w 60", a.process.pid) in noted(tmp_path)
     assert ("cancelled", "ask 60", a.process.pid) in noted(tmp_path)
     assert [s["revision"] for s in sessions] == [1, 0]  # the slow turn published nothing
+    assert next_turn.json()["status"] == "complete", next_turn.text
     assert (again.status_code, again.json()["error"]["code"]) == (410, "pause_abandoned")
     assert readiness[-1] == "refused" and 503 in readiness
     assert 200 not in readiness[readiness.index(503) :]
