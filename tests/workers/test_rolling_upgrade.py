@@ -1,8 +1,8 @@
 """A rolling upgrade on one PostgreSQL database: release N (the tree at 1bd1df4, the commit
-before the schema moved to 0024) and this tree serve one store. What one writes (pauses,
-queued messages) the other settles; N keeps serving while this tree's ``symfonic migrate``
-runs; and N's own store tests pass against this tree's schema, the rule every migration of a
-release keeps (docs/deploy.md). Slow: about a minute and a half, half of it N's store tests.
+before the schema moved to 0024) and this tree serve one store. What one writes (pauses, queued
+messages, webhook deliveries) the other settles; N keeps serving while this tree's ``symfonic
+migrate`` runs; and N's own store tests pass against this tree's schema, the rule every migration
+of a release keeps (docs/deploy.md). Slow: about a minute and a half, half of it N's store tests.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from serve_support import ALICE, answered, paused, serving
+from serve_support import ALICE, KEYS, answered, paused, serving
 from symfonic.storage.revision import SCHEMA_HEAD
+from webhook_support import SECRET, Receiver, receiving
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -28,6 +29,7 @@ RELEASE_N = "1bd1df4"
 HERE = Path(__file__).resolve().parent
 MIGRATE = (sys.executable, "-m", "symfonic", "migrate", "--store")
 SERVED = ("symfonic.demo:agent", "rolling_agents:agent", "--sweep-interval", "0.25")
+OPERATOR = {"Authorization": "Bearer ops-secret-key"}
 AGENT = """\
 import os
 from pathlib import Path
@@ -177,14 +179,41 @@ def _queued_runs_on_holder(holder: str, writer: str, calls: Path, tag: str) -> l
     return _noted(calls, f"work {tag}")
 
 
+def _hook(receiver: Receiver) -> tuple[str, ...]:
+    """Serve options that send each ``pause.created``, with its token, to ``receiver``."""
+    return (
+        *("--webhook", receiver.url, "--webhook-event", "pause.created"),
+        "--webhook-include-token",
+    )
+
+
+def _tokens(receiver: Receiver) -> set[str]:
+    """The tokens of the ``pause.created`` that reached ``receiver``, each verified."""
+    return {request.payload["data"]["token"] for request in receiver.of_type("pause.created")}
+
+
+def _unsettled(url: str) -> list[object]:
+    answer = httpx.get(f"{url}/v1/webhooks/deliveries", headers=OPERATOR)
+    assert answer.status_code == 200, answer.text
+    return list(answer.json()["deliveries"])
+
+
 def test_each_release_settles_what_the_other_wrote_through_the_migration(
     postgres_url: str, release_n: dict[str, str], tmp_path: Path
 ) -> None:
     calls = tmp_path / "calls.txt"
     (tmp_path / "rolling_agents.py").write_text(AGENT)
-    old = {**release_n, "ROLLING_CALLS": str(calls)}
-    new = {**os.environ, "ROLLING_CALLS": str(calls)}
-    with serving(postgres_url, tmp_path / "n.log", *SERVED, env=old, cwd=tmp_path) as n:
+    shared = {"ROLLING_CALLS": str(calls), "SYMFONIC_WEBHOOK_SECRET": SECRET}
+    old, new = {**release_n, **shared}, {**os.environ, **shared}
+    keys = f"{KEYS},ops=ops-secret-key:operator"
+    with (
+        receiving() as to_n,
+        receiving() as to_n1,
+        serving(
+            postgres_url, tmp_path / "n.log", *SERVED, *_hook(to_n), keys=keys, env=old,
+            cwd=tmp_path,
+        ) as n,
+    ):
         before = [paused(n.url)]
         migrating = subprocess.Popen([*MIGRATE, postgres_url], stdout=subprocess.PIPE, text=True)
         during = []
@@ -200,11 +229,20 @@ def test_each_release_settles_what_the_other_wrote_through_the_migration(
         assert during, "N answered no turn while the migration ran"
         after = [paused(n.url)]
         with serving(
-            postgres_url, tmp_path / "n1.log", *SERVED, "--no-migrate", env=new, cwd=tmp_path
+            postgres_url, tmp_path / "n1.log", *SERVED, *_hook(to_n1), "--no-migrate",
+            keys=keys, env=new, cwd=tmp_path,
         ) as n1:
             for token in [*before, *during, *after]:
                 answered(n1.url, token)
-            answered(n.url, paused(n1.url))
+            on_n, on_n1 = paused(n.url), paused(n1.url)
+            # Each pause.created is owed to both URLs in its turn's transaction, and a release
+            # sends only to the URLs it was given: N+1 sends what N owed, and N what N+1 owed.
+            # (A token is sent only while its pause waits: the pauses are answered after.)
+            _until(lambda: on_n in _tokens(to_n1), "N+1's delivery of what N owed")
+            _until(lambda: on_n1 in _tokens(to_n), "N's delivery of what N+1 owed")
+            _until(lambda: not _unsettled(n1.url), "every delivery settled")
+            answered(n.url, on_n1)
+            answered(n1.url, on_n)
             pids = n.process.pid, n1.process.pid
             assert _queued_runs_on_holder(n.url, n1.url, calls, "a") == [pids[0]]
             assert _queued_runs_on_holder(n1.url, n.url, calls, "b") == [pids[1]]
