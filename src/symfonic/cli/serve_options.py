@@ -55,8 +55,8 @@ def add_serving_options(p: argparse.ArgumentParser) -> None:
         "--grace",
         type=_whole_seconds,
         default=os.environ.get(GRACE, str(DEFAULT_GRACE)),  # parsed as the flag is
-        help=f"on SIGTERM or Ctrl-C, seconds the turns and resumes in flight have to finish "
-        f"before they are cancelled (default: {GRACE}, else {DEFAULT_GRACE})",
+        help=f"on SIGTERM or Ctrl-C, seconds the turns, resumes and background runs in flight "
+        f"have to finish before they are cancelled (default: {GRACE}, else {DEFAULT_GRACE})",
     )
     p.add_argument(
         "--insecure",
