@@ -13,14 +13,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from symfonic import Limits, RevisionConflict, SymfonicAgent
-from symfonic.capabilities.human.toolbox import ToolBox
 from symfonic.core.contracts.types import (
     TERMINAL_EVENTS,
     ErrorEvent,
@@ -33,7 +31,6 @@ from symfonic.core.contracts.types import (
     TurnResult,
     TurnStartedEvent,
 )
-from symfonic.kernel.loop import Kernel
 from symfonic.kernel.tools import idempotency_key
 from symfonic.testing import ScriptedChatModel, call, calls, current_turn, reply
 
@@ -416,37 +413,3 @@ async def test_a_turn_and_its_resume_close_every_generator_they_open(sqlite_url:
             sys.set_asyncgen_hooks(firstiter, finalizer)
     assert done.status == "complete"
     assert left_open == []
-
-
-def _kernel_with_heartbeat(heartbeat: Callable[[], Any], seconds: float) -> Kernel:
-    async def wait(q: str) -> str:
-        """Waits a while."""
-        await anyio.sleep(seconds)
-        return f"waited for {q}"
-
-    model = ScriptedChatModel.from_script([reply("unused")])
-    return Kernel(model, ToolBox([wait]), Limits(), "s1", heartbeat, heartbeat_interval=0.02)
-
-
-async def test_the_heartbeat_beats_while_a_tool_runs_and_stops_with_it() -> None:
-    beats: list[float] = []
-
-    async def beat() -> None:
-        beats.append(anyio.current_time())
-
-    kernel = _kernel_with_heartbeat(beat, seconds=0.2)
-    message, event = await kernel.dispatch({"name": "wait", "args": {"q": "x"}, "id": "c1"})
-    assert (message.content, event.status) == ("waited for x", "ok")
-    assert len(beats) >= 3
-    stopped = len(beats)
-    await anyio.sleep(0.1)
-    assert len(beats) == stopped, "the heartbeat went on after the tool returned"
-
-
-async def test_a_heartbeat_that_fails_fails_the_call() -> None:
-    async def beat() -> None:
-        raise RuntimeError("the lease store is broken")
-
-    kernel = _kernel_with_heartbeat(beat, seconds=0.1)
-    with pytest.raises(RuntimeError, match="lease store"):
-        await kernel.dispatch({"name": "wait", "args": {"q": "x"}, "id": "c1"})

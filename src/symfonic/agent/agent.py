@@ -44,7 +44,6 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.core.messages import MessageBody
 from symfonic.core.telemetry.turns import traced_turn
-from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.kernel.model_calls import BoundModel, bind_tools, streams_natively
@@ -62,6 +61,7 @@ from symfonic.turns.queue import Started, enqueue, run_next
 from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resume import resume_turn
 from symfonic.turns.run_access import cancel_run, visible_run
+from symfonic.turns.run_watch import StartedRuns
 from symfonic.turns.start import OnBusy, OnPendingPause, TakeOver, first_turn, owned_session
 
 DEFAULT_PAUSE_TTL = 24 * 3600.0
@@ -147,7 +147,7 @@ class SymfonicAgent(OpenedStore):
         # finished by the runs they become if those start here.
         self._waiting: weakref.WeakValueDictionary[str, RunHandle] = weakref.WeakValueDictionary()
         # The runs this agent started and still drives, so a cancel stops them here.
-        self._started: weakref.WeakValueDictionary[str, RunHandle] = weakref.WeakValueDictionary()
+        self._started = StartedRuns(lambda: self.store)
 
     def __repr__(self) -> str:
         return f"SymfonicAgent(name={self.name!r}, tools={sorted(self.toolbox.tools)!r})"
@@ -184,7 +184,6 @@ class SymfonicAgent(OpenedStore):
         session_id: str,
         plan: Limits | None = None,
         *,
-        heartbeat: Heartbeat | None = None,
         principal: Principal | None = None,
         host: DelegationHost | None = None,
     ) -> Kernel:
@@ -196,9 +195,6 @@ class SymfonicAgent(OpenedStore):
             self.toolbox,
             plan or self.limits,
             session_id,
-            heartbeat,
-            # Often enough for either lease a turn holds: a resume's claim, a first turn's marker.
-            heartbeat_interval=min(self.claim_lease, self.run_lease) / 3,
             bound_model=self._bound_model,
             streaming=self._streaming,
             principal=principal or Principal("local"),
@@ -441,7 +437,7 @@ class SymfonicAgent(OpenedStore):
         then = self._then_queued(tasks, started)
         who = Principal.of(principal)  # the session's owner, unless it may run anyone's
         owner = None if "*" in who.scopes else RunOwner(who.name)
-        return self._driving(await start_run(self, turn, tasks, owner, then=then))
+        return self._driving(await start_run(self, turn, tasks, owner, then=then), tasks)
 
     async def start_resume(
         self,
@@ -463,7 +459,7 @@ class SymfonicAgent(OpenedStore):
         turn = self.resume_stream(token, answer, principal, status=status, args_digest=args_digest)
         owner = RunOwner(pause.principal, pause.audience, pause.pause_id)
         then = self._then_queued(tasks, started)
-        return self._driving(await start_run(self, turn, tasks, owner, then=then))
+        return self._driving(await start_run(self, turn, tasks, owner, then=then), tasks)
 
     async def enqueue(
         self,
@@ -500,9 +496,8 @@ class SymfonicAgent(OpenedStore):
 
         return then
 
-    def _driving(self, handle: RunHandle) -> RunHandle:
-        if handle.run_id is not None and not handle.done:
-            self._started[handle.run_id] = handle
+    def _driving(self, handle: RunHandle, tasks: TaskGroup) -> RunHandle:
+        self._started.add(handle, tasks)
         return handle
 
     async def get_run(self, run_id: str, principal: Principal | str = "local") -> RunRecord:
@@ -516,7 +511,7 @@ class SymfonicAgent(OpenedStore):
         stops at its next step. `RunNotRunning` when it already ended or settled."""
         await self.open()
         cancelled = await cancel_run(self, run_id, Principal.of(principal))
-        started = self._started.get(run_id)
+        started = self._started.handles.get(run_id)
         if started is not None:
             started.stop()
         return cancelled

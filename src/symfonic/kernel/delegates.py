@@ -12,7 +12,6 @@ from typing import Any, Protocol
 
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import PendingInteraction
-from symfonic.kernel.heartbeat import Heartbeat
 
 
 @dataclass(frozen=True)
@@ -20,8 +19,7 @@ class DelegatedCall:
     """One delegate call of a round, with what the other agent's turn runs under.
 
     ``rounds_left``: the tool rounds the calling turn may still use; the
-    delegate's rounds count toward them. ``heartbeat``: the calling turn's,
-    kept beating while the delegate runs.
+    delegate's rounds count toward them.
     """
 
     session_id: str
@@ -29,7 +27,6 @@ class DelegatedCall:
     args: Mapping[str, Any]
     principal: Principal
     rounds_left: int
-    heartbeat: Heartbeat | None = None
 
 
 @dataclass(frozen=True)

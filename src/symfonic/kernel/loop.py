@@ -14,7 +14,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -36,13 +36,10 @@ from symfonic.core.contracts.types import (
 from symfonic.core.messages import text_of
 from symfonic.core.telemetry import calls
 from symfonic.kernel.delegates import Delegate, Delegated, DelegatedCall
-from symfonic.kernel.heartbeat import Heartbeat, Heartbeats
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.model_calls import BoundModel, bind_tools, call_model
 from symfonic.kernel.toolbox import RoundTools, UndecidedCall
 from symfonic.kernel.tools import Observation, idempotency_key
-
-T = TypeVar("T")
 
 UNDECIDED_ROUND = (
     "not dispatched: another call in this round could not be checked for approval, so "
@@ -106,18 +103,15 @@ class _Progress:
 class Kernel:
     """Live handles for one turn: the model bound to its tools, the tools, the limits.
 
-    ``bound_model`` is bound once per agent, not once a turn. ``heartbeat``, if
-    given, is awaited every ``heartbeat_interval`` seconds while a tool runs, for
-    whoever holds a lease on the turn. ``principal``: whose message the turn
-    answers, which approval rules decide with. ``telemetry``: trace and measure calls.
+    ``bound_model`` is bound once per agent, not once a turn. ``principal``: whose
+    message the turn answers, which approval rules decide with. ``telemetry``: trace
+    and measure calls. Whoever holds a lease on the turn keeps it (`symfonic.turns.lease`).
     """
 
     model: BaseChatModel
     toolbox: RoundTools
     limits: Limits
     session_id: str
-    heartbeat: Heartbeat | None = None
-    heartbeat_interval: float = 30.0
     bound_model: BoundModel | None = field(default=None, repr=False)
     streaming: bool = True
     principal: Principal = field(default_factory=lambda: Principal("local"))
@@ -162,7 +156,7 @@ class Kernel:
                 observation = Observation(f"error: there is no tool named {call['name']!r}", False)
             else:
                 key = idempotency_key(self.session_id, str(call["id"]))
-                observation = await self._beating(work(key))
+                observation = await work(key)
                 if observation.asks is not None:
                     traced.observed(True)
                     return observation.asks.pending(str(call["id"]), call["name"], call["args"])
@@ -170,29 +164,18 @@ class Kernel:
         return _observed(call, observation.content, observation.ok, observation.artifact)
 
     async def _delegate(self, call: ToolCall, rounds_left: int) -> Delegated:
-        """Run one delegate call's turn, keeping the heartbeat while it runs."""
+        """Run one delegate call's turn."""
         delegated = DelegatedCall(
             session_id=self.session_id,
             tool_call_id=str(call["id"]),
             args=dict(call["args"]),
             principal=self.principal,
             rounds_left=rounds_left,
-            heartbeat=self.heartbeat,
         )
         with calls.tool_call(call["name"], str(call["id"]), recording=self.telemetry) as traced:
-            outcome = await self._beating(self.delegates[call["name"]].delegate(delegated))
+            outcome = await self.delegates[call["name"]].delegate(delegated)
             traced.observed(outcome.ok)
         return outcome
-
-    async def _beating(self, work: Coroutine[Any, Any, T]) -> T:
-        """Await ``work`` in this task while the heartbeat keeps time beside it
-        (`symfonic.kernel.heartbeat`); cancelling the turn cancels the tool."""
-        if self.heartbeat is None:
-            return await work
-        async with Heartbeats(self.heartbeat, self.heartbeat_interval) as beats:
-            result = await work
-        beats.raise_failure()
-        return result
 
     async def run(
         self,

@@ -42,7 +42,7 @@ from symfonic.turns.delegation import (
     delegated_interaction,
     failed_observation,
 )
-from symfonic.turns.lease import ClaimLease
+from symfonic.turns.lease import ClaimLease, Heartbeats
 from symfonic.turns.resumed_turn import ResumedTurn
 
 RenewClaims = Callable[[], Awaitable[None]]
@@ -164,7 +164,8 @@ class DelegateResume:
             parent_session_id=self._caller.session_id,
         )
         try:
-            return await self._run_and_settle(turn, lease, pending, answer, status, rounds_left)
+            async with Heartbeats(lease.renew_now, lease.interval):
+                return await self._run_and_settle(turn, lease, pending, answer, status, rounds_left)
         finally:
             await turn.release()
 
@@ -209,12 +210,6 @@ class DelegateResume:
         """Run the delegate's kernel on from its checkpoint, renewing every claim held."""
         agent, checkpoint = self._delegate.tool.agent, outcome.turn
         assert checkpoint is not None
-        callers_heartbeat = self._caller.heartbeat
-
-        async def heartbeat() -> None:
-            if callers_heartbeat is not None:
-                await callers_heartbeat()
-            await lease.renew_now()
 
         async def renew_claims() -> None:
             await self._renew_callers()
@@ -223,7 +218,6 @@ class DelegateResume:
         kernel = agent.kernel(
             checkpoint.session_id,
             child_plan(agent, checkpoint.counters.rounds + rounds_left),
-            heartbeat=heartbeat,
             principal=turn.runs_for,
             host=self._delegate.host,
         )

@@ -31,12 +31,12 @@ from symfonic.core.contracts.types import (
     StopReason,
 )
 from symfonic.kernel.delegates import Delegated, DelegatedCall
-from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import IssuerScope
+from symfonic.turns.lease import Heartbeats
 from symfonic.turns.settlement import Settlement
-from symfonic.turns.started_turn import StartedTurn
+from symfonic.turns.started_turn import MarkerLease, StartedTurn
 
 DEFAULT_DELEGATION_DEPTH = 3
 
@@ -73,7 +73,6 @@ class DelegateAgent(Protocol):
         session_id: str,
         plan: Limits | None = None,
         *,
-        heartbeat: Heartbeat | None = None,
         principal: Principal | None = None,
         host: DelegationHost | None = None,
     ) -> Kernel: ...
@@ -198,23 +197,26 @@ class BoundDelegate:
                 f"error: no tool rounds are left for the agent {self.tool.agent.name}", ok=False
             )
         turn = await self._start(call)
+        host, agent = self.host, self.tool.agent
+        lease = MarkerLease(
+            host.store, turn.session_id, turn.run_id, seconds=host.run_lease, clock=host.clock
+        )
         try:
-            agent = self.tool.agent
-            kernel = agent.kernel(
-                turn.session_id,
-                child_plan(agent, call.rounds_left),
-                heartbeat=call.heartbeat,
-                principal=call.principal,
-                host=self.host,
-            )
-            task = str(call.args.get("task") or "")
-            try:
-                result = await kernel_result(
-                    kernel.run(agent.context(()), [HumanMessage(content=task)])
+            async with Heartbeats(lease.renew_if_due, lease.interval):
+                kernel = agent.kernel(
+                    turn.session_id,
+                    child_plan(agent, call.rounds_left),
+                    principal=call.principal,
+                    host=host,
                 )
-            except ModelError as error:
-                return Delegated(failed_observation(self.tool, error), ok=False)
-            return await self._settle(call, turn, result)
+                task = str(call.args.get("task") or "")
+                try:
+                    result = await kernel_result(
+                        kernel.run(agent.context(()), [HumanMessage(content=task)])
+                    )
+                except ModelError as error:
+                    return Delegated(failed_observation(self.tool, error), ok=False)
+                return await self._settle(call, turn, result)
         finally:
             await turn.end()
 

@@ -1,13 +1,16 @@
-"""Keeping a claim alive while its turn runs: renewed on events and heartbeats, and bounding how
-long the claim's writes may wait for a store out of reach.
+"""Keeping a hold alive while its turn runs: renewed on events and on a heartbeat for the turn's
+whole life (the model thinking, a tool running), and bounding how long a claim's writes may
+wait for a store out of reach.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import TypeVar
 
 import anyio
@@ -26,6 +29,52 @@ RETRY_MARGIN = 0.1
 # Backoff between attempts while the store is out of reach, in seconds.
 FIRST_RETRY_DELAY = 0.05
 LONGEST_RETRY_DELAY = 1.0
+
+
+class Heartbeats:
+    """``async with Heartbeats(renew, interval):`` for the life of a turn: ``renew`` is called
+    every ``interval``, each beat timed from the end of the last, so a hold is lost only with
+    its worker. A beat is a timer on the event loop and gets a task only when it falls due;
+    a failed beat is logged and the next one is still timed."""
+
+    def __init__(self, renew: Callable[[], Awaitable[None]], interval: float) -> None:
+        self._renew = renew
+        self._interval = interval
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._beating: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    async def __aenter__(self) -> Heartbeats:
+        self._arm()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._beating is not None and not self._beating.done():
+            with anyio.CancelScope(shield=True):
+                await self._beating
+
+    def _arm(self) -> None:
+        if not self._stopped:
+            self._timer = self._loop.call_later(self._interval, self._due)
+
+    def _due(self) -> None:
+        self._beating = self._loop.create_task(self._beat())
+
+    async def _beat(self) -> None:
+        try:
+            await self._renew()
+        except Exception as error:
+            logger.warning("a turn's hold could not be renewed on its heartbeat: %s", error)
+        self._arm()
 
 
 class ClaimLease:

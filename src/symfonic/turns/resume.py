@@ -26,6 +26,7 @@ from symfonic.core.messages import messages_of
 from symfonic.turns.asked_digest import edited_digest
 from symfonic.turns.claim import claim
 from symfonic.turns.delegated_resume import continue_through_delegate
+from symfonic.turns.lease import Heartbeats
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.quorum import recorded
 from symfonic.turns.refusals import refuse_or_replay, refuse_or_replay_lost
@@ -140,9 +141,7 @@ async def run(
         interrupt_id=pause.interrupt_id,
         status=status,
     )
-    kernel = agent.kernel(
-        pause.session_id, turn.plan, heartbeat=lease.renew_now, principal=turn.runs_for
-    )
+    kernel = agent.kernel(pause.session_id, turn.plan, principal=turn.runs_for)
     resumed = continue_through_delegate(
         kernel,
         outcome,
@@ -151,7 +150,7 @@ async def run(
         answered_by=principal,
         renew_claims=lease.renew_if_due,
     )
-    async with aclosing(resumed) as events:
+    async with aclosing(resumed) as events, Heartbeats(lease.renew_now, lease.interval):
         async for raw in events:
             turn.observe(raw)
             if isinstance(raw, KernelDone):

@@ -12,7 +12,6 @@ from langchain_core.messages import BaseMessage
 from symfonic.capabilities.human.toolbox import ToolBox
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import PauseRecord, Store
-from symfonic.kernel.heartbeat import Heartbeat
 from symfonic.kernel.limits import Limits
 from symfonic.kernel.loop import Kernel
 from symfonic.turns.budget import Quota
@@ -42,7 +41,6 @@ class TurnRuntime(Protocol):
         session_id: str,
         plan: Limits | None = None,
         *,
-        heartbeat: Heartbeat | None = None,
         principal: Principal | None = None,
     ) -> Kernel:
         """The model loop for one turn of ``session_id``, answering ``principal``'s message."""

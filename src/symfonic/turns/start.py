@@ -42,6 +42,7 @@ from symfonic.turns.budget import (
     admit_resume_budget,
     admitted,
 )
+from symfonic.turns.lease import Heartbeats
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.resumed_turn import FinalObserver
 from symfonic.turns.runtime import TurnRuntime
@@ -235,8 +236,8 @@ async def first_turn(
         yield _started(agent, session, run_id)
         observe = FinalObserver(budget.event_guard)
         try:
-            run = _run(agent, observe, budget.prepared_plan, start, message, principal, lease)
-            async with aclosing(run) as events:
+            run = _run(agent, observe, budget.prepared_plan, start, message, principal)
+            async with aclosing(run) as events, Heartbeats(lease.renew_if_due, lease.interval):
                 while (raw := await stopper.step(events)) is not None:
                     await lease.renew_if_due()
                     yield raw
@@ -273,12 +274,10 @@ async def _run(
     start: RunStart,
     message: str,
     principal: Principal,
-    lease: MarkerLease,
 ) -> AsyncGenerator[Event, None]:
-    """The kernel's rounds on the message, up to (not including) its done result; the
-    heartbeat beside each tool call keeps the turn's run marker."""
+    """The kernel's rounds on the message, up to (not including) its done result."""
     session_id = start.session.session_id
-    kernel = agent.kernel(session_id, plan, heartbeat=lease.renew_if_due, principal=principal)
+    kernel = agent.kernel(session_id, plan, principal=principal)
     run = kernel.run(agent.context(messages_of(start.history)), [HumanMessage(content=message)])
     async with aclosing(run) as events:
         async for raw in events:

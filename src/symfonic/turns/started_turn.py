@@ -109,6 +109,7 @@ class MarkerLease:
         self._clock = clock
         self._renewed = clock()
         self._held = True
+        self.interval = seconds / 3
 
     async def renew_if_due(self) -> None:
         """Renew the marker if a third of its lease has passed; cheap on every event.

@@ -1,12 +1,12 @@
-"""The heartbeat beside a tool call: timed from the end of the last beat, never
-overlapping, never cut off inside a beat, and a failing beat failing the call."""
+"""A turn's heartbeat: timed from the end of the last beat, never overlapping, never cut
+off inside a beat, and going on past a beat that failed."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from symfonic.kernel.heartbeat import Heartbeats
+from symfonic.turns.lease import Heartbeats
 
 pytestmark = pytest.mark.anyio
 
@@ -24,9 +24,8 @@ async def test_beats_never_overlap_and_stop_when_the_work_ends() -> None:
         running -= 1
         beats += 1
 
-    async with Heartbeats(slow_beat, INTERVAL) as heartbeats:
+    async with Heartbeats(slow_beat, INTERVAL):
         await anyio.sleep(0.4)
-    heartbeats.raise_failure()
     assert most == 1
     # Each beat is timed from the end of the last: 0.4 s holds at most 0.4 / 0.08.
     assert 2 <= beats <= 5
@@ -64,7 +63,7 @@ async def test_cancelling_the_work_lets_the_beat_under_way_finish_and_no_other_s
     assert started == 1
 
 
-async def test_a_failing_beat_ends_the_beats_and_is_raised_once_the_work_is_done() -> None:
+async def test_a_failing_beat_is_logged_and_the_next_is_still_timed() -> None:
     calls = 0
 
     async def broken() -> None:
@@ -72,11 +71,9 @@ async def test_a_failing_beat_ends_the_beats_and_is_raised_once_the_work_is_done
         calls += 1
         raise RuntimeError("the lease store is broken")
 
-    async with Heartbeats(broken, INTERVAL) as heartbeats:
+    async with Heartbeats(broken, INTERVAL):
         await anyio.sleep(0.2)  # the work is not interrupted
-    assert calls == 1
-    with pytest.raises(RuntimeError, match="lease store"):
-        heartbeats.raise_failure()
+    assert calls >= 3
 
 
 async def test_work_that_ends_before_the_first_beat_never_calls_the_heartbeat() -> None:
