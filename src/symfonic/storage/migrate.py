@@ -89,12 +89,14 @@ def upgrade_sqlite(path: str, *, busy_timeout: float) -> None:
 
 
 async def upgrade_postgres(rest_of_url: str, *, connect_timeout: float) -> None:
-    """Migrate under the advisory lock, on a connection of its own."""
-    engine = create_async_engine(
-        f"postgresql+asyncpg://{rest_of_url}",
-        poolclass=NullPool,
-        connect_args={"timeout": connect_timeout},
-    )
+    """Migrate under the advisory lock, on a connection of its own. asyncpg reads the URL,
+    as the pool does: SQLAlchemy cannot parse several hosts (``h1:5432,h2:5433``)."""
+    import asyncpg
+
+    async def connect() -> Any:
+        return await asyncpg.connect(f"postgresql://{rest_of_url}", timeout=connect_timeout)
+
+    engine = create_async_engine("postgresql+asyncpg://", poolclass=NullPool, async_creator=connect)
     try:
         async with engine.begin() as connection:
             await connection.run_sync(_upgrade_locked)
