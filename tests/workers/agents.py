@@ -3,7 +3,8 @@
 The model is a pure function of the transcript (as a real deployment's model is
 the same on every worker): "ask ..." asks the person a question, "work ..." calls
 ``slow_work``, which needs approval, "busy ..." calls ``busy_work``, which does
-not; once a tool answered, it replies with what the tool said. Either tool
+not, "pay ..." calls ``pay``, which needs approval and prints what it paid; once a
+tool answered, it replies with what the tool said. Either tool
 announces that it started (a ``{"started": note}`` line on stdout, the worker's
 reply channel, when ``SYMFONIC_TEST_ANNOUNCE_WORK`` is set), and that it was
 cancelled (``{"cancelled": note}``), and takes ``SYMFONIC_TEST_WORK_SECONDS``,
@@ -38,6 +39,8 @@ def respond(messages: list[BaseMessage]) -> AIMessage | str:
         return call("slow_work", {"note": asked})
     if asked.startswith("busy"):
         return call("busy_work", {"note": asked})
+    if asked.startswith("pay"):
+        return call("pay", {"note": asked})
     return reply(f"echo: {asked}")
 
 
@@ -55,6 +58,13 @@ async def slow_work(note: str) -> str:
         _announce("cancelled", note)
         raise
     return f"worked on {note}"
+
+
+async def pay(note: str, idempotency_key: str) -> str:
+    """Pay once a person approves; says on stdout that it paid, and under which key."""
+    await slow_work(note)
+    print(json.dumps({"paid": note, "key": idempotency_key}), flush=True)
+    return f"paid for {note}"
 
 
 async def busy_work(note: str) -> str:
@@ -96,8 +106,8 @@ def served_agent() -> SymfonicAgent:
 def helper_agent(store: str | None, *, claim_lease: float = 120.0) -> SymfonicAgent:
     return SymfonicAgent(
         model=ScriptedChatModel(respond=respond),
-        tools=[slow_work, busy_work],
-        approval={"slow_work"},
+        tools=[slow_work, busy_work, pay],
+        approval={"slow_work", "pay"},
         store=store,
         claim_lease=claim_lease,
     )
