@@ -165,13 +165,13 @@ async def _held(
     on_pending_pause: OnPendingPause,
     on_busy: OnBusy,
     run_id: str,
-    held: RunStart | None,
+    held: tuple[RunStart, str] | None,
 ) -> tuple[RunStart, AdmittedBudget | None]:
     """The session held for the turn as ``run_id``, and its budget if admitted already:
     a queued message's was when it was queued, and a takeover's is admitted before
     it cancels anything, so that a refused quota cancels nothing."""
     if held is not None:
-        return held, admitted(agent.limits)
+        return held[0], admitted(agent.limits)
     if session_id is None:
         session_id = await agent.create_session(principal)
     budget, seen_holder = None, None
@@ -209,14 +209,7 @@ async def first_turn(
     stopper = TurnStopper.of(agent.settlement.running, run_id)
     try:
         start, budget = await _held(
-            agent,
-            principal,
-            session_id,
-            base_revision,
-            on_pending_pause,
-            on_busy,
-            run_id,
-            None if held is None else held[0],
+            agent, principal, session_id, base_revision, on_pending_pause, on_busy, run_id, held
         )
     except BaseException:
         stopper.ended()
@@ -225,7 +218,6 @@ async def first_turn(
     session_id = session.session_id
     scope = IssuerScope(session.principal, agent.name)
     turn = StartedTurn(agent.settlement, session_id, run_id, scope, session.revision, principal)
-    lease = MarkerLease(agent.store, session_id, run_id, seconds=agent.run_lease, clock=agent.clock)
     failure: FailedTurn | None = None
     try:
         budget = budget or admit_resume_budget(agent, scope)
@@ -236,10 +228,9 @@ async def first_turn(
         yield _started(agent, session, run_id)
         observe = FinalObserver(budget.event_guard)
         try:
-            run = _run(agent, observe, budget.prepared_plan, start, message, principal)
-            async with aclosing(run) as events, Heartbeats(lease.renew_if_due, lease.interval):
+            run = _run(agent, observe, budget.prepared_plan, start, message, principal, run_id)
+            async with aclosing(run) as events:
                 while (raw := await stopper.step(events)) is not None:
-                    await lease.renew_if_due()
                     yield raw
             assert observe.result is not None
             yield await _settle(agent, turn, observe.result)
@@ -274,12 +265,15 @@ async def _run(
     start: RunStart,
     message: str,
     principal: Principal,
+    run_id: str,
 ) -> AsyncGenerator[Event, None]:
-    """The kernel's rounds on the message, up to (not including) its done result."""
+    """The kernel's rounds on the message, up to (not including) its done result, the
+    turn's run marker renewed on a heartbeat meanwhile."""
     session_id = start.session.session_id
     kernel = agent.kernel(session_id, plan, principal=principal)
     run = kernel.run(agent.context(messages_of(start.history)), [HumanMessage(content=message)])
-    async with aclosing(run) as events:
+    lease = MarkerLease(agent.store, session_id, run_id, seconds=agent.run_lease, clock=agent.clock)
+    async with aclosing(run) as events, Heartbeats(lease.renew_if_due, lease.interval):
         async for raw in events:
             observe(raw)
             if isinstance(raw, KernelDone):
