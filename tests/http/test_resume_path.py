@@ -13,8 +13,9 @@ from http_support import APPROVE, JSON, served_pause
 
 pytestmark = pytest.mark.anyio
 
-# Measured on this tree; lower it when a change takes modules off the path.
-CEILING = 55
+# Measured on this tree (52, or 53 when the store's run-event watch polls during the request);
+# lower it when a change takes modules off the path.
+CEILING = 53
 
 
 async def test_an_approving_resume_enters_few_of_symfonics_modules(sqlite_url: str) -> None:

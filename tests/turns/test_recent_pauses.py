@@ -29,7 +29,7 @@ from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import PauseState, TurnStartedEvent
 from symfonic.server.service.host import ServiceHost
 from symfonic.testing import ScriptedChatModel, call, reply
-from symfonic.turns.recent_pauses import RecentPauses
+from symfonic.turns.settlement import RecentPauses
 
 pytestmark = pytest.mark.anyio
 

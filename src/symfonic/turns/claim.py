@@ -15,10 +15,10 @@ from symfonic.core.contracts.errors import StoreUnavailable
 from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.store import Ballot, Claim, PauseRecord, Store
 from symfonic.core.contracts.types import Answer, AnswerStatus
-from symfonic.turns.asked_digest import edited_meanwhile
 from symfonic.turns.budget import IssuerScope
 from symfonic.turns.lease import ClaimLease
 from symfonic.turns.quorum import is_vote, proposal
+from symfonic.turns.refusals import edited_meanwhile
 from symfonic.turns.resumed_turn import ResumedTurn, admit_turn
 from symfonic.turns.runtime import TurnRuntime
 

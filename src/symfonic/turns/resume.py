@@ -23,13 +23,12 @@ from symfonic.core.contracts.types import (
 )
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import messages_of
-from symfonic.turns.asked_digest import edited_digest
 from symfonic.turns.claim import claim
 from symfonic.turns.delegated_resume import continue_through_delegate
 from symfonic.turns.lease import Heartbeats
 from symfonic.turns.outcomes import error_event
 from symfonic.turns.quorum import recorded
-from symfonic.turns.refusals import refuse_or_replay, refuse_or_replay_lost
+from symfonic.turns.refusals import edited_digest, refuse_or_replay, refuse_or_replay_lost
 from symfonic.turns.resolve import ResolvedPause, resolve
 from symfonic.turns.resumed_turn import ResumedTurn
 from symfonic.turns.runtime import TurnRuntime

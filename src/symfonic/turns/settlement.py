@@ -4,6 +4,7 @@ what a finished turn may publish. A pause is always written with its checkpoint.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -34,7 +35,6 @@ from symfonic.core.contracts.types import (
 from symfonic.core.contracts.webhooks import FailedTurn
 from symfonic.core.messages import bodies_of
 from symfonic.turns.budget import IssuerScope
-from symfonic.turns.recent_pauses import RecentPauses
 
 __all__ = ["Settlement", "UnusableFinal", "answer_of_result"]
 
@@ -59,11 +59,36 @@ def answer_of_result(result: KernelResult | None) -> str:
     return result.answer
 
 
+RECENT_PAUSES_KEPT = 1024
+
+
+class RecentPauses:
+    """The pauses this agent recorded and has not yet been asked to resume, trusted only for
+    what never changes, so a stale entry costs a read, never a wrong answer."""
+
+    def __init__(self, capacity: int = RECENT_PAUSES_KEPT) -> None:
+        self._capacity = capacity
+        self._records: OrderedDict[str, PauseRecord] = OrderedDict()
+
+    def remember(self, pause: PauseRecord) -> None:
+        """Keep ``pause``, just written, for the resume that may come here."""
+        self._records[pause.pause_id] = pause
+        if len(self._records) > self._capacity:
+            self._records.popitem(last=False)
+
+    def take(self, pause_id: str) -> PauseRecord | None:
+        """The record of ``pause_id`` as it was written, once; ``None`` if not kept."""
+        return self._records.pop(pause_id, None)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
 class Settlement:
     """An agent's store, signer and pause time to live: every write a turn ends in.
 
     It also keeps the records of the pauses it wrote (``recent``), for the
-    resume that comes back to this agent (`symfonic.turns.recent_pauses`),
+    resume that comes back to this agent (`RecentPauses`),
     and how to stop the background runs it runs (``running``).
     """
 
