@@ -12,7 +12,7 @@ from http_support import frames
 from symfonic.core.contracts.errors import SessionBusy
 from symfonic.core.contracts.types import Event, ResponseCompleteEvent, TurnStartedEvent
 from symfonic.server.http.sse import TurnEventStream
-from symfonic.server.service.primed_turn import PrimedTurn
+from symfonic.turns.outcomes import PrimedTurn
 
 pytestmark = pytest.mark.anyio
 

@@ -1,11 +1,12 @@
-"""From a stream of events to what a caller gets: error frames and ``TurnResult``."""
+"""From a stream of events to what a caller gets: the first event pulled, error frames and
+``TurnResult``."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from symfonic.core.contracts.errors import (
     PauseAbandoned,
@@ -42,6 +43,29 @@ async def first_event(events: AsyncGenerator[E, None]) -> E:
     except BaseException:
         await events.aclose()
         raise
+
+
+class PrimedTurn(Generic[E]):
+    """A turn (or an AG-UI run) whose first event has been pulled, so every refusal has raised
+    before a response exists and can be a plain JSON error with its own status; ``aclose``
+    ends the turn."""
+
+    def __init__(self, first: E, rest: AsyncGenerator[E, None]) -> None:
+        self.first = first
+        self._rest = rest
+
+    @classmethod
+    async def start(cls, events: AsyncGenerator[E, None]) -> PrimedTurn[E]:
+        """Pull the first event; refusals raise here and the stream is closed."""
+        return cls(await first_event(events), events)
+
+    async def __aiter__(self) -> AsyncGenerator[E, None]:
+        yield self.first
+        async for event in self._rest:
+            yield event
+
+    async def aclose(self) -> None:
+        await self._rest.aclose()
 
 
 def error_event(error: Exception) -> ErrorEvent:

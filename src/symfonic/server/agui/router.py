@@ -15,8 +15,8 @@ from symfonic.server.agui.capabilities import capabilities_of
 from symfonic.server.agui.run import agui_run
 from symfonic.server.agui.stream import AguiEventStream
 from symfonic.server.http.service import AuthenticatingRoute, Caller, Host, Service
-from symfonic.server.service.primed_turn import PrimedTurn
 from symfonic.server.transport.errors import ErrorResponse, documented
+from symfonic.turns.outcomes import PrimedTurn
 
 # One SSE frame: ``data:`` is one AG-UI event, as JSON, named by its ``type``.
 EVENT_FRAME = {

@@ -12,9 +12,9 @@ from ag_ui.encoder import EventEncoder
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from symfonic.server.service.primed_turn import PrimedTurn
 from symfonic.server.transport.stream_shares import StreamSlot
 from symfonic.server.transport.streaming import PING_INTERVAL, stream_until_disconnect
+from symfonic.turns.outcomes import PrimedTurn
 
 PING = b": ping\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

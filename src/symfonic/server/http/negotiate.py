@@ -15,9 +15,8 @@ from symfonic.core.contracts.principal import Principal
 from symfonic.core.contracts.types import ApprovalRecordedEvent, Event
 from symfonic.server.http.schemas import TurnOutcome
 from symfonic.server.http.sse import TurnEventStream
-from symfonic.server.service.primed_turn import PrimedTurn
 from symfonic.server.transport.stream_shares import StreamShares
-from symfonic.turns.outcomes import collect
+from symfonic.turns.outcomes import PrimedTurn, collect
 
 
 def wants_json(request: Request) -> bool:

@@ -17,9 +17,9 @@ from starlette.types import Receive, Scope, Send
 
 from symfonic.core.contracts.run_events import RunEvent
 from symfonic.core.contracts.types import ErrorEvent, Event, TurnPausedEvent
-from symfonic.server.service.primed_turn import PrimedTurn
 from symfonic.server.transport.stream_shares import StreamSlot
 from symfonic.server.transport.streaming import PING_INTERVAL, stream_until_disconnect
+from symfonic.turns.outcomes import PrimedTurn
 
 logger = logging.getLogger("symfonic.http")
 TOKEN = "token"

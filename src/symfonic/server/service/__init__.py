@@ -1,3 +1,3 @@
 """What every transport shares and none owns: the host of the agents on one store, its
-background sweep, and a turn whose first event has been pulled.
+background sweep, the live pause feed, webhooks and background runs.
 """
