@@ -76,10 +76,13 @@ async def replayed(client: httpx.AsyncClient, url: str, **headers: str) -> list[
 async def test_a_background_turn_runs_with_no_listener_and_replays_in_full(
     store_url: str,
 ) -> None:
-    async with serve(payment_agent(store_url), api_keys=KEYS) as client:
+    agent = payment_agent(store_url)
+    async with serve(agent, api_keys=KEYS) as client:
         session_id = await new_session(client, **ALICE)
         started = await background_turn(client, session_id, **ALICE)
         assert started["events_url"] == f"/v1/runs/{started['run_id']}/events"
+        # The worker watches its runs on its one watch; the agent opens none beside it.
+        assert agent.started_runs.watch is False
         run = await ended(client, started["run_id"], **ALICE)
         assert run["state"] == "paused" and run["session_id"] == session_id
         assert run["outcome"]["status"] == "paused"

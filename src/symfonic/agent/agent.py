@@ -147,7 +147,7 @@ class SymfonicAgent(OpenedStore):
         # finished by the runs they become if those start here.
         self._waiting: weakref.WeakValueDictionary[str, RunHandle] = weakref.WeakValueDictionary()
         # The runs this agent started and still drives, so a cancel stops them here.
-        self._started = StartedRuns(lambda: self.store)
+        self.started_runs = StartedRuns(lambda: self.store)
 
     def __repr__(self) -> str:
         return f"SymfonicAgent(name={self.name!r}, tools={sorted(self.toolbox.tools)!r})"
@@ -497,7 +497,7 @@ class SymfonicAgent(OpenedStore):
         return then
 
     def _driving(self, handle: RunHandle, tasks: TaskGroup) -> RunHandle:
-        self._started.add(handle, tasks)
+        self.started_runs.add(handle, tasks)
         return handle
 
     async def get_run(self, run_id: str, principal: Principal | str = "local") -> RunRecord:
@@ -511,7 +511,7 @@ class SymfonicAgent(OpenedStore):
         stops at its next step. `RunNotRunning` when it already ended or settled."""
         await self.open()
         cancelled = await cancel_run(self, run_id, Principal.of(principal))
-        started = self._started.handles.get(run_id)
+        started = self.started_runs.handles.get(run_id)
         if started is not None:
             started.stop()
         return cancelled

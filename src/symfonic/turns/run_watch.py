@@ -30,12 +30,16 @@ class StartedRuns:
         self._store = store
         self.handles: weakref.WeakValueDictionary[str, RunHandle] = weakref.WeakValueDictionary()
         self._watching: anyio.CancelScope | None = None
+        # Off where a server watches the runs it starts itself, on one connection for all.
+        self.watch = True
 
     def add(self, handle: RunHandle, tasks: anyio.abc.TaskGroup) -> None:
         """Watch ``handle``'s run until it ends; the watch starts in ``tasks`` if none runs."""
         if handle.run_id is None or handle.done:
             return
         self.handles[handle.run_id] = handle
+        if not self.watch:
+            return
         if self._watching is None:
             self._watching = anyio.CancelScope()
             tasks.start_soon(self._watch, self._watching)

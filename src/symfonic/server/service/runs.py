@@ -63,6 +63,8 @@ class WorkerRuns:
 
     def __init__(self, host: ServiceHost) -> None:
         self._host = host
+        for agent in host.agents.values():
+            agent.started_runs.watch = False  # tracked here, on this worker's one watch
         self._tasks: anyio.abc.TaskGroup | None = None
         self._followers: set[_Follower] = set()
         self._local: dict[str, RunHandle] = {}
