@@ -350,8 +350,8 @@ def _lease(agent: TurnRuntime, first: TurnStartedEvent) -> float:
 
 
 async def _renew(agent: TurnRuntime, first: TurnStartedEvent, handle: RunHandle) -> None:
-    """Extend the run's lease, and a first turn's run marker with it, every third of
-    it until cancelled; a run the store no longer holds as running is stopped."""
+    """Extend the run's lease every third of it until cancelled (its turn keeps its own
+    hold); a run the store no longer holds as running is stopped."""
     lease = _lease(agent, first)
     while True:
         await anyio.sleep(lease / 3)
@@ -359,7 +359,5 @@ async def _renew(agent: TurnRuntime, first: TurnStartedEvent, handle: RunHandle)
             until = agent.clock() + timedelta(seconds=lease)
             if not await agent.store.renew_run_log(first.run_id, until):
                 handle.stop()
-            elif not first.resumed:
-                await agent.store.renew_run(first.session_id, first.run_id, until)
         except Exception as error:
             logger.warning("a background run's lease could not be renewed: %s", error)
