@@ -361,6 +361,28 @@ async def test_verify_names_a_record_inserted_after_the_fact(store: Any, store_u
     )
 
 
+async def test_verify_names_a_record_put_where_no_seal_places_it(
+    store: Any, store_url: str
+) -> None:
+    session_id = await new_session(store)
+    await claimed(store, session_id)
+    await store.seal_audit()
+    await anyio.sleep(0.01)
+    await claimed(store, session_id)
+    trail = await records(store)
+    assert await store.prune_audit(trail[2].at) == 2
+    assert await verify_log(store) == (2, None)
+    # A record under a pruned record's number (-1): past the seals, before the unsealed.
+    forged = replace(trail[0], sequence=-1, principal="mallory", prev_hash="", hash="")
+    values = ", ".join("NULL" if v is None else repr(v) for v in asdict(forged).values())
+    columns = ", ".join(asdict(forged))
+    await tamper(store_url, f"INSERT INTO symfonic_audit ({columns}) VALUES ({values})")
+    broken = (await verify_log(store))[1]
+    assert broken is not None and broken.message == (
+        "a record was inserted after the fact: the stored record -1 is in no seal"
+    )
+
+
 # A worker that commits its records and dies before any seal.
 KILLED_BEFORE_SEALING = """
 import os, signal, sys, anyio

@@ -90,6 +90,24 @@ ANY_UNSEALED = Statement(
     "SELECT 1 FROM symfonic_audit_head h WHERE id = 1 AND (gaps <> '{}' OR EXISTS"
     " (SELECT 1 FROM symfonic_audit WHERE sequence < h.sealed_below))"
 )
+# A record in the sealed range that neither a seal lists nor the head waits for. Each set is
+# read once (no reference to the outer row), so the check is one pass over the records.
+_HEAD_GAPS = "(SELECT gaps FROM symfonic_audit_head WHERE id = 1)"
+_SEALED_NUMBERS = {
+    Dialect.SQLITE: "SELECT json_extract(r.value, '$[0]') FROM symfonic_audit_seals s,"
+    f" json_each(s.records) r UNION ALL SELECT CAST(key AS INTEGER) FROM json_each({_HEAD_GAPS})",
+    Dialect.POSTGRESQL: "SELECT CAST(r ->> 0 AS bigint) FROM symfonic_audit_seals s,"
+    " json_array_elements(CAST(s.records AS json)) r UNION ALL"
+    f" SELECT CAST(k AS bigint) FROM json_object_keys(CAST({_HEAD_GAPS} AS json)) k",
+}
+STRAY = {
+    d: Statement(
+        "SELECT sequence FROM symfonic_audit WHERE sequence < 0 AND sequence >="
+        f" (SELECT sealed_below FROM symfonic_audit_head WHERE id = 1) AND sequence NOT IN ({s})"
+        " LIMIT 1"
+    )
+    for d, s in _SEALED_NUMBERS.items()
+}
 SEAL = Statement(
     "INSERT INTO symfonic_audit_seals (sequence, prev_hash, records, until)"
     " VALUES (:sequence, :prev_hash, :records, :until)"
@@ -257,6 +275,10 @@ class SqlAuditLog(SqlTransactions):
             unsealed=int(row["unsealed"]),
             unsealed_since=row["unsealed_since"],
         )
+
+    async def audit_stray(self) -> int | None:
+        row = first(await self.read_rows(STRAY[self.dialect], {}, "audit_stray"))
+        return None if row is None else int(row["sequence"])
 
     async def prune_audit(self, before: str) -> int:
         async def prune(connection: Connection) -> int:

@@ -124,6 +124,11 @@ class AuditLog(Protocol):
         """The chain's anchor and head, and how many records wait to be sealed."""
         ...
 
+    async def audit_stray(self) -> int | None:
+        """The number of a record no seal places and no seal waits for, if one is stored:
+        it was inserted after the fact, as a seal places every record it has seen."""
+        ...
+
     async def prune_audit(self, before: str) -> int:
         """Delete records stamped before ``before``, keeping the last one's hash as anchor."""
         ...
@@ -181,7 +186,7 @@ async def verify_log(log: AuditLog, page: int = 1000) -> tuple[int, ChainBreak |
             if broken is not None:
                 return walk.checked, broken
         if len(batch) < page:
-            return walk.checked, walk.finish()
+            return walk.checked, walk.finish() or await _stray(log)
         after = batch[-1].sequence
 
 
@@ -198,6 +203,15 @@ async def _past_head(log: AuditLog, walk: ChainWalk, record: AuditRecord) -> Cha
         record.sequence,
         f"record {record.sequence} was inserted after the fact: the chain ends at record "
         f"{head.head_sequence}",
+    )
+
+
+async def _stray(log: AuditLog) -> ChainBreak | None:
+    stray = await log.audit_stray()
+    if stray is None:
+        return None
+    return ChainBreak(
+        stray, f"a record was inserted after the fact: the stored record {stray} is in no seal"
     )
 
 
