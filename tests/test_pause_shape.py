@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from symfonic import PauseInfo
+from symfonic.core.contracts.pause_views import PauseView
 from symfonic.core.contracts.store import PauseRecord
 from symfonic.core.contracts.types import (
     InteractionKind,
@@ -23,7 +24,7 @@ from symfonic.core.contracts.types import (
     TurnResult,
     asked,
 )
-from symfonic.server.http.schemas import PauseOutcome, PauseView, TurnOutcome
+from symfonic.server.http.schemas import PauseOutcome, TurnOutcome
 from symfonic.turns.outcomes import pause_info
 
 QUESTION = {
