@@ -144,6 +144,9 @@ def seeded(
         yield Seeded(app, *anyio.run(_seed, store))
     finally:
         STORE_APP.current = None
+        # The app's lifespan, started by the last read of alice's rows, ends before its
+        # database goes: it would otherwise end at the next test's teardown, and fail it.
+        asgi.shutdown_lifespans()
         if database is not None:
             drop_postgres_database(database)
 
