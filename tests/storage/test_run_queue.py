@@ -3,7 +3,8 @@
 Several workers asking at once for a session's next message take it once
 between them, and only ever the head; a session held by a turn, or waiting on a
 pause its head refuses, gives nothing; a cancelled message leaves the queue and
-its run reads ``cancelled``; a queue a stopping worker hands over reads as lapsed.
+its run reads ``cancelled``; a queue a stopping worker hands over reads as lapsed, and a
+first turn it hands back goes to its queue's head, its ``turn.started`` kept once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import anyio
 import pytest
 
-from symfonic.core.contracts.run_events import RunState
+from symfonic.core.contracts.run_events import NewRun, RunState
 from symfonic.core.contracts.store import (
     QueuedTurn,
     RunRequest,
@@ -24,6 +25,7 @@ from symfonic.core.contracts.store import (
     Store,
     TakenTurn,
 )
+from symfonic.core.contracts.types import TextDeltaEvent, TurnStartedEvent
 from symfonic.storage import open_store
 
 pytestmark = pytest.mark.anyio
@@ -46,9 +48,8 @@ async def session(store: Store) -> str:
     return session_id
 
 
-async def queued(store: Store, session_id: str, message: str) -> str:
-    run_id = uuid.uuid4().hex
-    turn = QueuedTurn(
+def asked(session_id: str, message: str, run_id: str) -> QueuedTurn:
+    return QueuedTurn(
         run_id=run_id,
         session_id=session_id,
         owner="ann",
@@ -58,7 +59,11 @@ async def queued(store: Store, session_id: str, message: str) -> str:
         on_pending_pause="reject",
         queued_at=T0,
     )
-    await store.enqueue_turn(turn)
+
+
+async def queued(store: Store, session_id: str, message: str) -> str:
+    run_id = uuid.uuid4().hex
+    await store.enqueue_turn(asked(session_id, message, run_id))
     return run_id
 
 
@@ -151,3 +156,58 @@ async def test_a_free_queue_handed_over_reads_lapsed_and_a_held_one_is_left_be(
     taken = await take(store, free, later)
     assert taken is not None and taken.turn.run_id == run_id
     assert await take(store, held, later) is None  # still its turn's
+
+
+async def running(store: Store, session_id: str) -> str:
+    """A first turn's run, holding its session, with its ``turn.started`` kept."""
+    run_id = uuid.uuid4().hex
+    assert await store.begin_run(RunRequest(session_id, run_id, T0, T0 + LEASE)) is not None
+    first = TurnStartedEvent(
+        session_id=session_id, run_id=run_id, agent="a", base_revision=0, resumed=False
+    )
+    await store.begin_run_log(NewRun(run_id, session_id, "ann", T0, T0 + LEASE), first)
+    return run_id
+
+
+async def test_a_first_turn_handed_back_runs_next_and_keeps_one_turn_started(
+    store: Store,
+) -> None:
+    session_id = await session(store)
+    run_id = await running(store, session_id)
+    later = await queued(store, session_id, "later")
+    await store.end_run(session_id, run_id)  # the stopped turn let its session go
+    assert await store.requeue_turn(asked(session_id, "first", run_id), T0)
+    record = await store.run_record(run_id)
+    assert record is not None and record.state is RunState.QUEUED
+    assert not await store.requeue_turn(asked(session_id, "first", run_id), T0)  # not running
+    (head,) = await store.free_queue_heads(T0 + timedelta(seconds=1), 10)
+    assert (head.run_id, head.lapsed) == (run_id, True)  # taken by the next sweep at once
+    taken = await take(store, session_id, T0 + timedelta(seconds=1))
+    assert taken is not None and (taken.turn.run_id, taken.turn.message) == (run_id, "first")
+    assert taken.turn.scopes == frozenset({"payments"}) and taken.kept == 1
+    assert await take(store, session_id, T0 + timedelta(seconds=1)) is None  # held by it
+    (after,) = await store.free_queue_heads(T0 + 2 * LEASE, 10)
+    assert after.run_id == later
+
+
+async def test_a_handed_back_run_cancelled_in_its_queue_keeps_its_events_in_order(
+    store: Store,
+) -> None:
+    session_id = await session(store)
+    run_id = await running(store, session_id)
+    assert await store.requeue_turn(asked(session_id, "first", run_id), T0)
+    assert await store.cancel_queued_turn(run_id, T0)
+    events = await store.run_events_after(run_id, 0, limit=10)
+    assert [(e.position, e.event.type) for e in events] == [(1, "turn.started"), (2, "error")]
+
+
+async def test_a_run_that_answered_or_ended_is_not_handed_back(store: Store) -> None:
+    session_id = await session(store)
+    answered = await running(store, session_id)
+    await store.append_run_events(answered, [TextDeltaEvent(text="hello")])
+    assert not await store.requeue_turn(asked(session_id, "m", answered), T0)
+    await store.end_run_log(answered, RunState.COMPLETE, None, T0)
+    assert not await store.requeue_turn(asked(session_id, "m", answered), T0)
+    record = await store.run_record(answered)
+    assert record is not None and record.state is RunState.COMPLETE
+    assert await store.free_queue_heads(T0 + 2 * LEASE, 10) == []  # nothing was queued

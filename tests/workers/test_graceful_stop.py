@@ -65,6 +65,18 @@ async def approved_work(note: str) -> str:
     return await work(note)
 
 
+class Thinking(ScriptedChatModel):
+    \"\"\"Thinks as many seconds as a "think S N" message says before it answers.\"\"\"
+
+    async def _astream(self, messages, *args, **kwargs):
+        asked = text_of([m for m in messages if isinstance(m, HumanMessage)][-1])
+        if asked.startswith("think") and not isinstance(messages[-1], ToolMessage):
+            _note("thinking", asked)
+            await anyio.sleep(float(asked.split()[1]))
+        async for chunk in super()._astream(messages, *args, **kwargs):
+            yield chunk
+
+
 def respond(messages):
     start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
     answered = [m for m in messages[start:] if isinstance(m, ToolMessage)]
@@ -75,7 +87,7 @@ def respond(messages):
 
 
 agent = SymfonicAgent(
-    model=ScriptedChatModel(respond=respond),
+    model=Thinking(respond=respond),
     tools=[work, approved_work],
     approval={"approved_work"},
 )
@@ -101,10 +113,10 @@ def noted(tmp_path: Path) -> list[tuple[str, str, int]]:
     return [(what, note, int(pid)) for what, note, pid in (line.split("|") for line in lines)]
 
 
-async def until_started(tmp_path: Path, *notes: str) -> None:
+async def until_started(tmp_path: Path, *notes: str, what: str = "started") -> None:
     with anyio.fail_after(10):
         while True:  # another process's file: nothing to wait on but it
-            if set(notes) <= {note for what, note, _ in noted(tmp_path) if what == "started"}:
+            if set(notes) <= {note for seen, note, _ in noted(tmp_path) if seen == what}:
                 return
             await anyio.sleep(0.02)
 
@@ -269,9 +281,55 @@ async def handed_over(tmp_path: Path, a: Server, b: Server, receiver: Receiver) 
     assert held.id == sent.id and len(receiver.received) == 2
     assert re.search(
         r"stopped: \d+ requests? and 1 background run finished, 0 and 0 cancelled after the "
-        r"10 s grace; handed 1 queued message and 1 webhook delivery to the other workers",
+        r"10 s grace; handed 0 background runs, 1 queued message and 1 webhook delivery to "
+        r"the other workers",
         a.output(),
     ), a.output()
+
+
+async def test_a_background_run_whose_model_has_not_answered_is_run_once_by_the_other_worker(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with (
+        worker(tmp_path, postgres_url, "a", "--grace", "1") as a,
+        worker(tmp_path, postgres_url, "b", "--sweep-interval", "1") as b,
+    ):
+        async with (
+            httpx.AsyncClient(base_url=a.url, headers=ALICE, timeout=30) as on_a,
+            httpx.AsyncClient(base_url=b.url, headers=ALICE, timeout=30) as on_b,
+        ):
+            ran = await on_a.post(
+                f"/v1/sessions/{await session(on_a)}/turns",
+                json={"message": "think 4 0", "background": True},
+            )
+            run_id = ran.json()["run_id"]
+            await until_started(tmp_path, "think 4 0", what="thinking")
+            a.process.send_signal(signal.SIGTERM)
+            assert await exited(a, within=10) == 0
+            left_at = time.monotonic()
+            with anyio.fail_after(10):
+                while True:  # until B thinks too
+                    if [n for n in noted(tmp_path) if n[:2] == ("thinking", "think 4 0")][1:]:
+                        break
+                    await anyio.sleep(0.02)
+            took = time.monotonic() - left_at
+            with anyio.fail_after(15):
+                while True:
+                    run = (await on_b.get(f"/v1/runs/{run_id}")).json()
+                    if run["state"] not in {"queued", "running"}:
+                        break
+                    await anyio.sleep(0.05)
+            events = await streamed(on_b, f"/v1/runs/{run_id}/events")
+    assert [(w, pid) for w, note, pid in noted(tmp_path) if note == "think 4 0"] == [
+        ("thinking", a.process.pid),
+        ("thinking", b.process.pid),
+        ("started", b.process.pid),  # the tool, once
+    ]
+    assert took < 1 + 2  # one of B's 1 s sweeps
+    assert run["state"] == "complete", run
+    assert events[0] == "turn.started" and events.count("turn.started") == 1, events
+    assert events[-1] == "response.complete" and "error" not in events, events
+    assert re.search(r"0 and 0 cancelled after the 1 s grace; handed 1 background run,", a.output())
 
 
 async def test_a_second_sigterm_stops_at_once(postgres_url: str, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from symfonic.core.contracts.store import (
     PauseQuery,
     PauseRecord,
     PruneReport,
+    QueuedTurn,
     SessionRecord,
     Store,
     SweepReport,
@@ -437,7 +438,13 @@ class SymfonicAgent(OpenedStore):
         then = self._then_queued(tasks, started)
         who = Principal.of(principal)  # the session's owner, unless it may run anyone's
         owner = None if "*" in who.scopes else RunOwner(who.name)
-        return self._driving(await start_run(self, turn, tasks, owner, then=then), tasks)
+        handle = await start_run(self, turn, tasks, owner, then=then)
+        if handle.run_id is not None:
+            handle.asked = QueuedTurn(
+                handle.run_id, handle.session_id, who.name, who.name, who.scopes, message,
+                on_pending_pause, self.clock(),
+            )  # fmt: skip
+        return self._driving(handle, tasks)
 
     async def start_resume(
         self,

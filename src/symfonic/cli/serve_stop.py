@@ -75,16 +75,17 @@ class GracefulServer(uvicorn.Server):
         """The one line a graceful stop ends with."""
         draining = self._host.draining
         cancelled_runs = 0 if draining is None else draining.runs_cancelled
+        handed = 0 if draining is None else draining.runs_handed
         queued = 0 if draining is None else draining.queued
         dispatcher = self._app.state.webhooks
         released = 0 if dispatcher is None else dispatcher.released
         grace = self.config.timeout_graceful_shutdown
         return (
             f"symfonic serve: stopped: {_n(max(self.in_flight - self.cut, 0), 'request')} and "
-            f"{_n(self.background - cancelled_runs, 'background run')} finished, "
+            f"{_n(self.background - cancelled_runs - handed, 'background run')} finished, "
             f"{self.cut} and {cancelled_runs} cancelled after the {grace:g} s grace; handed "
-            f"{_n(queued, 'queued message')} and {_n(released, 'webhook delivery')} to the "
-            "other workers"
+            f"{_n(handed, 'background run')}, {_n(queued, 'queued message')} and "
+            f"{_n(released, 'webhook delivery')} to the other workers"
         )
 
 

@@ -188,8 +188,8 @@ def _lifespan(
                 if dispatcher is not None:
                     await tasks.start(dispatcher.run)
                 yield
-                if host.draining is not None:  # the runs its grace did not see end
-                    host.draining.runs_cancelled = await runs.cancel_here()
+                if (draining := host.draining) is not None:  # runs the grace saw not end
+                    draining.runs_cancelled, draining.runs_handed = await runs.cancel_here()
                 tasks.cancel_scope.cancel()
             await host.hand_over()
         finally:

@@ -60,15 +60,26 @@ TAKE_MESSAGE = Statement(
 )
 RUN_TAKEN = Statement(
     "UPDATE symfonic_runs SET state = 'running', lease_until = :lease_until"
-    " WHERE run_id = :run_id AND state = 'queued' RETURNING principal"
+    " WHERE run_id = :run_id AND state = 'queued' RETURNING principal, events"
 )
 ANY_QUEUED = Statement(
     "SELECT 1 AS queued FROM symfonic_run_queue WHERE session_id = :session_id LIMIT 1"
 )
 DROP_MESSAGE = Statement("DELETE FROM symfonic_run_queue WHERE run_id = :run_id")
 CANCEL_QUEUED = Statement(
-    "UPDATE symfonic_runs SET state = 'cancelled', ended_at = :at, events = 1"
-    " WHERE run_id = :run_id AND state = 'queued'"
+    "UPDATE symfonic_runs SET state = 'cancelled', ended_at = :at, events = events + 1"
+    " WHERE run_id = :run_id AND state = 'queued' RETURNING events"
+)
+# A first turn handed back keeps only its `turn.started`; below every queued message.
+REQUEUE_RUN = Statement(
+    "UPDATE symfonic_runs SET state = 'queued', lease_until = :at"
+    " WHERE run_id = :run_id AND state = 'running' AND events = 1"
+)
+REQUEUE_MESSAGE = Statement(
+    "INSERT INTO symfonic_run_queue (position, run_id, session_id, principal, scopes, message,"
+    " on_pending_pause, queued_at) VALUES ((SELECT coalesce(min(position), 1) - 1"
+    " FROM symfonic_run_queue), :run_id, :session_id, :principal, :scopes, :message,"
+    " :on_pending_pause, :at)"
 )
 FREE_HEADS = Statement(
     "SELECT q.session_id, q.run_id, s.run_id IS NOT NULL AS lapsed FROM symfonic_run_queue q"
@@ -105,20 +116,24 @@ def queued_of(row: Row, owner: str) -> QueuedTurn:
     )
 
 
+def _params(turn: QueuedTurn) -> dict[str, object]:
+    return {
+        "run_id": turn.run_id,
+        "session_id": turn.session_id,
+        "owner": turn.owner,
+        "principal": turn.principal,
+        "scopes": json_text(sorted(turn.scopes)),
+        "message": turn.message,
+        "on_pending_pause": turn.on_pending_pause,
+        "at": turn.queued_at,
+    }
+
+
 class SqlRunQueue(SqlTransactions):
     """The port's `RunQueue`, in SQL."""
 
     async def enqueue_turn(self, turn: QueuedTurn) -> None:
-        params = {
-            "run_id": turn.run_id,
-            "session_id": turn.session_id,
-            "owner": turn.owner,
-            "principal": turn.principal,
-            "scopes": json_text(sorted(turn.scopes)),
-            "message": turn.message,
-            "on_pending_pause": turn.on_pending_pause,
-            "at": turn.queued_at,
-        }
+        params = _params(turn)
 
         async def enqueue(connection: Connection) -> None:
             await connection.count(QUEUE_RUN, params)
@@ -146,7 +161,8 @@ class SqlRunQueue(SqlTransactions):
             session = session_of(held, now=now)
             history = await read_history(connection, self.dialect, session_id, session.revision)
             start = RunStart(session, history, pending_pause=int(held["pending"]) > 0)
-            return TakenTurn(queued_of(message, str(run["principal"])), start)
+            turn = queued_of(message, str(run["principal"]))
+            return TakenTurn(turn, start, kept=int(run["events"]))
 
         for _ in range(TAKE_ATTEMPTS):
             try:
@@ -159,8 +175,9 @@ class SqlRunQueue(SqlTransactions):
         async def cancel(connection: Connection) -> bool:
             if await connection.count(DROP_MESSAGE, {"run_id": run_id}) != 1:
                 return False
-            await connection.count(CANCEL_QUEUED, {"run_id": run_id, "at": at})
-            await connection.each(INSERT_EVENT, [event_row(run_id, 1, CANCELLED)])
+            row = first(await connection.rows(CANCEL_QUEUED, {"run_id": run_id, "at": at}))
+            seq = 1 if row is None else int(row["events"])
+            await connection.each(INSERT_EVENT, [event_row(run_id, seq, CANCELLED)])
             if self.dialect is Dialect.POSTGRESQL:
                 await connection.rows(NOTIFY, {"run_id": run_id})
             return True
@@ -173,6 +190,18 @@ class SqlRunQueue(SqlTransactions):
             QueueHead(str(row["session_id"]), str(row["run_id"]), bool(row["lapsed"]))
             for row in rows
         ]
+
+    async def requeue_turn(self, turn: QueuedTurn, now: datetime) -> bool:
+        params = _params(turn)
+
+        async def requeue(connection: Connection) -> bool:
+            if await connection.count(REQUEUE_RUN, {"run_id": turn.run_id, "at": now}) != 1:
+                return False
+            await connection.count(REQUEUE_MESSAGE, params)
+            await connection.count(HAND_OVER, {"session_id": turn.session_id, "now": now})
+            return True
+
+        return await self.transaction(requeue, "requeue_turn")
 
     async def hand_over_queues(self, session_ids: Sequence[str], now: datetime) -> int:
         async def hand_over(connection: Connection) -> int:

@@ -23,6 +23,7 @@ from symfonic.core.contracts.run_events import (
     coalesced,
     kept_rows,
 )
+from symfonic.core.contracts.run_queue import QueuedTurn
 from symfonic.core.contracts.types import (
     TERMINAL_EVENTS,
     ErrorEvent,
@@ -71,6 +72,9 @@ class RunHandle:
         self._seen: list[Event] = []
         self._kept: list[RunEvent] = []
         self._grew = anyio.Event()
+        # A first turn's message, as a queue keeps it: a stopping worker hands it back.
+        self.asked: QueuedTurn | None = None
+        self.handing = self.handed = False
 
     def __repr__(self) -> str:
         return f"RunHandle(run_id={self.run_id!r}, session_id={self.session_id!r})"
@@ -130,6 +134,14 @@ class RunHandle:
         once the store says the run was cancelled, or no longer holds its lease."""
         self._scope.cancel()
 
+    def hand_back(self) -> bool:
+        """Stop a first turn whose model has not answered yet (nothing but its
+        ``turn.started``), for its run to go back to its session's queue once stopped."""
+        self.handing = self.asked is not None and len(self._seen) == 1
+        if self.handing:
+            self.stop()
+        return self.handing
+
     def _saw(self, event: Event) -> None:
         self._seen.append(event)
         self._grew.set()
@@ -169,6 +181,7 @@ async def start_run(
     *,
     then: Then | None = None,
     logged: RunHandle | None = None,
+    kept_first: bool = False,
 ) -> RunHandle:
     """Start the turn ``events`` yields and hand it to a task of ``tasks``.
 
@@ -177,12 +190,15 @@ async def start_run(
     repeat of a resume that already ran in the background is that run again.
     ``then``: awaited once the run has ended here (the session's next queued
     message is taken there). ``logged``: the handle of a run whose row already
-    exists (a queued message, taken), which the run then finishes.
+    exists (a queued message, taken), which the run then finishes; ``kept_first``:
+    that run kept its ``turn.started`` already (it was handed back), which stands.
     """
     first = await first_event(events)
     if not isinstance(first, TurnStartedEvent):
         return await _counted(first, events)
     if logged is not None:
+        if kept_first:
+            logged._keep([RunEvent(1, first)])
         tasks.start_soon(_drive, agent, logged, first, events, then)
         return logged
     try:  # a first turn's run id is new; a resume's may be a replay's
@@ -288,9 +304,14 @@ async def _ended(
             state = RunState.FAILED if result is None else _STATES[result.status]
             outcome = None if result is None else outcome_of(result)
             last = [*unkept, *([stored(seen[-1])] if isinstance(seen[-1], TERMINAL_EVENTS) else [])]
+            back = handle.asked if handle.handing and len(seen) == 1 else None
             try:
+                if back is not None and await agent.store.requeue_turn(back, agent.clock()):
+                    handle.handed = True
                 # A no-op for a run cancelled in the store: it ended there.
-                if await agent.store.end_run_log(first.run_id, state, outcome, agent.clock(), last):
+                elif await agent.store.end_run_log(
+                    first.run_id, state, outcome, agent.clock(), last
+                ):
                     position = handle._kept[-1].position if handle._kept else 0
                     rows = kept_rows(coalesced(last), position)
                     handle._keep([RunEvent(position + n, e) for n, e in enumerate(rows, 1)])

@@ -86,12 +86,14 @@ async def run_next(
         return None
     run_id = taken.turn.run_id
     handle = (waiting or {}).pop(run_id, None) or RunHandle(run_id, session_id)
+    handle.asked = taken.turn
 
     async def after(_: RunHandle) -> None:
         await run_next(agent, session_id, tasks, turn_of, started, waiting)
 
     try:
-        await start_run(agent, turn_of(taken), tasks, then=after, logged=handle)
+        turn = turn_of(taken)
+        await start_run(agent, turn, tasks, then=after, logged=handle, kept_first=taken.kept > 0)
     except Exception as error:
         # Its hold and its run lapse with their lease; a sweep takes the next then.
         logger.warning("a queued message could not start: %s", error)

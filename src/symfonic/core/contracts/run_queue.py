@@ -36,10 +36,13 @@ class QueuedTurn:
 
 @dataclass(frozen=True)
 class TakenTurn:
-    """A queued message taken: its session held by its run, as a first turn's is."""
+    """A queued message taken: its session held by its run, as a first turn's is.
+    ``kept``: the events its run kept already (its ``turn.started``, when a stopping
+    worker handed it back)."""
 
     turn: QueuedTurn
     start: RunStart
+    kept: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,13 @@ class RunQueue(Protocol):
         """The heads of up to ``limit`` queues whose session no turn holds (no run
         marker, or one whose lease lapsed, and no claimed pause): those a sweep may
         take."""
+        ...
+
+    async def requeue_turn(self, turn: QueuedTurn, now: datetime) -> bool:
+        """Put a first turn's run back at the head of its session's queue, in one
+        transaction: the run, still ``running`` with only its ``turn.started`` kept,
+        reads ``queued`` again under its id, and the session, if free, is handed over
+        as by `hand_over_queues`; ``False`` (nothing changed) for any other run."""
         ...
 
     async def hand_over_queues(self, session_ids: Sequence[str], now: datetime) -> int:

@@ -31,11 +31,12 @@ logger = logging.getLogger("symfonic.http")
 @dataclass
 class Draining:
     """A stopping worker: the sessions whose next queued message it left to the others,
-    how many of those it handed over, and the background runs it cancelled."""
+    how many of those it handed over, and the background runs it cancelled or handed back."""
 
     sessions: set[str] = field(default_factory=set)
     queued: int = 0
     runs_cancelled: int = 0
+    runs_handed: int = 0
 
 
 class ServiceHost:

@@ -200,17 +200,25 @@ class WorkerRuns:
         """How many background runs run on this worker now."""
         return len(self._local)
 
-    async def cancel_here(self) -> int:
-        """Cancel, as a cancel does, each run still running here (this worker stops);
-        how many. A run whose cancel cannot be written fails once its lease lapses."""
+    async def cancel_here(self) -> tuple[int, int]:
+        """Stop each run still running here (this worker stops): a first turn whose
+        model has not answered goes back to its session's queue for the others, any
+        other is cancelled as a cancel does; how many of each. A run whose cancel
+        cannot be written fails once its lease lapses."""
         running = list(self._local.items())
+        handing = [handle for _, handle in running if handle.hand_back()]
         for run_id, handle in running:
+            if handle in handing:
+                continue
             try:
                 await self._host.store.cancel_run(run_id, self._agent.clock())
             except Exception as error:
                 logger.warning("a background run could not be cancelled: %s", error)
             handle.stop()
-        return len(running)
+        for handle in handing:
+            await handle.wait()
+        handed = sum(handle.handed for handle in handing)
+        return len(running) - handed, handed
 
     async def cancel(self, run_id: str, principal: Principal) -> RunRecord:
         """Cancel the run on whichever worker runs it (the agent's cancel, whose store
