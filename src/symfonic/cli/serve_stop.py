@@ -16,7 +16,7 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from symfonic.server.service.host import ServiceHost
+from symfonic.server.service.host import Draining, ServiceHost
 
 # How long readiness answers 503 while the listener still accepts, so that whoever
 # probes it (a load balancer, a test) hears it before connections are refused.
@@ -73,10 +73,8 @@ class GracefulServer(uvicorn.Server):
 
     def summary(self) -> str:
         """The one line a graceful stop ends with."""
-        draining = self._host.draining
-        cancelled_runs = 0 if draining is None else draining.runs_cancelled
-        handed = 0 if draining is None else draining.runs_handed
-        queued = 0 if draining is None else draining.queued
+        draining = self._host.draining or Draining()
+        cancelled_runs, handed = draining.runs_cancelled, draining.runs_handed
         dispatcher = self._app.state.webhooks
         released = 0 if dispatcher is None else dispatcher.released
         grace = self.config.timeout_graceful_shutdown
@@ -84,7 +82,7 @@ class GracefulServer(uvicorn.Server):
             f"symfonic serve: stopped: {_n(max(self.in_flight - self.cut, 0), 'request')} and "
             f"{_n(self.background - cancelled_runs - handed, 'background run')} finished, "
             f"{self.cut} and {cancelled_runs} cancelled after the {grace:g} s grace; handed "
-            f"{_n(handed, 'background run')}, {_n(queued, 'queued message')} and "
+            f"{_n(handed, 'background run')}, {_n(draining.queued, 'queued message')} and "
             f"{_n(released, 'webhook delivery')} to the other workers"
         )
 
